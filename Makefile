@@ -1,0 +1,54 @@
+# Every user-facing target sets itself up on a fresh machine: system FFmpeg libraries (for torchcodec),
+# a virtual environment at .venv, the pinned torch/torchvision first, then this project.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.installed
+TORCH_PINS := torch==2.14.1 torchvision==0.29.1
+DEMO_DIR := build/demo
+CHECK_DIRS := builders public_converters recipes model_cards tests benchmarks sample_data
+
+.PHONY: setup system-deps demo test slow_test quality style bench clean
+
+setup: $(STAMP)
+
+system-deps:
+	@if ! ldconfig -p 2>/dev/null | grep -q libavcodec; then \
+		echo "Installing the system FFmpeg libraries (torchcodec needs them)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends ffmpeg >/dev/null; \
+	fi
+
+$(STAMP): pyproject.toml | system-deps
+	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q $(TORCH_PINS)
+	$(PIP) install -q -e ".[dev]" $(TORCH_PINS)
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) sample_data/make_videos.py --out $(DEMO_DIR)/videos
+	$(VENV)/bin/sureon build sureon --release sample_data/sureon_release --videos $(DEMO_DIR)/videos \
+		--out $(DEMO_DIR)/sureon --on-missing-video skip --cache-dir $(DEMO_DIR)/cache --overwrite
+
+test: $(STAMP)
+	$(PY) -m pytest -m "not slow and not gpu and not network" -q
+
+slow_test: $(STAMP)
+	$(PY) -m pytest -m "slow" -q
+
+quality: $(STAMP)
+	$(VENV)/bin/ruff check $(CHECK_DIRS)
+	$(VENV)/bin/ruff format --check $(CHECK_DIRS)
+
+style: $(STAMP)
+	$(VENV)/bin/ruff check --fix $(CHECK_DIRS)
+	$(VENV)/bin/ruff format $(CHECK_DIRS)
+
+bench: $(STAMP)
+	$(PY) benchmarks/frames.py
+
+clean:
+	rm -rf build .pytest_cache .ruff_cache

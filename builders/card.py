@@ -1,0 +1,150 @@
+"""Statistics of a built video-QA dataset (the seed's Table 2) and the dataset card rendered from them."""
+
+import statistics
+from pathlib import Path
+
+from huggingface_hub import DatasetCard, DatasetCardData
+
+from builders.categories import BY_CODE, CATEGORIES, MCQ
+from builders.options import LETTERS
+from model_cards import template_path
+
+
+STAT_ROWS = (
+    ("samples", "Samples (QAs)"),
+    ("categories", "Question categories"),
+    ("short_long_categories", "short-window / long-horizon categories"),
+    ("mcq_open_categories", "MCQ / open-ended categories"),
+    ("accuracy_scored", "Accuracy-scored questions (MCQ + ordering)"),
+    ("open_ended", "Open-ended questions (LLM-judged)"),
+    ("specialties", "Surgical specialties"),
+    ("subjects", "Subjects"),
+    ("procedure_types", "Procedure types"),
+    ("unique_clips", "Unique clips (temporal windows)"),
+    ("source_videos", "Source narrated videos"),
+    ("median_clip_seconds_short", "Median clip duration, short-window (s)"),
+    ("median_clip_seconds_long", "Median clip duration, long-horizon (s)"),
+    ("passes_blind_curation", "passes_blind_curation true / false / null"),
+)
+
+
+def _distinct(records: list[dict], key: str) -> int:
+    return len({r[key] for r in records if r[key]})
+
+
+def _median(values: list[float]) -> float | str:
+    return round(statistics.median(values), 1) if values else "-"
+
+
+def video_qa_stats(records: list[dict]) -> dict:
+    """Table-2-style statistics of a list of records (clip durations are per unique clip)."""
+    known = [BY_CODE[r["category"]] for r in records if r["category"] in BY_CODE]
+    clip_seconds: dict[str, dict[str, float]] = {"short-window": {}, "long-horizon": {}}
+    for record in records:
+        category = BY_CODE.get(record["category"])
+        if category is not None:
+            clip_seconds[category.granularity][record["clip_id"]] = record["end"] - record["start"]
+    flags = [r["passes_blind_curation"] for r in records]
+    positions: dict[str, int] = {}
+    for record in records:
+        if record["answer_format"] == MCQ and record["answer_index"] >= 0:
+            letter = LETTERS[record["answer_index"]]
+            positions[letter] = positions.get(letter, 0) + 1
+    per_category: dict[str, int] = {}
+    for record in records:
+        per_category[record["category"]] = per_category.get(record["category"], 0) + 1
+    short = {c.code for c in known if c.granularity == "short-window"}
+    mcq = {c.code for c in known if c.answer_format == MCQ}
+    return {
+        "samples": len(records),
+        "categories": len(per_category),
+        "short_long_categories": f"{len(short)} / {len({c.code for c in known}) - len(short)}",
+        "mcq_open_categories": f"{len(mcq)} / {len({c.code for c in known}) - len(mcq)}",
+        "accuracy_scored": sum(c.accuracy_scored for c in known),
+        "open_ended": sum(not c.accuracy_scored for c in known),
+        "specialties": _distinct(records, "specialty"),
+        "subjects": _distinct(records, "subject"),
+        "procedure_types": _distinct(records, "procedure"),
+        "unique_clips": _distinct(records, "clip_id"),
+        "source_videos": _distinct(records, "source_id"),
+        "median_clip_seconds_short": _median(list(clip_seconds["short-window"].values())),
+        "median_clip_seconds_long": _median(list(clip_seconds["long-horizon"].values())),
+        "passes_blind_curation": f"{flags.count(True)} / {flags.count(False)} / {flags.count(None)}",
+        "per_category": dict(sorted(per_category.items())),
+        "answer_position": dict(sorted(positions.items())),
+    }
+
+
+def plot_category_distribution(config_stats: dict[str, dict], path: Path) -> None:
+    """Horizontal bars of samples per category, one bar per config (log scale: bench is tiny next to db)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    codes = [c.code for c in CATEGORIES]
+    codes += sorted({k for s in config_stats.values() for k in s["per_category"]} - set(codes))
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(codes) + 1.2), dpi=100)
+    height = 0.8 / max(1, len(config_stats))
+    for i, (config, stats) in enumerate(config_stats.items()):
+        counts = [stats["per_category"].get(code, 0) for code in codes]
+        ax.barh([y + i * height for y in range(len(codes))], counts, height=height, label=config)
+    ax.set_yticks([y + 0.4 - height / 2 for y in range(len(codes))], codes)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("samples")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png", metadata={"Software": None})
+    plt.close(fig)
+
+
+def render_card(
+    configs: list[dict],
+    config_metadata: list[dict],
+    with_frames: bool,
+    extra_columns: list[str],
+    repo_id: str = "ORG/sureon",
+    pretty_name: str = "Sureon",
+) -> str:
+    """Render the dataset card. ``configs``: ``[{name, split, description, stats}]`` in display order."""
+    card_data = DatasetCardData(
+        language="en",
+        license="other",
+        license_name="sureon-release-terms",
+        pretty_name=pretty_name,
+        task_categories=["visual-question-answering", "video-text-to-text"],
+        tags=["surgical-video", "sureon", "video-question-answering", "medical"],
+        size_categories=_size_category(max((c["stats"]["samples"] for c in configs), default=0)),
+        configs=config_metadata,
+    )
+    seen = {code for c in configs for code in c["stats"]["per_category"]}
+    category_rows = [
+        {"code": c.code, "name": c.name, "granularity": c.granularity, "group": c.group, "format": c.answer_format}
+        for c in CATEGORIES
+    ] + [
+        {"code": code, "name": code, "granularity": "-", "group": "-", "format": "-"}
+        for code in sorted(seen - set(BY_CODE))
+    ]
+    letters = sorted({letter for c in configs for letter in c["stats"]["answer_position"]})
+    card = DatasetCard.from_template(
+        card_data,
+        template_path=template_path("sureon_dataset_card.md"),
+        pretty_name=pretty_name,
+        configs=configs,
+        stat_rows=STAT_ROWS,
+        category_rows=category_rows,
+        answer_letters=letters,
+        with_frames=with_frames,
+        extra_columns=extra_columns,
+        repo_id=repo_id,
+    )
+    return str(card)
+
+
+def _size_category(n: int) -> str:
+    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+        if n < limit:
+            return label
+    return "1M<n<10M"

@@ -1,0 +1,112 @@
+"""The ``sureon`` command line.
+
+    sureon build sureon --release DIR [--videos DIR] --out OUT [--configs bench db ...]
+    sureon push OUT --repo-id ORG/NAME [--private]
+
+Each builder registers its own sub-command here; heavy imports happen inside the handlers so ``--help`` is fast.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _size(text: str) -> int:
+    units = {"KB": 1024, "MB": 1024**2, "GB": 1024**3}
+    for unit, factor in units.items():
+        if text.upper().endswith(unit):
+            return int(float(text[: -len(unit)]) * factor)
+    return int(text)
+
+
+def add_build_sureon(builds) -> None:
+    from builders.sureon import CONFIGS, MISSING_VIDEO_MODES
+
+    parser = builds.add_parser(
+        "sureon",
+        help="Sureon-DB, validation pools and the benchmark from the official release (+ local videos)",
+        description="Build the Sureon configs in the Hugging Face Hub layout from the official annotation-only release.",
+    )
+    parser.add_argument("--release", required=True, type=Path, help="the downloaded release folder (parquet files)")
+    parser.add_argument("--videos", type=Path, help="folder of source videos named <source_id>.<ext>")
+    parser.add_argument("--out", required=True, type=Path, help="output folder (Hub layout)")
+    parser.add_argument("--configs", nargs="+", choices=list(CONFIGS), help="configs to build (default: all available)")
+    parser.add_argument("--column", action="append", metavar="FIELD=COLUMN", help="map a field to a release column")
+    parser.add_argument("--columns-file", help="YAML file of field: column mappings")
+    parser.add_argument("--on-missing-video", choices=MISSING_VIDEO_MODES, default="error")
+    parser.add_argument("--max-frames", type=int, default=8)
+    parser.add_argument("--min-frames", type=int, default=4)
+    parser.add_argument("--max-side", type=int, default=768, help="longest side of stored JPEG frames (0: keep)")
+    parser.add_argument("--jpeg-quality", type=int, default=90)
+    parser.add_argument("--cache-dir", type=Path, help="frame cache (default: ~/.cache/sureon/frames)")
+    parser.add_argument("--num-workers", type=int, default=1, help="videos decoded in parallel")
+    parser.add_argument(
+        "--shuffle-options", action="store_true", help="reorder stored options with a seed from question_id"
+    )
+    parser.add_argument("--max-shard-size", type=_size, default="500MB", help="parquet shard size, e.g. 500MB")
+    parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    parser.set_defaults(handler=run_build_sureon)
+
+
+def run_build_sureon(args) -> int:
+    from builders.frames import FramePolicy
+    from builders.release import ColumnMapping
+    from builders.sureon import BuildOptions, build_sureon
+
+    options = BuildOptions(
+        release=args.release,
+        out=args.out,
+        videos=args.videos,
+        configs=args.configs,
+        mapping=ColumnMapping.from_cli(args.column, args.columns_file),
+        on_missing_video=args.on_missing_video,
+        policy=FramePolicy(args.max_frames, args.min_frames, args.max_side or None, args.jpeg_quality),
+        cache_dir=args.cache_dir,
+        num_workers=args.num_workers,
+        shuffle_options=args.shuffle_options,
+        overwrite=args.overwrite,
+        max_shard_bytes=args.max_shard_size,
+    )
+    report = build_sureon(options)
+    print(report.summary())
+    print(f'Load it with: datasets.load_dataset("{args.out}", "{report.configs[0].name}")')
+    return 0
+
+
+def add_push(commands) -> None:
+    parser = commands.add_parser("push", help="upload a built folder to the Hub as a dataset repo")
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--repo-id", required=True, help="ORG/NAME")
+    parser.add_argument("--private", action="store_true")
+    parser.set_defaults(handler=run_push)
+
+
+def run_push(args) -> int:
+    from builders.hub import push_folder
+
+    url = push_folder(args.folder, args.repo_id, private=args.private)
+    print(f"Pushed {args.folder} to {url}")
+    return 0
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sureon", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    build = commands.add_parser("build", help="build a dataset in the Hub layout")
+    builds = build.add_subparsers(dest="dataset", required=True)
+    add_build_sureon(builds)
+    add_push(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""Write datasets in the Hugging Face Hub layout and push them.
+
+Layout: ``<config>/<split>-NNNNN-of-NNNNN.parquet`` + ``README.md`` whose YAML ``configs:`` lists the shards, so that
+``datasets.load_dataset(folder, config)`` works offline and the folder uploads as is. Image bytes are embedded in the
+parquet (self-contained), the ``datasets`` features travel in the parquet schema metadata, and shards are written
+row group by row group, so a config larger than memory streams through.
+
+Every build goes to a staging folder first and replaces the output in one rename: a crash never leaves half a
+dataset behind.
+"""
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from datasets import Features
+
+
+DEFAULT_MAX_SHARD_BYTES = 500 * 1024 * 1024
+
+
+def _approx_bytes(value) -> int:
+    if isinstance(value, bytes | str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(_approx_bytes(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return sum(_approx_bytes(v) for v in value)
+    return 8
+
+
+def write_split(
+    rows: Iterable[dict],
+    features: Features,
+    config_dir: Path,
+    split: str,
+    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
+    rows_per_group: int = 100,
+) -> int:
+    """Write ``rows`` as parquet shards ``<split>-NNNNN-of-NNNNN.parquet`` in ``config_dir``; return the row count."""
+    config_dir.mkdir(parents=True, exist_ok=True)
+    schema = features.arrow_schema
+    shard_paths: list[Path] = []
+    writer: pq.ParquetWriter | None = None
+    batch: list[dict] = []
+    shard_bytes = 0
+    count = 0
+
+    def flush():
+        nonlocal batch
+        if batch:
+            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+            batch = []
+
+    for row in rows:
+        encoded = features.encode_example(row)
+        size = _approx_bytes(encoded)
+        if writer is None or (shard_bytes + size > max_shard_bytes and shard_bytes > 0):
+            if writer is not None:
+                flush()
+                writer.close()
+            shard_paths.append(config_dir / f".{split}-{len(shard_paths):05d}.parquet.tmp")
+            writer = pq.ParquetWriter(shard_paths[-1], schema)
+            shard_bytes = 0
+        batch.append(encoded)
+        shard_bytes += size
+        count += 1
+        if len(batch) >= rows_per_group:
+            flush()
+    if writer is None:  # an empty split still gets a (schema-only) shard, so the config loads
+        shard_paths.append(config_dir / f".{split}-00000.parquet.tmp")
+        writer = pq.ParquetWriter(shard_paths[-1], schema)
+    flush()
+    writer.close()
+    total = len(shard_paths)
+    for index, path in enumerate(shard_paths):
+        os.replace(path, config_dir / f"{split}-{index:05d}-of-{total:05d}.parquet")
+    return count
+
+
+def configs_metadata(config_splits: dict[str, list[str]], default: str | None = None) -> list[dict]:
+    """The README ``configs:`` entries for ``{config: [split, ...]}``."""
+    entries = []
+    for config, splits in config_splits.items():
+        entry = {
+            "config_name": config,
+            "data_files": [{"split": split, "path": f"{config}/{split}-*.parquet"} for split in splits],
+        }
+        if config == default:
+            entry["default"] = True
+        entries.append(entry)
+    return entries
+
+
+@contextmanager
+def staged_output(out: str | Path, overwrite: bool):
+    """Yield a staging folder next to ``out``; on success it replaces ``out`` atomically, on failure it is removed."""
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    old = None
+    if out.exists():
+        old = out.parent / f".{out.name}.old-{os.getpid()}"
+        os.replace(out, old)
+    os.replace(staging, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def push_folder(folder: str | Path, repo_id: str, private: bool = False, token: str | None = None) -> str:
+    """Upload a Hub-layout folder as a dataset repo; the token comes from ``token``, ``HF_TOKEN`` or the login.
+
+    The token is handed to ``huggingface_hub`` only and never printed or logged.
+    """
+    from huggingface_hub import HfApi
+
+    folder = Path(folder)
+    if not (folder / "README.md").is_file():
+        raise FileNotFoundError(f"{folder} has no README.md: build it first (sureon build ...)")
+    api = HfApi(token=token)
+    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+    commit = api.upload_folder(
+        repo_id=repo_id,
+        repo_type="dataset",
+        folder_path=str(folder),
+        commit_message=f"Upload {folder.name} with sureon-recipes",
+        ignore_patterns=[".*", "**/.*"],
+    )
+    return getattr(commit, "commit_url", None) or f"https://huggingface.co/datasets/{repo_id}"

@@ -1,0 +1,85 @@
+"""The project's one prompt formatter: a video-QA record -> chat messages, for training, evaluation and guessers.
+
+Layout (the seed's D.1 and Fig. 17): the clip's time range, each frame tagged with its absolute timestamp, then the
+question and the lettered options. The blind variant is exactly the same text without the frames (nor their tags),
+so visual and blind passes differ only in the visual input. Option order is the record's (fixed at build time).
+
+``frames_as="images"`` interleaves each frame as an image after a ``Frame at HH:MM:SS.ss`` tag (any VLM or
+OpenAI-compatible endpoint); ``frames_as="video"`` passes the frames as one video block carrying its timestamps,
+for processors such as Qwen3-VL's that insert their own time markers from the video metadata.
+"""
+
+from builders.categories import MCQ, ORDERING
+from builders.clips import format_clock
+from builders.options import LETTERS
+
+
+INSTRUCTIONS = {
+    MCQ: "Answer with the letter of the correct option.",
+    ORDERING: "Answer with the event letters in chronological order, separated by commas.",
+    "SM": "Answer with the sequence of surgical steps shown in the clip, in order.",
+    "open": "Answer in one or two sentences.",
+}
+
+
+def clip_header(record: dict) -> str:
+    return f"Clip: {format_clock(record['start'])} to {format_clock(record['end'])} of the source video."
+
+
+def question_text(record: dict) -> str:
+    """Question, lettered options and the answer instruction: the text shared by visual and blind prompts."""
+    options = record.get("options") or []
+    if len(options) > len(LETTERS):
+        raise ValueError(f"{record.get('question_id')}: {len(options)} options, at most {len(LETTERS)} can be lettered")
+    lines = [f"Question: {record['question'].strip()}"]
+    if options:
+        lines.append("Options:")
+        lines += [f"{LETTERS[i]}. {str(option).strip()}" for i, option in enumerate(options)]
+    answer_format = record.get("answer_format") or (MCQ if options else "open")
+    if options:
+        instruction = INSTRUCTIONS[MCQ]
+    elif answer_format == ORDERING:
+        instruction = INSTRUCTIONS[ORDERING]
+    else:
+        instruction = INSTRUCTIONS["SM" if record.get("category") == "SM" else "open"]
+    lines.append(instruction)
+    return "\n".join(lines)
+
+
+def answer_target(record: dict) -> str:
+    """The assistant answer used for training and scoring: a letter, a letter order, or the free text."""
+    if record.get("options"):
+        return LETTERS[record["answer_index"]]
+    if record.get("answer_order"):
+        return ",".join(record["answer_order"])
+    return str(record["answer"]).strip()
+
+
+def format_messages(
+    record: dict,
+    *,
+    blind: bool = False,
+    frames_as: str = "images",
+    with_answer: bool = False,
+    system_prompt: str | None = None,
+) -> list[dict]:
+    """Chat messages for one record. ``record["frames"]`` may hold PIL images, bytes or paths; it is passed through."""
+    if frames_as not in ("images", "video"):
+        raise ValueError(f"frames_as must be 'images' or 'video', got {frames_as!r}")
+    content: list[dict] = [{"type": "text", "text": clip_header(record)}]
+    frames = [] if blind else list(record.get("frames") or [])
+    timestamps = list(record.get("frame_timestamps") or []) if frames else []
+    if len(timestamps) != len(frames):
+        raise ValueError(f"{record.get('question_id')}: {len(frames)} frames but {len(timestamps)} timestamps")
+    if frames and frames_as == "video":
+        content.append({"type": "video", "video": frames, "timestamps": timestamps})
+    else:
+        for frame, timestamp in zip(frames, timestamps, strict=True):
+            content.append({"type": "text", "text": f"Frame at {format_clock(timestamp)}:"})
+            content.append({"type": "image", "image": frame})
+    content.append({"type": "text", "text": question_text(record)})
+    messages = [{"role": "system", "content": [{"type": "text", "text": system_prompt}]}] if system_prompt else []
+    messages.append({"role": "user", "content": content})
+    if with_answer:
+        messages.append({"role": "assistant", "content": [{"type": "text", "text": answer_target(record)}]})
+    return messages

@@ -1,0 +1,225 @@
+"""Build the Sureon datasets (Sureon-DB, validation pools, the 340-question benchmark) from the official release.
+
+    sureon build sureon --release DIR [--videos DIR] --out OUT [--configs bench db ...]
+
+Configs (names are part of the contract): ``bench`` (test), ``db`` (train, passing blind curation: Sureon-DB),
+``train_all``, ``validation``, ``validation_curated``. Sequence-summary passthroughs (flag null) count as passing.
+
+With ``--videos``, each clip gets its sampled frames (see :mod:`builders.frames`); a missing or unreadable video is
+handled by ``--on-missing-video``: ``error`` (default: list every missing source and stop), ``skip`` (leave its
+questions out and list them in ``build_manifest.json``) or ``annotation-only`` (keep them without frames).
+Every config reconciles: read = written + skipped.
+"""
+
+import json
+import os
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+from tqdm.auto import tqdm
+
+from builders.card import plot_category_distribution, render_card, video_qa_stats
+from builders.frames import FrameCache, FramePolicy, extract_all, index_videos
+from builders.hub import DEFAULT_MAX_SHARD_BYTES, configs_metadata, staged_output, write_split
+from builders.release import ColumnMapping, Release, ReleaseError, check_leakage, read_release
+from builders.schema import video_qa_features
+
+
+MISSING_VIDEO_MODES = ("error", "skip", "annotation-only")
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    name: str
+    split: str
+    curated_only: bool
+    description: str
+
+
+CONFIGS: dict[str, ConfigSpec] = {
+    spec.name: spec
+    for spec in (
+        ConfigSpec("bench", "test", False, "the surgeon-verified benchmark (340 questions in the official release)"),
+        ConfigSpec("db", "train", True, "Sureon-DB: training questions that pass blind curation"),
+        ConfigSpec("train_all", "train", False, "every training question, before blind curation"),
+        ConfigSpec("validation", "validation", False, "every validation question, before blind curation"),
+        ConfigSpec("validation_curated", "validation", True, "validation questions that pass blind curation"),
+    )
+}
+
+
+def passes_curation(record: dict) -> bool:
+    return record["passes_blind_curation"] is True or (
+        record["passes_blind_curation"] is None and record["category"] == "SM"
+    )
+
+
+@dataclass
+class BuildOptions:
+    release: Path
+    out: Path
+    videos: Path | None = None
+    configs: list[str] | None = None
+    mapping: ColumnMapping = field(default_factory=ColumnMapping)
+    on_missing_video: str = "error"
+    policy: FramePolicy = field(default_factory=FramePolicy)
+    cache_dir: Path | None = None
+    num_workers: int = 1
+    shuffle_options: bool = False
+    overwrite: bool = False
+    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES
+
+
+@dataclass
+class ConfigReport:
+    name: str
+    split: str
+    read: int
+    written: int
+    skipped: list[dict]
+
+    def line(self) -> str:
+        return (
+            f"{self.name:<20} {self.split:<11} read {self.read:>7}  written {self.written:>7}  "
+            f"skipped {len(self.skipped):>6}"
+        )
+
+
+@dataclass
+class BuildReport:
+    out: Path
+    configs: list[ConfigReport]
+    warnings: list[str]
+    unknown_categories: dict[str, int]
+
+    def summary(self) -> str:
+        lines = [f"Built {self.out}", *(c.line() for c in self.configs)]
+        if self.unknown_categories:
+            lines.append(f"categories outside the ten, kept under their own name: {self.unknown_categories}")
+        if self.warnings:
+            lines.append(f"{len(self.warnings)} warning(s) (see build_manifest.json), first: {self.warnings[0]}")
+        return "\n".join(lines)
+
+
+def select_configs(release: Release, requested: list[str] | None) -> list[ConfigSpec]:
+    if requested:
+        unknown = [name for name in requested if name not in CONFIGS]
+        if unknown:
+            raise ReleaseError(f"unknown config(s) {unknown}; choose from {list(CONFIGS)}")
+        absent = [n for n in requested if CONFIGS[n].split not in release.splits]
+        if absent:
+            raise ReleaseError(f"config(s) {absent} need split(s) the release lacks (found {list(release.splits)})")
+        return [CONFIGS[n] for n in CONFIGS if n in requested]
+    return [spec for spec in CONFIGS.values() if spec.split in release.splits]
+
+
+def _default_cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sureon" / "frames"
+
+
+def _sample_frames(opts: BuildOptions, records: list[dict]) -> tuple[dict[str, Path], dict[tuple, str]]:
+    """Decode (or find cached) frames of every clip; return the video index and ``clip key -> failure``."""
+    videos = index_videos(opts.videos)
+    needed = sorted({r["source_id"] for r in records})
+    missing = [s for s in needed if s not in videos]
+    if missing and opts.on_missing_video == "error":
+        raise FileNotFoundError(
+            f"{len(missing)} source video(s) not found in {opts.videos} (expected <source_id>.<ext>): "
+            f"{', '.join(missing)}. Download them, or pass --on-missing-video skip|annotation-only."
+        )
+    jobs: dict[Path, list[tuple[float, float]]] = defaultdict(list)
+    for record in records:
+        if record["source_id"] in videos:
+            jobs[videos[record["source_id"]]].append((record["start"], record["end"]))
+    failures: dict[tuple, str] = {(s,): "video not found" for s in missing}
+    cache_dir = opts.cache_dir or _default_cache_dir()
+    with tqdm(total=len(jobs), desc="sampling frames", unit="video", disable=None) as progress:
+        for video, outcome in extract_all(dict(jobs), opts.policy, cache_dir, opts.num_workers):
+            for window, error in outcome.items():
+                if error is not None:
+                    failures[(video.stem, *window)] = error
+            progress.update()
+    if failures and opts.on_missing_video == "error":
+        raise RuntimeError(
+            f"{len(failures)} clip(s) could not be sampled (frames decoded so far are cached; a rerun resumes):\n  "
+            + "\n  ".join(sorted(failures.values()))
+        )
+    return videos, failures
+
+
+def build_sureon(opts: BuildOptions) -> BuildReport:
+    """Read, validate and write the requested configs; see the module docstring."""
+    if opts.on_missing_video not in MISSING_VIDEO_MODES:
+        raise ValueError(f"--on-missing-video must be one of {MISSING_VIDEO_MODES}, got {opts.on_missing_video!r}")
+    release = read_release(opts.release, opts.mapping, opts.shuffle_options)
+    check_leakage(release)
+    specs = select_configs(release, opts.configs)
+    selected = {
+        spec.name: [r for r in release.splits[spec.split].records if not spec.curated_only or passes_curation(r)]
+        for spec in specs
+    }
+    with_frames = opts.videos is not None
+    videos: dict[str, Path] = {}
+    failures: dict[tuple, str] = {}
+    if with_frames:
+        unique = {r["question_id"]: r for records in selected.values() for r in records}
+        videos, failures = _sample_frames(opts, list(unique.values()))
+    cache = FrameCache(opts.cache_dir or _default_cache_dir())
+
+    reports, card_configs, written_stats, extra_columns = [], [], {}, []
+    with staged_output(opts.out, opts.overwrite) as staging:
+        for spec in specs:
+            extra_schema = release.splits[spec.split].extra_fields
+            features = video_qa_features(with_frames, pa.schema(extra_schema) if extra_schema else None)
+            kept: list[dict] = []
+            skipped: list[dict] = []
+
+            def rows(records=selected[spec.name], kept=kept, skipped=skipped):
+                for record in records:
+                    row = {k: v for k, v in record.items() if not k.startswith("_")}
+                    row.update(record["_extras"])
+                    if with_frames:
+                        reason = failures.get((record["source_id"],)) or failures.get(
+                            (record["source_id"], record["start"], record["end"])
+                        )
+                        if reason and opts.on_missing_video == "skip":
+                            skipped.append(
+                                {"question_id": record["question_id"], "source_id": record["source_id"], "reason": reason}
+                            )
+                            continue
+                        frames = None
+                        if not reason:
+                            video = videos[record["source_id"]]
+                            frames = cache.get(cache.key(video, record["start"], record["end"], opts.policy))
+                        row["frames"] = [{"bytes": j, "path": None} for j in frames.jpegs] if frames else []
+                        row["frame_timestamps"] = frames.timestamps if frames else []
+                    kept.append(row)
+                    yield row
+
+            written = write_split(rows(), features, staging / spec.name, spec.split, opts.max_shard_bytes)
+            report = ConfigReport(spec.name, spec.split, len(selected[spec.name]), written, skipped)
+            if report.read != report.written + len(report.skipped):
+                raise RuntimeError(f"{spec.name}: read {report.read} != written {written} + skipped {len(skipped)}")
+            reports.append(report)
+            written_stats[spec.name] = video_qa_stats(kept)
+            card_configs.append(
+                {"name": spec.name, "split": spec.split, "description": spec.description, "stats": written_stats[spec.name]}
+            )
+            extra_columns += [f.name for f in extra_schema if f.name not in extra_columns]
+
+        plot_category_distribution(written_stats, staging / "assets" / "category_distribution.png")
+        metadata = configs_metadata({s.name: [s.split] for s in specs}, default=specs[0].name)
+        (staging / "README.md").write_text(render_card(card_configs, metadata, with_frames, extra_columns))
+        manifest = {
+            "configs": {
+                r.name: {"split": r.split, "read": r.read, "written": r.written, "skipped": r.skipped} for r in reports
+            },
+            "stats": written_stats,
+            "unknown_categories": release.unknown_categories,
+            "warnings": release.warnings,
+            "frames": {"with_frames": with_frames, "policy": asdict(opts.policy)} if with_frames else {"with_frames": False},
+        }
+        (staging / "build_manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return BuildReport(opts.out, reports, release.warnings, release.unknown_categories)

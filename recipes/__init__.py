@@ -1,0 +1,1 @@
+"""Launchable training and evaluation scripts (TRL style) and their YAML recipes."""
