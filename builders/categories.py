@@ -36,8 +36,12 @@ CATEGORIES: tuple[Category, ...] = (
     Category("AD", "Action Description", "action_description", "short-window", "perception", MCQ),
     Category("EE", "Entity Existence", "object_existence", "short-window", "perception", MCQ),
     Category("EA", "Entity Attribute", "object_attribute", "short-window", "perception", MCQ),
-    Category("PAD", "Procedure-Agnostic Action Description", "pa_action_description", "short-window", "perception", MCQ),
-    Category("IAI", "Instrument-Action Interaction", "instrument_action_interaction", "short-window", "perception", MCQ),
+    Category(
+        "PAD", "Procedure-Agnostic Action Description", "pa_action_description", "short-window", "perception", MCQ
+    ),
+    Category(
+        "IAI", "Instrument-Action Interaction", "instrument_action_interaction", "short-window", "perception", MCQ
+    ),
     Category("LAR", "Local Action Reasoning", "local_action_reasoning", "short-window", "reasoning", MCQ),
     Category("SPI", "Safety Practice Identification", "safety", "short-window", "reasoning", MCQ),
     Category("F", "Forecasting", "forecast_cot", "long-horizon", "reasoning", MCQ),

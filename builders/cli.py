@@ -25,12 +25,14 @@ def add_build_sureon(builds) -> None:
     parser = builds.add_parser(
         "sureon",
         help="Sureon-DB, validation pools and the benchmark from the official release (+ local videos)",
-        description="Build the Sureon configs in the Hugging Face Hub layout from the official annotation-only release.",
+        description="Build the Sureon configs in the Hub layout from the official annotation-only release.",
     )
     parser.add_argument("--release", required=True, type=Path, help="the downloaded release folder (parquet files)")
     parser.add_argument("--videos", type=Path, help="folder of source videos named <source_id>.<ext>")
     parser.add_argument("--out", required=True, type=Path, help="output folder (Hub layout)")
-    parser.add_argument("--configs", nargs="+", choices=list(CONFIGS), help="configs to build (default: all available)")
+    parser.add_argument(
+        "--configs", nargs="+", choices=list(CONFIGS), help="configs to build (default: all available)"
+    )
     parser.add_argument("--column", action="append", metavar="FIELD=COLUMN", help="map a field to a release column")
     parser.add_argument("--columns-file", help="YAML file of field: column mappings")
     parser.add_argument("--on-missing-video", choices=MISSING_VIDEO_MODES, default="error")

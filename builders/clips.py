@@ -60,9 +60,7 @@ def parse_clip_id(clip_id: str) -> ClipRef:
 
 def parse_seconds(value) -> float:
     """Read a time given as seconds (number or numeric string), ``[h:]mm:ss[.fff]`` or ``HH-MM-SS[._]ff``."""
-    if isinstance(value, bool):
-        raise ValueError(f"not a time: {value!r}")
-    if isinstance(value, int | float):
+    if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     text = str(value).strip()
     try:

@@ -178,12 +178,12 @@ def extract_video_clips(
         return outcome
     try:
         decoder = open_decoder(video)
-    except Exception as err:  # any decoder failure: the file is unreadable
+    except (RuntimeError, ValueError, OSError) as err:  # FFmpeg could not open or parse the file
         return {w: f"unreadable video {video.name}: {err}" for w in windows}
     for window in todo:
         try:
             cache.put(cache.key(video, *window, policy), sample_clip(decoder, *window, policy))
-        except Exception as err:  # reported per clip; the build decides
+        except (RuntimeError, ValueError, IndexError, OSError) as err:  # reported per clip; the build decides
             outcome[window] = f"{video.name} [{window[0]:.2f}s, {window[1]:.2f}s]: {err}"
     return outcome
 
@@ -197,6 +197,9 @@ def extract_all(
             yield video, extract_video_clips(video, windows, policy, cache_dir)
         return
     with ProcessPoolExecutor(max_workers=num_workers, mp_context=get_context("spawn")) as pool:
-        futures = {video: pool.submit(extract_video_clips, video, windows, policy, cache_dir) for video, windows in jobs.items()}
+        futures = {
+            video: pool.submit(extract_video_clips, video, windows, policy, cache_dir)
+            for video, windows in jobs.items()
+        }
         for video, future in futures.items():
             yield video, future.result()

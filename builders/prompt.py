@@ -30,7 +30,9 @@ def question_text(record: dict) -> str:
     """Question, lettered options and the answer instruction: the text shared by visual and blind prompts."""
     options = record.get("options") or []
     if len(options) > len(LETTERS):
-        raise ValueError(f"{record.get('question_id')}: {len(options)} options, at most {len(LETTERS)} can be lettered")
+        raise ValueError(
+            f"{record.get('question_id')}: {len(options)} options, at most {len(LETTERS)} can be lettered"
+        )
     lines = [f"Question: {record['question'].strip()}"]
     if options:
         lines.append("Options:")

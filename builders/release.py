@@ -287,7 +287,9 @@ def normalise_row(row: dict, cols: dict, letter_columns: list[str], shuffle_opti
         if not (cols["source_id"] and row[cols["source_id"]]):
             raise
         clip = None
-    source_id = _text(row[cols["source_id"]]).strip() if cols["source_id"] and row[cols["source_id"]] else clip.source_id
+    source_id = (
+        _text(row[cols["source_id"]]).strip() if cols["source_id"] and row[cols["source_id"]] else clip.source_id
+    )
     start, end = _window(row, cols, clip)
     if end < start:
         raise ValueError(f"window ends ({end}s) before it starts ({start}s)")

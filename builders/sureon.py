@@ -186,7 +186,11 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
                         )
                         if reason and opts.on_missing_video == "skip":
                             skipped.append(
-                                {"question_id": record["question_id"], "source_id": record["source_id"], "reason": reason}
+                                {
+                                    "question_id": record["question_id"],
+                                    "source_id": record["source_id"],
+                                    "reason": reason,
+                                }
                             )
                             continue
                         frames = None
@@ -205,7 +209,12 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
             reports.append(report)
             written_stats[spec.name] = video_qa_stats(kept)
             card_configs.append(
-                {"name": spec.name, "split": spec.split, "description": spec.description, "stats": written_stats[spec.name]}
+                {
+                    "name": spec.name,
+                    "split": spec.split,
+                    "description": spec.description,
+                    "stats": written_stats[spec.name],
+                }
             )
             extra_columns += [f.name for f in extra_schema if f.name not in extra_columns]
 
@@ -219,7 +228,9 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
             "stats": written_stats,
             "unknown_categories": release.unknown_categories,
             "warnings": release.warnings,
-            "frames": {"with_frames": with_frames, "policy": asdict(opts.policy)} if with_frames else {"with_frames": False},
+            "frames": {"with_frames": with_frames, "policy": asdict(opts.policy)}
+            if with_frames
+            else {"with_frames": False},
         }
         (staging / "build_manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return BuildReport(opts.out, reports, release.warnings, release.unknown_categories)

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 LETTERS = "ABCDEFG"
 
+# fmt: off
 # (split, source_id, slug, start, end, question, correct answer, distractors, passes_blind_curation, time separator)
 QUESTIONS = [
     # train: aB3_dE-5fGh (cholecystectomy), Zx9Qw_8eRt1 (hemicolectomy), 0c03... (hysterectomy)
@@ -42,8 +43,8 @@ QUESTIONS = [
     ("train", "aB3_dE-5fGh", "forecast_cot", 5.0, 70.0, "What is the next step of the procedure?",
      "Clipping the cystic artery", ["Closing the fascia", "Extracting the specimen", "Port placement"], True, "."),
     ("train", "aB3_dE-5fGh", "temporal_ordering", 2.0, 80.0,
-     "Order these events as they occur. A: clipping of the cystic duct B: dissection of Calot's triangle "
-     "C: retraction of the gallbladder fundus", "C,B,A", [], True, "."),
+     ("Order these events as they occur. A: clipping of the cystic duct B: dissection of Calot's triangle "
+      "C: retraction of the gallbladder fundus"), "C,B,A", [], True, "."),
     ("train", "aB3_dE-5fGh", "sequence_summarization", 10.0, 75.0, "Summarize the sequence of surgical steps.",
      "The fundus is retracted, Calot's triangle is dissected, and the cystic duct and artery are clipped.", [],
      None, "."),
@@ -54,8 +55,8 @@ QUESTIONS = [
     ("train", "Zx9Qw_8eRt1", "safety", 30.0, 39.0, "What safety step is shown before dividing the vessel?",
      "Identifying the ureter", ["Checking the pneumoperitoneum", "Marking the margin", "Counting needles"], True, "."),
     ("train", "Zx9Qw_8eRt1", "temporal_ordering", 1.0, 85.0,
-     "Order these events as they occur. A: division of the ileocolic pedicle B: medial-to-lateral mobilization "
-     "C: creation of the anastomosis", "B,A,C", [], False, "."),
+     ("Order these events as they occur. A: division of the ileocolic pedicle B: medial-to-lateral mobilization "
+      "C: creation of the anastomosis"), "B,A,C", [], False, "."),
     ("train", "Zx9Qw_8eRt1", "object_localization", 50.0, 56.0, "Where is the stapler in the frame?",
      "Right side of the screen", ["Left side of the screen", "Top of the screen", "Center of the screen"], None, "."),
     ("train", "0c0368222999f0438acd67df0e414a9f", "object_attribute", 6.0, 13.37, "What is the color of the uterus?",
@@ -93,8 +94,8 @@ QUESTIONS = [
      "Leak testing the staple line", ["Port placement", "Dividing the short gastrics", "Closing the skin"],
      True, "."),
     ("validation", "Vq2-Lm7Np0s", "temporal_ordering", 1.0, 88.0,
-     "Order these events as they occur. A: firing of the first stapler B: division of the gastrocolic ligament "
-     "C: extraction of the specimen", "B,A,C", [], True, "."),
+     ("Order these events as they occur. A: firing of the first stapler B: division of the gastrocolic ligament "
+      "C: extraction of the specimen"), "B,A,C", [], True, "."),
     ("validation", "Vq2-Lm7Np0s", "sequence_summarization", 4.0, 86.0, "Summarize the sequence of surgical steps.",
      "The greater curvature is freed, the sleeve is stapled over a bougie, and the staple line is checked.", [],
      None, "."),
@@ -135,6 +136,7 @@ QUESTIONS = [
      "Suturing the vaginal cuff", ["Stapling", "Irrigating", "Dividing the ligament", "Placing a port",
                                    "Retracting the bladder", "Coagulating"], None, "."),
 ]
+# fmt: on
 
 TOPICS = {
     "aB3_dE-5fGh": ("General Surgery", "Hepatobiliary", "Cholecystectomy"),
@@ -182,13 +184,14 @@ def release_rows() -> dict[str, list[dict]]:
                 "subject": subject,
                 "procedure": procedure,
                 "transcript": transcript(start, end),
-                "reasoning": "The fundus is retracted first to expose the triangle." if slug == "temporal_ordering" else "",
+                "reasoning": REASONING if slug == "temporal_ordering" else "",
                 "passes_blind_curation": None if split == "test" else flag,
             }
         )
     return rows
 
 
+REASONING = "The events are ordered by when each is first seen in the clip."
 OPTION_TYPE = pa.list_(pa.struct([("letter", pa.string()), ("text", pa.string()), ("correct", pa.bool_())]))
 SCHEMA = pa.schema(
     [
