@@ -3,6 +3,8 @@
 import statistics
 from pathlib import Path
 
+from datasets import DatasetInfo
+from datasets.info import DatasetInfosDict
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from builders.categories import BY_CODE, CATEGORIES, MCQ
@@ -103,6 +105,7 @@ def plot_category_distribution(config_stats: dict[str, dict], path: Path) -> Non
 def render_card(
     configs: list[dict],
     config_metadata: list[dict],
+    dataset_infos: dict[str, DatasetInfo],
     with_frames: bool,
     extra_columns: list[str],
     repo_id: str = "ORG/sureon",
@@ -119,6 +122,7 @@ def render_card(
         size_categories=_size_category(max((c["stats"]["samples"] for c in configs), default=0)),
         configs=config_metadata,
     )
+    DatasetInfosDict(dataset_infos).to_dataset_card_data(card_data)
     seen = {code for c in configs for code in c["stats"]["per_category"]}
     category_rows = [
         {"code": c.code, "name": c.name, "granularity": c.granularity, "group": c.group, "format": c.answer_format}

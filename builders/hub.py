@@ -14,11 +14,12 @@ import shutil
 import tempfile
 from collections.abc import Iterable
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from datasets import Features
+from datasets import DatasetInfo, Features, SplitDict, SplitInfo
 
 
 DEFAULT_MAX_SHARD_BYTES = 500 * 1024 * 1024
@@ -34,6 +35,24 @@ def _approx_bytes(value) -> int:
     return 8
 
 
+@dataclass
+class WrittenSplit:
+    split: str
+    num_examples: int
+    num_bytes: int  # Arrow size, as ``datasets`` reports it
+    download_size: int  # parquet bytes on disk
+
+    def info(self, features: Features) -> DatasetInfo:
+        """The ``dataset_info`` entry of the card. It also keys ``datasets``' cache: without it, two local folders of
+        the same name and configs would share cached data."""
+        return DatasetInfo(
+            features=features,
+            splits=SplitDict({self.split: SplitInfo(self.split, self.num_bytes, self.num_examples)}),
+            download_size=self.download_size,
+            dataset_size=self.num_bytes,
+        )
+
+
 def write_split(
     rows: Iterable[dict],
     features: Features,
@@ -41,8 +60,8 @@ def write_split(
     split: str,
     max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
     rows_per_group: int = 100,
-) -> int:
-    """Write ``rows`` as parquet shards ``<split>-NNNNN-of-NNNNN.parquet`` in ``config_dir``; return the row count."""
+) -> WrittenSplit:
+    """Write ``rows`` as parquet shards ``<split>-NNNNN-of-NNNNN.parquet`` in ``config_dir``."""
     config_dir.mkdir(parents=True, exist_ok=True)
     schema = features.arrow_schema
     shard_paths: list[Path] = []
@@ -50,11 +69,14 @@ def write_split(
     batch: list[dict] = []
     shard_bytes = 0
     count = 0
+    arrow_bytes = 0
 
     def flush():
-        nonlocal batch
+        nonlocal batch, arrow_bytes
         if batch:
-            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+            table = pa.Table.from_pylist(batch, schema=schema)
+            arrow_bytes += table.nbytes
+            writer.write_table(table)
             batch = []
 
     for row in rows:
@@ -78,9 +100,11 @@ def write_split(
     flush()
     writer.close()
     total = len(shard_paths)
+    on_disk = 0
     for index, path in enumerate(shard_paths):
+        on_disk += path.stat().st_size
         os.replace(path, config_dir / f"{split}-{index:05d}-of-{total:05d}.parquet")
-    return count
+    return WrittenSplit(split, count, arrow_bytes, on_disk)
 
 
 def configs_metadata(config_splits: dict[str, list[str]], default: str | None = None) -> list[dict]:

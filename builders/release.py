@@ -426,7 +426,7 @@ def check_leakage(release: Release) -> None:
     for split in release.splits.values():
         for record in split.records:
             owners.setdefault(record["source_id"], set()).add(split.split)
-    leaked = {source: sorted(s) for source, s in sorted(owners.items()) if len(s) > 1}
+    leaked = {source: sorted(s, key=SPLITS.index) for source, s in sorted(owners.items()) if len(s) > 1}
     if leaked:
         listing = "; ".join(f"{source} in {', '.join(s)}" for source, s in list(leaked.items())[:MAX_ERRORS_SHOWN])
         raise ReleaseError(

@@ -168,7 +168,7 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
         videos, failures = _sample_frames(opts, list(unique.values()))
     cache = FrameCache(opts.cache_dir or _default_cache_dir())
 
-    reports, card_configs, written_stats, extra_columns = [], [], {}, []
+    reports, card_configs, written_stats, dataset_infos, extra_columns = [], [], {}, {}, []
     with staged_output(opts.out, opts.overwrite) as staging:
         for spec in specs:
             extra_schema = release.splits[spec.split].extra_fields
@@ -203,9 +203,12 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
                     yield row
 
             written = write_split(rows(), features, staging / spec.name, spec.split, opts.max_shard_bytes)
-            report = ConfigReport(spec.name, spec.split, len(selected[spec.name]), written, skipped)
+            dataset_infos[spec.name] = written.info(features)
+            report = ConfigReport(spec.name, spec.split, len(selected[spec.name]), written.num_examples, skipped)
             if report.read != report.written + len(report.skipped):
-                raise RuntimeError(f"{spec.name}: read {report.read} != written {written} + skipped {len(skipped)}")
+                raise RuntimeError(
+                    f"{spec.name}: read {report.read} != written {report.written} + skipped {len(skipped)}"
+                )
             reports.append(report)
             written_stats[spec.name] = video_qa_stats(kept)
             card_configs.append(
@@ -220,7 +223,9 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
 
         plot_category_distribution(written_stats, staging / "assets" / "category_distribution.png")
         metadata = configs_metadata({s.name: [s.split] for s in specs}, default=specs[0].name)
-        (staging / "README.md").write_text(render_card(card_configs, metadata, with_frames, extra_columns))
+        (staging / "README.md").write_text(
+            render_card(card_configs, metadata, dataset_infos, with_frames, extra_columns)
+        )
         manifest = {
             "configs": {
                 r.name: {"split": r.split, "read": r.read, "written": r.written, "skipped": r.skipped} for r in reports

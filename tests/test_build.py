@@ -1,0 +1,288 @@
+"""End to end: the sample release + videos -> Hub-layout folder -> load_dataset, card, manifest, determinism."""
+
+import io
+import json
+import re
+import shutil
+
+import pytest
+import yaml
+from datasets import get_dataset_config_names, load_dataset
+from PIL import Image
+
+from builders.card import STAT_ROWS, video_qa_stats
+from builders.cli import main as cli_main
+from builders.frames import FramePolicy, plan_frame_indices
+from builders.release import ReleaseError, read_release
+from builders.sureon import CONFIGS, BuildOptions, build_sureon
+from sample_data.make_sample_release import release_rows
+from sample_data.make_videos import read_frame_index
+
+
+def build(tmp_path, release, videos=None, name="out", **kwargs):
+    options = BuildOptions(
+        release=release, out=tmp_path / name, videos=videos, cache_dir=tmp_path / f"{name}-cache", **kwargs
+    )
+    return build_sureon(options)
+
+
+@pytest.fixture(scope="module")
+def built(sample_videos, tmp_path_factory):
+    from conftest import SAMPLE_RELEASE
+
+    tmp = tmp_path_factory.mktemp("built")
+    report = build(tmp, SAMPLE_RELEASE, sample_videos, on_missing_video="skip")
+    return report
+
+
+def load_config(folder, config):
+    return load_dataset(str(folder), config, split=CONFIGS[config].split)
+
+
+def test_every_config_round_trips_through_load_dataset(built):
+    assert get_dataset_config_names(str(built.out)) == list(CONFIGS)
+    manifest = json.loads((built.out / "build_manifest.json").read_text())
+    expected = {"bench": 11, "db": 14, "train_all": 20, "validation": 10, "validation_curated": 7}
+    for config in CONFIGS:
+        ds = load_config(built.out, config)
+        assert len(ds) == manifest["configs"][config]["written"] == expected[config]
+        assert ds.features["frames"].feature.__class__.__name__ == "Image"
+        assert len(set(ds["question_id"])) == len(ds)
+
+
+def test_curated_configs_keep_passing_questions_and_sm_passthroughs(built):
+    db = load_config(built.out, "db")
+    assert all(
+        f is True or (f is None and c == "SM")
+        for f, c in zip(db["passes_blind_curation"], db["category"], strict=True)
+    )
+    assert None in db["passes_blind_curation"]  # the flag's third state is kept, not coerced
+    train = [r for r in release_rows()["train"]]
+    assert len(db) == sum(
+        r["passes_blind_curation"] is True
+        or (r["passes_blind_curation"] is None and r["category"] == "sequence_summarization")
+        for r in train
+    )
+
+
+def test_frames_counts_timestamps_and_which_frames(built, fps_of):
+    for config in ("bench", "validation"):
+        ds = load_config(built.out, config)
+        for record in ds:
+            fps = fps_of[record["source_id"]]
+            assert 4 <= len(record["frames"]) == len(record["frame_timestamps"]) <= 8
+            assert all(record["start"] <= t <= record["end"] for t in record["frame_timestamps"])
+            painted = [read_frame_index(image) for image in record["frames"]]
+            num_frames = 90 * fps
+            assert painted == plan_frame_indices(record["start"], record["end"], fps, num_frames, FramePolicy())
+            assert record["frame_timestamps"] == pytest.approx([i / fps for i in painted])
+
+
+def test_bench_keeps_the_release_answers(built):
+    bench = load_config(built.out, "bench")
+    released = {r["question_id"]: r for r in release_rows()["test"]}
+    for record in bench:
+        row = released[record["question_id"]]
+        assert record["answer"] == row["answer"]
+        if row["options"]:
+            assert row["options"][record["answer_index"]]["correct"] and record["answer_format"] == "mcq"
+        else:
+            assert record["answer_index"] == -1
+    # 340 questions over 335 clips in the real benchmark: here too a clip carries two questions
+    assert len(set(bench["clip_id"])) == len(bench) - 1
+
+
+def test_missing_video_skip_writes_a_manifest_and_counts_reconcile(built, capsys):
+    manifest = json.loads((built.out / "build_manifest.json").read_text())
+    for config, entry in manifest["configs"].items():
+        assert entry["read"] == entry["written"] + len(entry["skipped"]), config
+    assert manifest["configs"]["bench"]["skipped"] == [
+        {"question_id": "sureon_test_0041", "source_id": "MissingVid1", "reason": "video not found"}
+    ]
+    assert "skipped      1" in built.summary()
+
+
+def test_card_statistics_equal_the_data(built):
+    card = (built.out / "README.md").read_text()
+    header = yaml.safe_load(card.split("---")[1])
+    assert [c["config_name"] for c in header["configs"]] == list(CONFIGS)
+    manifest = json.loads((built.out / "build_manifest.json").read_text())
+    table = {}
+    for key, label in STAT_ROWS:
+        match = re.search(rf"^\| {re.escape(label)} \|(.*)\|$", card, flags=re.MULTILINE)
+        table[key] = [cell.strip() for cell in match.group(1).split("|")]
+    for position, config in enumerate(CONFIGS):
+        ds = load_config(built.out, config).remove_columns(["frames"])
+        stats = video_qa_stats(list(ds))
+        assert stats == manifest["stats"][config]
+        for key, _ in STAT_ROWS:
+            assert table[key][position] == str(stats[key]), (config, key)
+        assert f"| `{config}` | {CONFIGS[config].split} | {len(ds)} |" in card
+    assert (built.out / "assets" / "category_distribution.png").stat().st_size > 1000
+    bench = manifest["stats"]["bench"]
+    assert bench["short_long_categories"] == "7 / 3" and bench["mcq_open_categories"] == "8 / 2"
+    assert (bench["accuracy_scored"], bench["open_ended"]) == (10, 1)
+
+
+def test_two_builds_are_byte_identical(tmp_path, sample_videos):
+    from conftest import SAMPLE_RELEASE
+
+    first = build(tmp_path, SAMPLE_RELEASE, sample_videos, name="a", on_missing_video="skip")
+    second = build(tmp_path, SAMPLE_RELEASE, sample_videos, name="b", on_missing_video="skip")  # its own cold cache
+    files_a = sorted(p.relative_to(first.out) for p in first.out.rglob("*") if p.is_file())
+    files_b = sorted(p.relative_to(second.out) for p in second.out.rglob("*") if p.is_file())
+    assert files_a == files_b and len(files_a) == 8
+    for rel in files_a:
+        assert (first.out / rel).read_bytes() == (second.out / rel).read_bytes(), rel
+
+
+def test_missing_video_error_lists_every_missing_source(tmp_path, videos_copy):
+    from conftest import SAMPLE_RELEASE
+
+    (videos_copy / "Tt4Kk9Jj2Hh.mp4").unlink()
+    with pytest.raises(FileNotFoundError) as err:
+        build(tmp_path, SAMPLE_RELEASE, videos_copy, configs=["bench"])
+    assert "2 source video(s) not found" in str(err.value)
+    assert "MissingVid1" in str(err.value) and "Tt4Kk9Jj2Hh" in str(err.value)
+    assert not (tmp_path / "out").exists()  # nothing half-written
+
+
+def test_annotation_only_keeps_questions_without_frames(tmp_path, sample_videos):
+    from conftest import SAMPLE_RELEASE
+
+    report = build(tmp_path, SAMPLE_RELEASE, sample_videos, configs=["bench"], on_missing_video="annotation-only")
+    bench = load_config(report.out, "bench")
+    assert len(bench) == 12 and report.configs[0].skipped == []
+    by_id = {r["question_id"]: r for r in bench}
+    assert by_id["sureon_test_0041"]["frames"] == [] and by_id["sureon_test_0041"]["frame_timestamps"] == []
+    assert all(len(r["frames"]) >= 4 for q, r in by_id.items() if q != "sureon_test_0041")
+
+
+def test_unreadable_video_is_skipped_with_its_reason(tmp_path, videos_copy):
+    from conftest import SAMPLE_RELEASE
+
+    (videos_copy / "Tt4Kk9Jj2Hh.mp4").write_bytes(b"\x00garbage" * 64)
+    shutil.copy(videos_copy / "Vq2-Lm7Np0s.mp4", videos_copy / "MissingVid1.mp4")  # only the corrupt one fails
+    with pytest.raises(RuntimeError, match="unreadable video Tt4Kk9Jj2Hh.mp4") as err:
+        build(tmp_path, SAMPLE_RELEASE, videos_copy, configs=["bench"], on_missing_video="error", name="err")
+    assert str(err.value).startswith("6 clip(s) could not be sampled")  # 7 questions, two share a clip
+    report = build(tmp_path, SAMPLE_RELEASE, videos_copy, configs=["bench"], on_missing_video="skip")
+    skipped = report.configs[0].skipped
+    assert len(skipped) == 7 and all(s["reason"].startswith("unreadable video") for s in skipped)
+    assert {s["source_id"] for s in skipped} == {"Tt4Kk9Jj2Hh"}
+    assert report.configs[0].written == 5
+
+
+def test_annotation_only_build_without_videos(tmp_path):
+    from conftest import SAMPLE_RELEASE
+
+    report = build(tmp_path, SAMPLE_RELEASE)
+    bench = load_config(report.out, "bench")
+    assert "frames" not in bench.column_names and len(bench) == 12
+
+
+def test_leakage_fails_the_build(tmp_path, rows, write_rows):
+    rows["validation"].append(dict(rows["test"][0], question_id="leaked"))
+    with pytest.raises(ReleaseError, match="Tt4Kk9Jj2Hh in validation, test"):
+        build(tmp_path, write_rows(rows))
+
+
+def test_extra_columns_reach_the_output(tmp_path, rows, write_rows):
+    for split_rows in rows.values():
+        for i, row in enumerate(split_rows):
+            row["video_title"] = f"Lecture {i}"
+    report = build(tmp_path, write_rows(rows, schema=None), configs=["bench"])
+    bench = load_config(report.out, "bench")
+    assert bench["video_title"][:2] == ["Lecture 0", "Lecture 1"]
+    assert "`video_title` | carried through" in (report.out / "README.md").read_text()
+
+
+def test_large_configs_are_sharded(tmp_path, sample_videos):
+    from conftest import SAMPLE_RELEASE
+
+    report = build(tmp_path, SAMPLE_RELEASE, sample_videos, configs=["train_all"], max_shard_bytes=20_000)
+    shards = sorted((report.out / "train_all").glob("*.parquet"))
+    assert len(shards) > 2 and shards[0].name == f"train-00000-of-{len(shards):05d}.parquet"
+    ds = load_config(report.out, "train_all")
+    assert ds["question_id"] == [r["question_id"] for r in read_release(SAMPLE_RELEASE).splits["train"].records]
+
+
+def test_output_is_replaced_only_with_overwrite(tmp_path):
+    from conftest import SAMPLE_RELEASE
+
+    build(tmp_path, SAMPLE_RELEASE, configs=["bench"])
+    with pytest.raises(FileExistsError, match="--overwrite"):
+        build(tmp_path, SAMPLE_RELEASE, configs=["bench"])
+    report = build(tmp_path, SAMPLE_RELEASE, configs=["db"], overwrite=True)
+    assert get_dataset_config_names(str(report.out)) == ["db"]
+    assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name or ".old-" in p.name]
+
+
+def test_cli_build_prints_counts_and_how_to_load(tmp_path, sample_videos, capsys):
+    from conftest import SAMPLE_RELEASE
+
+    out = tmp_path / "cli"
+    argv = [
+        "build",
+        "sureon",
+        "--release",
+        str(SAMPLE_RELEASE),
+        "--videos",
+        str(sample_videos),
+        "--out",
+        str(out),
+        "--configs",
+        "bench",
+        "validation",
+        "--on-missing-video",
+        "skip",
+        "--max-side",
+        "96",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
+    assert cli_main(argv) == 0
+    printed = capsys.readouterr().out
+    assert re.search(r"bench\s+test\s+read\s+12\s+written\s+11\s+skipped\s+1", printed)
+    assert f'load_dataset("{out}", "bench")' in printed
+    frame = load_config(out, "bench")[0]["frames"][0]
+    assert max(frame.size) == 96
+    assert cli_main(argv) == 2  # exists, no --overwrite
+    assert "--overwrite" in capsys.readouterr().err
+
+
+def test_cli_column_mapping(tmp_path, rows, write_rows, capsys):
+    for split_rows in rows.values():
+        for row in split_rows:
+            row["prompt"] = row.pop("question")
+    release = write_rows(rows, schema=None)
+    argv = ["build", "sureon", "--release", str(release), "--out", str(tmp_path / "o"), "--configs", "bench"]
+    assert cli_main(argv) == 2
+    assert "missing required column(s): question" in capsys.readouterr().err
+    assert cli_main([*argv, "--column", "question=prompt"]) == 0
+
+
+def test_frames_are_jpeg(built):
+    record = load_config(built.out, "validation")[0]
+    assert record["frames"][0].format == "JPEG"
+    raw = load_config(built.out, "validation").cast_column("frames", record_frames_raw())[0]["frames"][0]
+    assert Image.open(io.BytesIO(raw["bytes"])).format == "JPEG" and raw["path"] is None
+
+
+def record_frames_raw():
+    from datasets import Image as ImageFeature
+    from datasets import List
+
+    return List(ImageFeature(decode=False))
+
+
+def test_rebuilt_folder_of_the_same_name_never_loads_stale_cached_data(tmp_path, built):
+    """``datasets`` keys a local folder's cache by its name and card: the card's dataset_info keeps them apart."""
+    from conftest import SAMPLE_RELEASE
+
+    other = build(tmp_path, SAMPLE_RELEASE, configs=["bench"], name=built.out.name)
+    shared_cache = tmp_path / "shared_cache"
+    with_frames = load_dataset(str(built.out), "bench", split="test", cache_dir=str(shared_cache))
+    without = load_dataset(str(other.out), "bench", split="test", cache_dir=str(shared_cache))
+    assert (len(with_frames), "frames" in with_frames.column_names) == (11, True)
+    assert (len(without), "frames" in without.column_names) == (12, False)

@@ -1,0 +1,126 @@
+"""Frame sampling: how many frames, which ones, their timestamps, seeking, and the resumable cache."""
+
+import io
+import itertools
+
+import pytest
+from PIL import Image
+
+from builders import frames as frames_module
+from builders.frames import (
+    ClipError,
+    FrameCache,
+    FramePolicy,
+    extract_video_clips,
+    index_videos,
+    open_decoder,
+    plan_frame_indices,
+    sample_clip,
+)
+from sample_data.make_videos import read_frame_index
+
+
+POLICY = FramePolicy()
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "fps", "total", "count", "distinct"),
+    [
+        (10.0, 70.0, 25, 2250, 8, 8),  # long clip: 8 frames
+        (10.0, 10.2, 25, 2250, 6, 6),  # 6 frames in the window: all of them
+        (10.0, 10.04, 25, 2250, 4, 2),  # 2 frames in the window: clamped up to 4 (repeats)
+        (10.01, 10.02, 25, 2250, 4, 1),  # shorter than a frame interval: the frame on screen, 4 times
+        (80.0, 95.0, 25, 2250, 8, 8),  # runs past the end of a 90 s video: clamped to its last frame
+    ],
+)
+def test_frame_count_is_between_4_and_8(start, end, fps, total, count, distinct):
+    indices = plan_frame_indices(start, end, fps, total, POLICY)
+    assert len(indices) == count and len(set(indices)) == distinct
+    assert indices == sorted(indices) and all(0 <= i < total for i in indices)
+    if end - start >= 1 / fps:
+        assert all(start <= i / fps <= end for i in indices)
+
+
+def test_sampling_is_uniform_over_the_window():
+    indices = plan_frame_indices(0.0, 7.96, 25, 2250, POLICY)  # frames 0..199: 8 parts of 25
+    assert indices == [12, 37, 62, 87, 112, 137, 162, 187]
+    gaps = {b - a for a, b in itertools.pairwise(indices)}
+    assert gaps == {25}
+
+
+def test_window_after_the_video_is_an_error():
+    with pytest.raises(ClipError, match="after the video ends"):
+        plan_frame_indices(95.0, 99.0, 25, 2250, POLICY)
+
+
+def test_policy_validation():
+    with pytest.raises(ValueError, match="min_frames"):
+        FramePolicy(max_frames=2, min_frames=4)
+
+
+@pytest.mark.parametrize(
+    ("source_id", "window"), [("aB3_dE-5fGh", (61.3, 68.9)), ("9f1e2d3c4b5a69788796a5b4c3d2e1f0", (3.0, 85.0))]
+)
+def test_sampled_frames_are_the_planned_ones_with_their_own_timestamps(sample_videos, fps_of, source_id, window):
+    fps = fps_of[source_id]
+    decoder = open_decoder(sample_videos / f"{source_id}.mp4")
+    clip = sample_clip(decoder, *window, POLICY)
+    assert len(clip.jpegs) == len(clip.timestamps) == 8
+    painted = [read_frame_index(Image.open(io.BytesIO(jpeg))) for jpeg in clip.jpegs]
+    assert painted == clip.indices == plan_frame_indices(*window, fps, decoder.metadata.num_frames, POLICY)
+    assert clip.timestamps == pytest.approx([i / fps for i in clip.indices])
+    assert all(window[0] <= t <= window[1] for t in clip.timestamps)
+
+
+def test_frames_are_resized_to_the_longest_side(sample_videos):
+    policy = FramePolicy(max_side=96)
+    clip = sample_clip(open_decoder(sample_videos / "Vq2-Lm7Np0s.mp4"), 2.0, 8.0, policy)
+    sizes = {Image.open(io.BytesIO(j)).size for j in clip.jpegs}
+    assert sizes == {(96, 54)}
+    assert [read_frame_index(Image.open(io.BytesIO(j))) for j in clip.jpegs] == clip.indices
+
+
+def test_cache_resumes_without_decoding_again(sample_videos, tmp_path, monkeypatch):
+    video = sample_videos / "Tt4Kk9Jj2Hh.mp4"
+    windows = [(2.5, 10.5), (12.0, 19.0), (1.0, 88.0)]
+    assert extract_video_clips(video, windows, POLICY, tmp_path) == {w: None for w in windows}
+    cache = FrameCache(tmp_path)
+    first = {w: cache.get(cache.key(video, *w, POLICY)) for w in windows}
+
+    def no_decoding(path):
+        raise AssertionError("a cached clip was decoded again")
+
+    monkeypatch.setattr(frames_module, "open_decoder", no_decoding)
+    assert extract_video_clips(video, windows, POLICY, tmp_path) == {w: None for w in windows}
+
+    # a clip file cut short by a crash is recomputed, the others are kept
+    broken = cache._path(cache.key(video, *windows[0], POLICY))
+    broken.write_bytes(broken.read_bytes()[:-10])
+    assert cache.get(cache.key(video, *windows[0], POLICY)) is None
+    monkeypatch.setattr(frames_module, "open_decoder", open_decoder)
+    extract_video_clips(video, windows, POLICY, tmp_path)
+    assert cache.get(cache.key(video, *windows[0], POLICY)).jpegs == first[windows[0]].jpegs
+
+    # another policy is another cache entry
+    assert cache.key(video, *windows[0], FramePolicy(max_side=64)) != cache.key(video, *windows[0], POLICY)
+
+
+def test_unreadable_video_and_bad_window_are_reported_per_clip(tmp_path, sample_videos):
+    bad = tmp_path / "XXXXXXXXXXX.mp4"
+    bad.write_bytes(b"\x00not a video" * 100)
+    outcome = extract_video_clips(bad, [(1.0, 2.0)], POLICY, tmp_path / "cache")
+    assert outcome[(1.0, 2.0)].startswith("unreadable video XXXXXXXXXXX.mp4")
+    outcome = extract_video_clips(sample_videos / "Vq2-Lm7Np0s.mp4", [(1.0, 2.0), (95.0, 99.0)], POLICY, tmp_path)
+    assert outcome[(1.0, 2.0)] is None and "after the video ends" in outcome[(95.0, 99.0)]
+
+
+def test_index_videos(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    for rel in ("aB3_dE-5fGh.mp4", "a/b/0c0368222999f0438acd67df0e414a9f.MKV", "notes.txt", "a/.hidden.mp4"):
+        (tmp_path / rel).write_bytes(b"x")
+    assert sorted(index_videos(tmp_path)) == ["0c0368222999f0438acd67df0e414a9f", "aB3_dE-5fGh"]
+    (tmp_path / "a" / "aB3_dE-5fGh.webm").write_bytes(b"x")
+    with pytest.raises(ValueError, match="several files for the same source_id"):
+        index_videos(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        index_videos(tmp_path / "missing")
