@@ -48,14 +48,14 @@ def paint_index(index: int, width: int = WIDTH, height: int = HEIGHT) -> np.ndar
     return frame
 
 
-def read_frame_index(image) -> int:
+def read_frame_index(image, bits: int = BITS) -> int:
     """Inverse of :func:`paint_index` for a decoded frame (PIL image or HxWx3 array), at any size."""
     pixels = np.asarray(image.convert("RGB") if hasattr(image, "convert") else image)
     height, width = pixels.shape[:2]
     row = pixels[height // 2]
     value = 0
-    for bit in range(BITS):
-        centre = int((bit + 0.5) * width / BITS)
+    for bit in range(bits):
+        centre = int((bit + 0.5) * width / bits)
         value = (value << 1) | int(row[centre].mean() > 127)
     return value
 
