@@ -30,6 +30,22 @@ STAT_ROWS = (
 )
 
 
+STAT_FIELDS = (
+    "question_id",
+    "clip_id",
+    "source_id",
+    "start",
+    "end",
+    "category",
+    "answer_format",
+    "answer_index",
+    "passes_blind_curation",
+    "specialty",
+    "subject",
+    "procedure",
+)
+
+
 def _distinct(records: list[dict], key: str) -> int:
     return len({r[key] for r in records if r[key]})
 
@@ -39,7 +55,8 @@ def _median(values: list[float]) -> float | str:
 
 
 def video_qa_stats(records: list[dict]) -> dict:
-    """Table-2-style statistics of a list of records (clip durations are per unique clip)."""
+    """Table-2-style statistics of a list of records (clip durations are per unique clip); only
+    :data:`STAT_FIELDS` are read, so callers can keep just those while streaming frames to disk."""
     known = [BY_CODE[r["category"]] for r in records if r["category"] in BY_CODE]
     clip_seconds: dict[str, dict[str, float]] = {"short-window": {}, "long-horizon": {}}
     for record in records:

@@ -92,9 +92,8 @@ def read_options(value) -> tuple[list[str], int | None]:
     return [texts[i] for i in order], flagged
 
 
-def options_from_pool(answer: str, distractors, question_id: str) -> list[str]:
+def options_from_pool(answer: str, pool: list[str], question_id: str) -> list[str]:
     """Correct answer + distractor pool, in an order seeded by ``question_id`` (the release fixes none)."""
-    pool, _ = read_options(distractors)
     if _normalise(answer) in {_normalise(d) for d in pool}:
         raise OptionError(f"the answer {answer!r} is also listed among the distractors")
     return seeded_shuffle([answer, *pool], "options", question_id)

@@ -311,8 +311,9 @@ def normalise_row(row: dict, cols: dict, letter_columns: list[str], shuffle_opti
         options, flagged = read_options(row[cols["options"]])
     else:
         options, flagged = [], None
-    if not options and cols["distractors"] and row[cols["distractors"]] is not None:
-        options, flagged = options_from_pool(answer, row[cols["distractors"]], question_id), None
+    pool = read_options(row[cols["distractors"]])[0] if cols["distractors"] and not options else []
+    if pool:
+        options, flagged = options_from_pool(answer, pool, question_id), None
     elif options and shuffle_options:
         order = seeded_shuffle(range(len(options)), "options", question_id)
         flagged = order.index(flagged) if flagged is not None else None

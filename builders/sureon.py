@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 from tqdm.auto import tqdm
 
-from builders.card import plot_category_distribution, render_card, video_qa_stats
+from builders.card import STAT_FIELDS, plot_category_distribution, render_card, video_qa_stats
 from builders.frames import FrameCache, FramePolicy, extract_all, index_videos
 from builders.hub import DEFAULT_MAX_SHARD_BYTES, configs_metadata, staged_output, write_split
 from builders.release import ColumnMapping, Release, ReleaseError, check_leakage, read_release
@@ -199,7 +199,7 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
                             frames = cache.get(cache.key(video, record["start"], record["end"], opts.policy))
                         row["frames"] = [{"bytes": j, "path": None} for j in frames.jpegs] if frames else []
                         row["frame_timestamps"] = frames.timestamps if frames else []
-                    kept.append(row)
+                    kept.append({k: row[k] for k in STAT_FIELDS})  # frames stream to disk, not into memory
                     yield row
 
             written = write_split(rows(), features, staging / spec.name, spec.split, opts.max_shard_bytes)

@@ -11,6 +11,7 @@ from builders.frames import (
     ClipError,
     FrameCache,
     FramePolicy,
+    extract_all,
     extract_video_clips,
     index_videos,
     open_decoder,
@@ -124,3 +125,19 @@ def test_index_videos(tmp_path):
         index_videos(tmp_path)
     with pytest.raises(FileNotFoundError):
         index_videos(tmp_path / "missing")
+
+
+def test_parallel_extraction_matches_sequential(sample_videos, tmp_path):
+    jobs = {
+        sample_videos / "Vq2-Lm7Np0s.mp4": [(2.0, 8.0), (1.0, 88.0)],
+        sample_videos / "9f1e2d3c4b5a69788796a5b4c3d2e1f0.mp4": [(6.0, 13.0), (95.0, 99.0)],
+    }
+    sequential = dict(extract_all(jobs, POLICY, tmp_path / "seq", num_workers=1))
+    parallel = dict(extract_all(jobs, POLICY, tmp_path / "par", num_workers=2))
+    assert parallel == sequential
+    assert "after the video ends" in sequential[sample_videos / "9f1e2d3c4b5a69788796a5b4c3d2e1f0.mp4"][(95.0, 99.0)]
+    seq_cache, par_cache = FrameCache(tmp_path / "seq"), FrameCache(tmp_path / "par")
+    for video, windows in jobs.items():
+        for window in windows[:1]:
+            key = seq_cache.key(video, *window, POLICY)
+            assert par_cache.get(key).jpegs == seq_cache.get(key).jpegs

@@ -85,7 +85,7 @@ def test_frames_and_timestamps_must_pair_up(records):
 def test_option_order_is_identical_across_processes(tmp_path):
     """Seeded orders come from sha256 of the question id, never from Python's salted hash()."""
     script = (
-        "import json; from builders.options import options_from_pool, seeded_shuffle;"
+        "import json; from builders.options import options_from_pool;"
         "print(json.dumps([options_from_pool('Gallbladder', ['Spleen', 'Liver', 'Uterus', 'Kidney'], f'q{i}')"
         " for i in range(20)]))"
     )
