@@ -98,6 +98,8 @@ class BuildReport:
         lines = [f"Built {self.out}", *(c.line() for c in self.configs)]
         if self.unknown_categories:
             lines.append(f"categories outside the ten, kept under their own name: {self.unknown_categories}")
+        if any(c.skipped for c in self.configs):
+            lines.append(f"skipped questions and why: {self.out / 'build_manifest.json'}")
         if self.warnings:
             lines.append(f"{len(self.warnings)} warning(s) (see build_manifest.json), first: {self.warnings[0]}")
         return "\n".join(lines)
