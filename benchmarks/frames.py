@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from builders.frames import FramePolicy, open_decoder, plan_frame_indices, sample_clip  # noqa: E402
-from sample_data.make_videos import read_frame_index  # noqa: E402
+from sample_data.make_videos import encode_h264, read_frame_index  # noqa: E402
 
 
 WIDTH, HEIGHT, FPS, GOP = 640, 360, 25, 250
@@ -77,14 +77,8 @@ def make_video(workdir: Path, minutes: float) -> Path:
     workdir.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".partial.mp4")
     began = time.perf_counter()
-    with av.open(str(tmp), mode="w") as container:
-        stream = container.add_stream("libx264", rate=FPS)
-        stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
-        stream.gop_size = GOP
-        stream.options = {"crf": "23", "preset": "ultrafast"}
-        for index in range(count):
-            container.mux(stream.encode(paint(index, noise)))
-        container.mux(stream.encode())
+    frames = (paint(index, noise) for index in range(count))
+    encode_h264(tmp, frames, FPS, (WIDTH, HEIGHT), GOP, {"crf": "23", "preset": "ultrafast"})
     tmp.replace(path)
     elapsed = time.perf_counter() - began
     print(f"generated {path} ({count} frames, {path.stat().st_size / 1e6:.0f} MB) in {elapsed:.1f} s")

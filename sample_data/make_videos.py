@@ -60,23 +60,29 @@ def read_frame_index(image, bits: int = BITS) -> int:
     return value
 
 
+def encode_h264(path: Path, frames, fps: int, size: tuple[int, int], gop: int, options: dict) -> None:
+    """Encode an iterable of ``av.VideoFrame`` as an H.264 mp4 (yuv420p) with a keyframe every ``gop`` frames."""
+    import av
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with av.open(str(path), mode="w") as container:
+        stream = container.add_stream("libx264", rate=fps)
+        stream.width, stream.height = size
+        stream.pix_fmt = "yuv420p"
+        stream.gop_size = gop
+        stream.options = options
+        for frame in frames:
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode())
+
+
 def write_video(path: Path, seconds: float, fps: int, gop: int = 50) -> int:
     """Write ``seconds`` of painted frames at ``fps``; return the frame count."""
     import av
 
     count = round(seconds * fps)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with av.open(str(path), mode="w") as container:
-        stream = container.add_stream("libx264", rate=fps)
-        stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
-        stream.gop_size = gop
-        stream.options = {"crf": "18", "preset": "veryfast"}
-        for index in range(count):
-            frame = av.VideoFrame.from_ndarray(paint_index(index), format="rgb24")
-            for packet in stream.encode(frame):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
+    frames = (av.VideoFrame.from_ndarray(paint_index(index), format="rgb24") for index in range(count))
+    encode_h264(path, frames, fps, (WIDTH, HEIGHT), gop, {"crf": "18", "preset": "veryfast"})
     return count
 
 
