@@ -53,7 +53,7 @@ def add_build_sureon(builds) -> None:
 def run_build_sureon(args) -> int:
     from builders.frames import FramePolicy
     from builders.release import ColumnMapping
-    from builders.sureon import BuildOptions, build_sureon
+    from builders.sureon import BuildOptions, build_sureon, default_cache_dir
 
     options = BuildOptions(
         release=args.release,
@@ -63,7 +63,7 @@ def run_build_sureon(args) -> int:
         mapping=ColumnMapping.from_cli(args.column, args.columns_file),
         on_missing_video=args.on_missing_video,
         policy=FramePolicy(args.max_frames, args.min_frames, args.max_side or None, args.jpeg_quality),
-        cache_dir=args.cache_dir,
+        cache_dir=args.cache_dir or default_cache_dir(),
         num_workers=args.num_workers,
         shuffle_options=args.shuffle_options,
         overwrite=args.overwrite,

@@ -21,7 +21,7 @@ import pyarrow as pa
 from tqdm.auto import tqdm
 
 from builders.card import STAT_FIELDS, plot_category_distribution, render_card, video_qa_stats
-from builders.frames import FrameCache, FramePolicy, extract_all, index_videos
+from builders.frames import ClipFrames, FrameCache, FramePolicy, extract_all, index_videos
 from builders.hub import DEFAULT_MAX_SHARD_BYTES, configs_metadata, staged_output, write_split
 from builders.release import ColumnMapping, Release, ReleaseError, check_leakage, read_release
 from builders.schema import video_qa_features
@@ -56,6 +56,10 @@ def passes_curation(record: dict) -> bool:
     )
 
 
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sureon" / "frames"
+
+
 @dataclass
 class BuildOptions:
     release: Path
@@ -65,7 +69,7 @@ class BuildOptions:
     mapping: ColumnMapping = field(default_factory=ColumnMapping)
     on_missing_video: str = "error"
     policy: FramePolicy = field(default_factory=FramePolicy)
-    cache_dir: Path | None = None
+    cache_dir: Path = field(default_factory=default_cache_dir)
     num_workers: int = 1
     shuffle_options: bool = False
     overwrite: bool = False
@@ -117,15 +121,32 @@ def select_configs(release: Release, requested: list[str] | None) -> list[Config
     return [spec for spec in CONFIGS.values() if spec.split in release.splits]
 
 
-def _default_cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sureon" / "frames"
+@dataclass
+class ClipFrameStore:
+    """Where each record's frames come from after sampling: the cache, or the reason there are none."""
+
+    videos: dict[str, Path]
+    missing: set[str]
+    failures: dict[tuple[str, float, float], str]
+    cache: FrameCache
+    policy: FramePolicy
+
+    def lookup(self, record: dict) -> tuple[ClipFrames | None, str | None]:
+        source, window = record["source_id"], (record["start"], record["end"])
+        if source in self.missing:
+            return None, "video not found"
+        if (source, *window) in self.failures:
+            return None, self.failures[(source, *window)]
+        frames = self.cache.get(self.cache.key(self.videos[source], *window, self.policy))
+        if frames is None:
+            raise RuntimeError(f"frames of {record['clip_id']} vanished from the cache {self.cache.root} mid-build")
+        return frames, None
 
 
-def _sample_frames(opts: BuildOptions, records: list[dict]) -> tuple[dict[str, Path], dict[tuple, str]]:
-    """Decode (or find cached) frames of every clip; return the video index and ``clip key -> failure``."""
+def sample_frames(opts: BuildOptions, records: list[dict]) -> ClipFrameStore:
+    """Decode (or find cached) the frames of every clip of ``records``, one decoder per source video."""
     videos = index_videos(opts.videos)
-    needed = sorted({r["source_id"] for r in records})
-    missing = [s for s in needed if s not in videos]
+    missing = sorted({r["source_id"] for r in records} - set(videos))
     if missing and opts.on_missing_video == "error":
         raise FileNotFoundError(
             f"{len(missing)} source video(s) not found in {opts.videos} (expected <source_id>.<ext>): "
@@ -135,20 +156,32 @@ def _sample_frames(opts: BuildOptions, records: list[dict]) -> tuple[dict[str, P
     for record in records:
         if record["source_id"] in videos:
             jobs[videos[record["source_id"]]].append((record["start"], record["end"]))
-    failures: dict[tuple, str] = {(s,): "video not found" for s in missing}
-    cache_dir = opts.cache_dir or _default_cache_dir()
+    failures: dict[tuple[str, float, float], str] = {}
     with tqdm(total=len(jobs), desc="sampling frames", unit="video", disable=None) as progress:
-        for video, outcome in extract_all(dict(jobs), opts.policy, cache_dir, opts.num_workers):
-            for window, error in outcome.items():
-                if error is not None:
-                    failures[(video.stem, *window)] = error
+        for video, outcome in extract_all(dict(jobs), opts.policy, opts.cache_dir, opts.num_workers):
+            failures.update({(video.stem, *window): error for window, error in outcome.items() if error})
             progress.update()
     if failures and opts.on_missing_video == "error":
         raise RuntimeError(
             f"{len(failures)} clip(s) could not be sampled (frames decoded so far are cached; a rerun resumes):\n  "
             + "\n  ".join(sorted(failures.values()))
         )
-    return videos, failures
+    return ClipFrameStore(videos, set(missing), failures, FrameCache(opts.cache_dir), opts.policy)
+
+
+def config_rows(records: list[dict], store: ClipFrameStore | None, skip_missing: bool, kept: list, skipped: list):
+    """Output rows of one config; records without frames are skipped (listed in ``skipped``) or kept frameless."""
+    for record in records:
+        row = {k: v for k, v in record.items() if not k.startswith("_")} | record["_extras"]
+        if store is not None:
+            frames, reason = store.lookup(record)
+            if reason and skip_missing:
+                skipped.append({key: record[key] for key in ("question_id", "source_id")} | {"reason": reason})
+                continue
+            row["frames"] = [{"bytes": jpeg, "path": None} for jpeg in frames.jpegs] if frames else []
+            row["frame_timestamps"] = frames.timestamps if frames else []
+        kept.append({k: row[k] for k in STAT_FIELDS})  # frames stream to disk, not into memory
+        yield row
 
 
 def build_sureon(opts: BuildOptions) -> BuildReport:
@@ -163,12 +196,10 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
         for spec in specs
     }
     with_frames = opts.videos is not None
-    videos: dict[str, Path] = {}
-    failures: dict[tuple, str] = {}
+    store = None
     if with_frames:
         unique = {r["question_id"]: r for records in selected.values() for r in records}
-        videos, failures = _sample_frames(opts, list(unique.values()))
-    cache = FrameCache(opts.cache_dir or _default_cache_dir())
+        store = sample_frames(opts, list(unique.values()))
 
     reports, card_configs, written_stats, dataset_infos, extra_columns = [], [], {}, {}, []
     with staged_output(opts.out, opts.overwrite) as staging:
@@ -177,34 +208,8 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
             features = video_qa_features(with_frames, pa.schema(extra_schema) if extra_schema else None)
             kept: list[dict] = []
             skipped: list[dict] = []
-
-            def rows(records=selected[spec.name], kept=kept, skipped=skipped):
-                for record in records:
-                    row = {k: v for k, v in record.items() if not k.startswith("_")}
-                    row.update(record["_extras"])
-                    if with_frames:
-                        reason = failures.get((record["source_id"],)) or failures.get(
-                            (record["source_id"], record["start"], record["end"])
-                        )
-                        if reason and opts.on_missing_video == "skip":
-                            skipped.append(
-                                {
-                                    "question_id": record["question_id"],
-                                    "source_id": record["source_id"],
-                                    "reason": reason,
-                                }
-                            )
-                            continue
-                        frames = None
-                        if not reason:
-                            video = videos[record["source_id"]]
-                            frames = cache.get(cache.key(video, record["start"], record["end"], opts.policy))
-                        row["frames"] = [{"bytes": j, "path": None} for j in frames.jpegs] if frames else []
-                        row["frame_timestamps"] = frames.timestamps if frames else []
-                    kept.append({k: row[k] for k in STAT_FIELDS})  # frames stream to disk, not into memory
-                    yield row
-
-            written = write_split(rows(), features, staging / spec.name, spec.split, opts.max_shard_bytes)
+            rows = config_rows(selected[spec.name], store, opts.on_missing_video == "skip", kept, skipped)
+            written = write_split(rows, features, staging / spec.name, spec.split, opts.max_shard_bytes)
             dataset_infos[spec.name] = written.info(features)
             report = ConfigReport(spec.name, spec.split, len(selected[spec.name]), written.num_examples, skipped)
             if report.read != report.written + len(report.skipped):
