@@ -20,6 +20,7 @@ def _size(text: str) -> int:
 
 
 def add_build_sureon(builds) -> None:
+    from builders.frames import FramePolicy
     from builders.sureon import CONFIGS, MISSING_VIDEO_MODES
 
     parser = builds.add_parser(
@@ -36,10 +37,10 @@ def add_build_sureon(builds) -> None:
     parser.add_argument("--column", action="append", metavar="FIELD=COLUMN", help="map a field to a release column")
     parser.add_argument("--columns-file", help="YAML file of field: column mappings")
     parser.add_argument("--on-missing-video", choices=MISSING_VIDEO_MODES, default="error")
-    parser.add_argument("--max-frames", type=int, default=8)
-    parser.add_argument("--min-frames", type=int, default=4)
-    parser.add_argument("--max-side", type=int, default=768, help="longest side of stored JPEG frames (0: keep)")
-    parser.add_argument("--jpeg-quality", type=int, default=90)
+    parser.add_argument("--max-frames", type=int, default=FramePolicy.max_frames)
+    parser.add_argument("--min-frames", type=int, default=FramePolicy.min_frames)
+    parser.add_argument("--max-side", type=int, default=FramePolicy.max_side, help="longest JPEG side (0: keep)")
+    parser.add_argument("--jpeg-quality", type=int, default=FramePolicy.jpeg_quality)
     parser.add_argument("--cache-dir", type=Path, help="frame cache (default: ~/.cache/sureon/frames)")
     parser.add_argument("--num-workers", type=int, default=1, help="videos decoded in parallel")
     parser.add_argument(
