@@ -5,7 +5,9 @@ Sampling follows the seed's D.1: for a clip ``[start, end]`` take the frames the
 ``min_frames`` (a window with fewer frames repeats them). Timestamps are the decoded frames' own presentation times,
 in absolute seconds of the source video.
 
-Decoding uses torchcodec (FFmpeg) with exact seeking; one decoder is opened per source video and its windows are
+Indices are planned at the video's average frame rate: exact for constant-rate videos (the norm for lecture
+uploads); for a variable-rate file the stored timestamps are still the decoded frames' own, so they stay true even
+where they sit slightly off the window. Decoding uses torchcodec (FFmpeg) with exact seeking; one decoder is opened per source video and its windows are
 read in time order. Each clip's JPEG frames are cached in one file keyed by the video's identity (size, mtime), the
 window and the sampling policy, so an interrupted build resumes without decoding anything twice.
 """
