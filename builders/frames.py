@@ -7,9 +7,11 @@ in absolute seconds of the source video.
 
 Indices are planned at the video's average frame rate: exact for constant-rate videos (the norm for lecture
 uploads); for a variable-rate file the stored timestamps are still the decoded frames' own, so they stay true even
-where they sit slightly off the window. Decoding uses torchcodec (FFmpeg) with exact seeking; one decoder is opened per source video and its windows are
-read in time order. Each clip's JPEG frames are cached in one file keyed by the video's identity (size, mtime), the
-window and the sampling policy, so an interrupted build resumes without decoding anything twice.
+where they sit slightly off the window.
+
+Decoding uses torchcodec (FFmpeg) with exact seeking; one decoder is opened per source video and its windows are read
+in time order. Each clip's JPEG frames are cached in one file keyed by the video's identity (size, mtime), the window
+and the sampling policy, so an interrupted build resumes without decoding anything twice.
 """
 
 import hashlib
@@ -123,21 +125,31 @@ class FrameCache:
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.frames"
 
-    def get(self, key: str) -> ClipFrames | None:
-        path = self._path(key)
+    @staticmethod
+    def _read_header(handle) -> dict | None:
+        """The clip's header, or None when the file is not a complete cache entry (then it is recomputed)."""
+        if handle.readline() != _CACHE_MAGIC:
+            return None
+        header = json.loads(handle.readline())
+        size = os.fstat(handle.fileno()).st_size
+        return header if handle.tell() + sum(header["sizes"]) == size else None
+
+    def has(self, key: str) -> bool:
+        """A complete entry exists; reads only its header, so checking a large cache costs no JPEG I/O."""
         try:
-            data = path.read_bytes()
+            with self._path(key).open("rb") as handle:
+                return self._read_header(handle) is not None
+        except FileNotFoundError:
+            return False
+
+    def get(self, key: str) -> ClipFrames | None:
+        try:
+            with self._path(key).open("rb") as handle:
+                header = self._read_header(handle)
+                jpegs = [handle.read(size) for size in header["sizes"]] if header else None
         except FileNotFoundError:
             return None
-        if not data.startswith(_CACHE_MAGIC):
-            return None
-        header_end = data.index(b"\n", len(_CACHE_MAGIC))
-        header = json.loads(data[len(_CACHE_MAGIC) : header_end])
-        jpegs, offset = [], header_end + 1
-        for size in header["sizes"]:
-            jpegs.append(data[offset : offset + size])
-            offset += size
-        if offset != len(data):  # truncated or corrupt: recompute
+        if header is None:
             return None
         return ClipFrames(jpegs=jpegs, timestamps=header["timestamps"], indices=header["indices"])
 
@@ -174,7 +186,7 @@ def extract_video_clips(
 ) -> dict[tuple[float, float], str | None]:
     """Sample and cache every window of one video; return ``window -> None`` (cached) or an error message."""
     cache = FrameCache(cache_dir)
-    todo = [w for w in sorted(set(windows)) if cache.get(cache.key(video, *w, policy)) is None]
+    todo = [w for w in sorted(set(windows)) if not cache.has(cache.key(video, *w, policy))]
     outcome: dict[tuple[float, float], str | None] = {w: None for w in windows}
     if not todo:
         return outcome

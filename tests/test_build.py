@@ -57,7 +57,7 @@ def test_curated_configs_keep_passing_questions_and_sm_passthroughs(built):
         for f, c in zip(db["passes_blind_curation"], db["category"], strict=True)
     )
     assert None in db["passes_blind_curation"]  # the flag's third state is kept, not coerced
-    train = [r for r in release_rows()["train"]]
+    train = release_rows()["train"]
     assert len(db) == sum(
         r["passes_blind_curation"] is True
         or (r["passes_blind_curation"] is None and r["category"] == "sequence_summarization")

@@ -98,6 +98,7 @@ def test_cache_resumes_without_decoding_again(sample_videos, tmp_path, monkeypat
     broken = cache._path(cache.key(video, *windows[0], POLICY))
     broken.write_bytes(broken.read_bytes()[:-10])
     assert cache.get(cache.key(video, *windows[0], POLICY)) is None
+    assert not cache.has(cache.key(video, *windows[0], POLICY)) and cache.has(cache.key(video, *windows[1], POLICY))
     monkeypatch.setattr(frames_module, "open_decoder", open_decoder)
     extract_video_clips(video, windows, POLICY, tmp_path)
     assert cache.get(cache.key(video, *windows[0], POLICY)).jpegs == first[windows[0]].jpegs
