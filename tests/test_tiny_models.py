@@ -1,0 +1,52 @@
+"""The tiny models load through the project's loader and behave like the real architectures."""
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from recipes.modeling import is_vision_language, load_model, load_processor, tokenizer_of
+from recipes.tiny_models import build_tiny_causal_lm, build_tiny_qwen3_vl
+
+
+@pytest.fixture(scope="module")
+def tiny_vl(tmp_path_factory):
+    return build_tiny_qwen3_vl(tmp_path_factory.mktemp("tiny") / "qwen3-vl")
+
+
+def test_vision_language_checkpoint_loads_with_processor(tiny_vl):
+    assert is_vision_language(str(tiny_vl))
+    model = load_model(str(tiny_vl))
+    processor = load_processor(str(tiny_vl))
+    assert type(model).__name__ == "Qwen3VLForConditionalGeneration"
+    assert model.config.vision_config.out_hidden_size == model.config.text_config.hidden_size
+    assert model.config.video_token_id == tokenizer_of(processor).convert_tokens_to_ids("<|video_pad|>")
+
+
+def test_video_frames_get_their_source_timestamps(tiny_vl):
+    processor = load_processor(str(tiny_vl))
+    frames = [Image.fromarray(np.full((48, 64, 3), 30 * i, np.uint8)) for i in range(4)]
+    text = processor.apply_chat_template(
+        [{"role": "user", "content": [{"type": "video"}, {"type": "text", "text": "Q"}]}], tokenize=False
+    )
+    batch = processor(
+        text=[text],
+        videos=[frames],
+        video_metadata=[{"fps": 10.0, "total_num_frames": 900, "frames_indices": [100, 110, 120, 130]}],
+        do_sample_frames=False,
+        return_tensors="pt",
+    )
+    decoded = processor.batch_decode(batch["input_ids"])[0]
+    assert "<10.5 seconds>" in decoded and "<12.5 seconds>" in decoded
+    assert batch["video_grid_thw"].tolist()[0][0] == 2
+
+
+def test_text_model_gives_single_token_letters(tmp_path):
+    path = build_tiny_causal_lm(tmp_path / "lm")
+    assert not is_vision_language(str(path))
+    tokenizer = load_processor(str(path))
+    for letter in "ABCDEFG":
+        assert len(tokenizer.tokenize(letter)) == 1 and len(tokenizer.tokenize(" " + letter)) == 1
+    model = load_model(str(path))
+    logits = model(**tokenizer(["Question: A?"], return_tensors="pt")).logits
+    assert torch.isfinite(logits).all()
