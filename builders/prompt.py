@@ -4,9 +4,11 @@ Layout (the seed's D.1 and Fig. 17): the clip's time range, each frame tagged wi
 question and the lettered options. The blind variant is exactly the same text without the frames (nor their tags),
 so visual and blind passes differ only in the visual input. Option order is the record's (fixed at build time).
 
-``frames_as="images"`` interleaves each frame as an image after a ``Frame at HH:MM:SS.ss`` tag (any VLM or
-OpenAI-compatible endpoint); ``frames_as="video"`` passes the frames as one video block carrying its timestamps,
-for processors such as Qwen3-VL's that insert their own time markers from the video metadata.
+Chat templates join content parts without separators, so each part after the header starts with its own newline:
+the rendered blind prompt reads ``Clip: ...\nQuestion: ...``. ``frames_as="images"`` interleaves each frame as an
+image after a ``Frame at HH:MM:SS.ss`` tag (any VLM or OpenAI-compatible endpoint); ``frames_as="video"`` passes the
+frames as one video block carrying its timestamps, for processors such as Qwen3-VL's that insert their own time
+markers from the video metadata.
 """
 
 from builders.categories import MCQ, ORDERING
@@ -77,9 +79,9 @@ def format_messages(
         content.append({"type": "video", "video": frames, "timestamps": timestamps})
     else:
         for frame, timestamp in zip(frames, timestamps, strict=True):
-            content.append({"type": "text", "text": f"Frame at {format_clock(timestamp)}:"})
+            content.append({"type": "text", "text": f"\nFrame at {format_clock(timestamp)}: "})
             content.append({"type": "image", "image": frame})
-    content.append({"type": "text", "text": question_text(record)})
+    content.append({"type": "text", "text": "\n" + question_text(record)})
     messages = [{"role": "system", "content": [{"type": "text", "text": system_prompt}]}] if system_prompt else []
     messages.append({"role": "user", "content": content})
     if with_answer:

@@ -40,7 +40,7 @@ def test_visual_and_blind_prompts_are_identical_except_frames(records, qid):
     content = visual[0]["content"]
     images = [c for c in content if c["type"] == "image"]
     assert [c["image"] for c in images] == record["frames"]
-    tags = [c["text"] for c in content if c["type"] == "text" and c["text"].startswith("Frame at ")]
+    tags = [c["text"] for c in content if c["type"] == "text" and c["text"].startswith("\nFrame at ")]
     assert len(tags) == len(images) == 8
     assert texts(blind) == [t for t in texts(visual) if t not in tags]
     assert all(c["type"] == "text" for c in blind[0]["content"])
@@ -54,8 +54,9 @@ def test_prompt_layout_time_range_frame_tags_question_options(records):
     record = with_frames(records["sureon_test_0030"])
     content = format_messages(record)[0]["content"]
     assert content[0]["text"] == "Clip: 00:00:02.50 to 00:00:10.50 of the source video."
-    assert content[1]["text"] == "Frame at 00:00:03.00:"
-    body = content[-1]["text"].splitlines()
+    assert content[1]["text"] == "\nFrame at 00:00:03.00: "
+    assert content[-1]["text"].startswith("\nQuestion: ")
+    body = content[-1]["text"].strip().splitlines()
     assert body[0] == "Question: What action is being performed?"
     assert body[1] == "Options:"
     assert [line[:3] for line in body[2:9]] == ["A. ", "B. ", "C. ", "D. ", "E. ", "F. ", "G. "]
