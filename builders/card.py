@@ -9,7 +9,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from builders.categories import BY_CODE, CATEGORIES, MCQ
 from builders.options import LETTERS
-from model_cards import template_path
+from model_cards import SUREON_CITATION, template_path
 
 
 STAT_ROWS = (
@@ -164,6 +164,7 @@ def render_card(
         with_frames=with_frames,
         extra_columns=extra_columns,
         repo_id=repo_id,
+        citation=SUREON_CITATION,
     )
     return str(card)
 

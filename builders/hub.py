@@ -143,23 +143,25 @@ def staged_output(out: str | Path, overwrite: bool):
         shutil.rmtree(old, ignore_errors=True)
 
 
-def push_folder(folder: str | Path, repo_id: str, private: bool = False, token: str | None = None) -> str:
-    """Upload a Hub-layout folder as a dataset repo; the token comes from ``token``, ``HF_TOKEN`` or the login.
-
-    The token is handed to ``huggingface_hub`` only and never printed or logged.
+def push_folder(
+    folder: str | Path, repo_id: str, private: bool = False, token: str | None = None, repo_type: str = "dataset"
+) -> str:
+    """Upload a folder with its README card as a dataset (or model) repo; the token comes from ``token``,
+    ``HF_TOKEN`` or the login, is handed to ``huggingface_hub`` only, and is never printed or logged.
     """
     from huggingface_hub import HfApi
 
     folder = Path(folder)
     if not (folder / "README.md").is_file():
-        raise FileNotFoundError(f"{folder} has no README.md: build it first (sureon build ...)")
+        raise FileNotFoundError(f"{folder} has no README.md card: build or train it first")
     api = HfApi(token=token)
-    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+    api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True)
     commit = api.upload_folder(
         repo_id=repo_id,
-        repo_type="dataset",
+        repo_type=repo_type,
         folder_path=str(folder),
         commit_message=f"Upload {folder.name} with sureon-recipes",
-        ignore_patterns=[".*", "**/.*"],
+        ignore_patterns=[".*", "**/.*", "checkpoint-*/**"],
     )
-    return getattr(commit, "commit_url", None) or f"https://huggingface.co/datasets/{repo_id}"
+    prefix = "datasets/" if repo_type == "dataset" else ""
+    return getattr(commit, "commit_url", None) or f"https://huggingface.co/{prefix}{repo_id}"
