@@ -8,7 +8,7 @@ the shuffle is seeded, so the assignment depends only on the set of videos, thei
 import warnings
 from collections import Counter
 
-from sklearn.model_selection import StratifiedGroupKFold
+from sklearn.model_selection import GroupKFold, StratifiedGroupKFold
 
 
 def assign_folds(videos: dict[str, str], num_folds: int = 4, seed: int = 42) -> dict[str, int]:
@@ -19,7 +19,12 @@ def assign_folds(videos: dict[str, str], num_folds: int = 4, seed: int = 42) -> 
         raise ValueError(f"{len(videos)} videos cannot fill {num_folds} folds: every fold needs a video")
     ids = sorted(videos)
     subjects = [videos[source_id] or "unknown" for source_id in ids]
-    splitter = StratifiedGroupKFold(n_splits=num_folds, shuffle=True, random_state=seed)
+    if max(Counter(subjects).values()) >= num_folds:
+        splitter = StratifiedGroupKFold(n_splits=num_folds, shuffle=True, random_state=seed)
+    else:
+        # No subject has a video per fold (tiny corpora): stratifying is impossible, split by video only.
+        warnings.warn(f"every subject has fewer than {num_folds} videos: folds are not stratified", stacklevel=2)
+        splitter = GroupKFold(n_splits=num_folds, shuffle=True, random_state=seed)
     folds = {}
     with warnings.catch_warnings():
         # A subject with fewer videos than folds cannot be in every fold; that is expected, not an error.

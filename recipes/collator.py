@@ -55,7 +55,10 @@ def split_visuals(messages: list[dict], max_frames: int | None) -> tuple[list[di
                 elif part.get("type") == "video":
                     keep = evenly_spaced(part["video"], max_frames)
                     videos.append(
-                        {"frames": [part["video"][i] for i in keep], "timestamps": [part["timestamps"][i] for i in keep]}
+                        {
+                            "frames": [part["video"][i] for i in keep],
+                            "timestamps": [part["timestamps"][i] for i in keep],
+                        }
                     )
                     part = {"type": "video"}
                 parts.append(part)
@@ -102,7 +105,9 @@ class SFTCollator:
         self.tokenizer = tokenizer_of(self.processor)
         self.is_vlm = self.processor is not self.tokenizer
         if self.tokenizer.pad_token_id is None:
-            raise ValueError("the tokenizer has no pad token: set one (e.g. tokenizer.pad_token = tokenizer.eos_token)")
+            raise ValueError(
+                "the tokenizer has no pad token: set one (e.g. tokenizer.pad_token = tokenizer.eos_token)"
+            )
 
     def example(self, index_row: dict) -> Example:
         item = self.sources[index_row["source"]]
@@ -218,6 +223,8 @@ class SFTCollator:
             types = torch.zeros((rows, len(tokens)), dtype=torch.int)
             types[-1, 1] = 1 if kind == "image" else 2
             batch["mm_token_type_ids"] = torch.cat([batch["mm_token_type_ids"], types], dim=1)
-        key, grid_key = ("pixel_values", "image_grid_thw") if kind == "image" else ("pixel_values_videos", "video_grid_thw")
+        key, grid_key = (
+            ("pixel_values", "image_grid_thw") if kind == "image" else ("pixel_values_videos", "video_grid_thw")
+        )
         batch[key] = pixels
         batch[grid_key] = grid

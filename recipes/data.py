@@ -14,8 +14,9 @@ Three row formats are understood (``format: auto`` picks by columns):
 - ``prompt_completion``: TRL's prompt/completion format (strings or message lists), optional ``images``.
 
 ``weight`` scales a source: 0.25 keeps a seeded quarter of its rows, 3 repeats it three times, 2.5 twice plus a
-seeded half. ``--fold k --num-folds n`` keeps only rows whose video is outside fold ``k`` of the video-level,
-subject-stratified split (``builders.folds``), for the cross-validated blind guessers.
+seeded half. ``exclude_categories: [SM]`` drops those categories (guessers never see summaries). ``--fold k
+--num-folds n`` keeps only rows whose video is outside fold ``k`` of the video-level, subject-stratified split
+(``builders.folds``), for the cross-validated blind guessers.
 """
 
 from collections.abc import Iterable
@@ -43,6 +44,7 @@ class MixtureSource:
     max_samples: int | None = None
     format: str = "auto"
     columns: dict[str, str] = field(default_factory=dict)
+    exclude_categories: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         if self.format not in FORMATS:
@@ -67,7 +69,9 @@ def parse_mixture(entries: Iterable[dict]) -> list[MixtureSource]:
             raise ValueError(f"dataset_mixture[{position}] must be a mapping with a 'path', got {entry!r}")
         unknown = set(entry) - allowed
         if unknown:
-            raise ValueError(f"dataset_mixture[{position}]: unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}")
+            raise ValueError(
+                f"dataset_mixture[{position}]: unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}"
+            )
         sources.append(MixtureSource(**entry))
     if not sources:
         raise ValueError("the dataset mixture is empty: give at least one source in dataset_mixture")
@@ -168,8 +172,13 @@ def build_mixture(
         if folds is not None and item.format == "video_qa":
             video_ids = item.dataset["source_id"]
             rows = [row for row in rows if folds[video_ids[row]] != fold]
+        if item.source.exclude_categories:
+            if "category" not in item.dataset.column_names:
+                raise ValueError(f"source {item.source.label}: exclude_categories needs a category column")
+            categories, excluded = item.dataset["category"], set(item.source.exclude_categories)
+            rows = [row for row in rows if categories[row] not in excluded]
         item.rows_in_folds = len(rows)
-        rows = weighted_rows(rows, item.source.weight, stable_seed("mixture", item.source.label, seed))
+        rows = weighted_rows(rows, item.source.weight, stable_seed("mixture", item.source.label, str(seed)))
         if item.source.max_samples is not None:
             rows = rows[: item.source.max_samples]
         item.rows_used = len(rows)
@@ -259,4 +268,3 @@ def mixture_summary(loaded: list[LoadedSource]) -> list[dict]:
 
 def total_rows(loaded: list[LoadedSource]) -> int:
     return sum(item.rows_used for item in loaded)
-

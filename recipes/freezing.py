@@ -25,7 +25,9 @@ def parameter_group(name: str, vision_language: bool) -> str:
         return "vision_tower"
     if _LLM.search(name):
         return "llm"
-    raise ValueError(f"parameter {name!r} belongs to no group (vision_tower, projector, llm): extend recipes/freezing.py")
+    raise ValueError(
+        f"parameter {name!r} belongs to no group (vision_tower, projector, llm): extend recipes/freezing.py"
+    )
 
 
 def apply_freezing(model, frozen: set[str]) -> dict[str, dict[str, int]]:

@@ -20,10 +20,10 @@ HYPERPARAMETERS = (
     "per_device_train_batch_size",
     "gradient_accumulation_steps",
     "lr_scheduler_type",
-    "warmup_ratio",
+    "warmup_steps",
     "weight_decay",
     "bf16",
-    "gradient_checkpointing",
+    "activation_checkpointing",
     "seed",
 )
 
@@ -36,15 +36,23 @@ def read_eval_results(path: str | Path) -> list[EvalResult]:
         try:
             results.append(EvalResult(**item))
         except TypeError as err:
-            raise ValueError(f"{path}: result {position} is not an EvalResult ({err}); see recipes/model_card.py") from err
+            raise ValueError(
+                f"{path}: result {position} is not an EvalResult ({err}); see recipes/model_card.py"
+            ) from err
     return results
 
 
 def hyperparameters(training_args) -> dict:
     values = {key: getattr(training_args, key) for key in HYPERPARAMETERS if hasattr(training_args, key)}
-    if values.get("max_steps", -1) <= 0:
+    if values.get("max_steps", -1) > 0:
+        values.pop("num_train_epochs", None)
+    else:
         values.pop("max_steps", None)
-    return values
+    return {key: getattr(value, "value", value) for key, value in values.items()}  # enums as their plain value
+
+
+def is_hub_id(name: str) -> bool:
+    return not Path(name).exists() and name.count("/") == 1
 
 
 def render_model_card(
@@ -55,6 +63,7 @@ def render_model_card(
     training_args,
     trainable: dict,
     blind: bool,
+    vision_language: bool,
     max_frames: int | None,
     frames_as: str,
     recipe: str | None = None,
@@ -64,32 +73,26 @@ def render_model_card(
 ) -> ModelCard:
     """``stages``: ``[{name, mixture: [source summaries], fold, num_folds, seed}]`` in training order."""
     hub_datasets = sorted(
-        {
-            source["path"]
-            for stage in stages
-            for source in stage["mixture"]
-            if not Path(source["path"]).exists() and source["path"].count("/") == 1
-        }
+        {source["path"] for stage in stages for source in stage["mixture"] if is_hub_id(source["path"])}
     )
     card_data = ModelCardData(
         model_name=model_name,
-        base_model=base_model,
+        base_model=base_model if is_hub_id(base_model) else None,
         library_name="transformers",
-        pipeline_tag="text-generation" if blind else "image-text-to-text",
+        pipeline_tag="image-text-to-text" if vision_language else "text-generation",
         license="apache-2.0",
         tags=["sureon", "surgical", "trl", "sft"] + (["blind-guesser"] if blind else ["video-question-answering"]),
         datasets=hub_datasets or None,
         eval_results=eval_results or None,
     )
-    description = (
-        "A text-only blind guesser for surgical video QA." if blind else "A surgical video-language model."
-    )
+    description = "A text-only blind guesser for surgical video QA." if blind else "A surgical video-language model."
     return ModelCard.from_template(
         card_data,
         template_path=template_path("model_card.md"),
         model_name=model_name,
         description=description,
         base_model=base_model,
+        base_model_on_hub=is_hub_id(base_model),
         stages=stages,
         blind=blind,
         recipe=recipe,

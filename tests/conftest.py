@@ -67,3 +67,31 @@ def write_rows(tmp_path):
 @pytest.fixture
 def fps_of():
     return {spec.source_id: spec.fps for spec in SAMPLE_VIDEOS}
+
+
+@pytest.fixture(scope="session")
+def sureon_build(sample_videos, tmp_path_factory):
+    """The sample release built once per session with frames (all configs); tests must not modify it."""
+    from builders.sureon import BuildOptions, build_sureon
+
+    tmp = tmp_path_factory.mktemp("sureon_build")
+    options = BuildOptions(
+        release=SAMPLE_RELEASE, out=tmp / "out", videos=sample_videos, cache_dir=tmp / "cache", on_missing_video="skip"
+    )
+    return build_sureon(options)
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3_vl(tmp_path_factory) -> Path:
+    """A random 2-layer Qwen3-VL with its processor, saved once per session (read-only for tests)."""
+    from recipes.tiny_models import build_tiny_qwen3_vl
+
+    return build_tiny_qwen3_vl(tmp_path_factory.mktemp("tiny") / "qwen3-vl")
+
+
+@pytest.fixture(scope="session")
+def tiny_causal_lm(tmp_path_factory) -> Path:
+    """A random 2-layer text-only Qwen3 with its tokenizer, saved once per session (read-only for tests)."""
+    from recipes.tiny_models import build_tiny_causal_lm
+
+    return build_tiny_causal_lm(tmp_path_factory.mktemp("tiny") / "qwen3")

@@ -26,13 +26,9 @@ def build(tmp_path, release, videos=None, name="out", **kwargs):
     return build_sureon(options)
 
 
-@pytest.fixture(scope="module")
-def built(sample_videos, tmp_path_factory):
-    from conftest import SAMPLE_RELEASE
-
-    tmp = tmp_path_factory.mktemp("built")
-    report = build(tmp, SAMPLE_RELEASE, sample_videos, on_missing_video="skip")
-    return report
+@pytest.fixture
+def built(sureon_build):
+    return sureon_build
 
 
 def load_config(folder, config):

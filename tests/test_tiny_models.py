@@ -6,12 +6,11 @@ import torch
 from PIL import Image
 
 from recipes.modeling import is_vision_language, load_model, load_processor, tokenizer_of
-from recipes.tiny_models import build_tiny_causal_lm, build_tiny_qwen3_vl
 
 
-@pytest.fixture(scope="module")
-def tiny_vl(tmp_path_factory):
-    return build_tiny_qwen3_vl(tmp_path_factory.mktemp("tiny") / "qwen3-vl")
+@pytest.fixture
+def tiny_vl(tiny_qwen3_vl):
+    return tiny_qwen3_vl
 
 
 def test_vision_language_checkpoint_loads_with_processor(tiny_vl):
@@ -41,8 +40,8 @@ def test_video_frames_get_their_source_timestamps(tiny_vl):
     assert batch["video_grid_thw"].tolist()[0][0] == 2
 
 
-def test_text_model_gives_single_token_letters(tmp_path):
-    path = build_tiny_causal_lm(tmp_path / "lm")
+def test_text_model_gives_single_token_letters(tiny_causal_lm):
+    path = tiny_causal_lm
     assert not is_vision_language(str(path))
     tokenizer = load_processor(str(path))
     for letter in "ABCDEFG":

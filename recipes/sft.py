@@ -1,0 +1,314 @@
+"""Supervised fine-tuning of Sureon-VLM (Qwen3-VL on video, image and text QA) and of the blind guessers.
+
+Run one recipe per YAML (the first line of each states its hardware):
+
+    accelerate launch --config_file accelerate_configs/zero3.yaml recipes/sft.py \
+        --config recipes/qwen3-vl-8b/sft/config_sureon_vlm.yaml
+
+Any field can be overridden on the command line (``--learning_rate 5e-6 --output_dir ...``). A cross-validated
+blind guesser for fold ``k`` of 4: ``--config recipes/qwen3-vl-8b/guesser/config_refined.yaml --fold k``.
+On a CPU machine: ``python recipes/sft.py --config recipes/tiny/sft/config_smoke.yaml``.
+
+What this adds to TRL's ``sft.py`` (see ``../shared/research/training_notes.md`` for why each is needed): video
+clips as pre-sampled frames with their real timestamps (``recipes.collator``), a YAML data mixture of our builders'
+outputs rendered with the project's one prompt formatter (``recipes.data``), loss on the answer only, a ``blind``
+mode without any visual input, video-level folds, explicit freezing (``recipes.freezing``), uniform vision-tower
+calls so ZeRO-3 never hangs on mixed modalities, multi-stage schedules, automatic resume, and a model card.
+"""
+
+import dataclasses
+import json
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trl import ModelConfig, SFTConfig, SFTTrainer, TrlParser, get_peft_config
+
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # `accelerate launch recipes/sft.py` runs this file as a script
+    sys.path.insert(0, str(REPO_ROOT))
+
+from recipes.collator import SFTCollator  # noqa: E402
+from recipes.data import build_mixture, mixture_summary, parse_mixture  # noqa: E402
+from recipes.freezing import apply_freezing  # noqa: E402
+from recipes.modeling import load_model, load_processor, tokenizer_of  # noqa: E402
+
+
+logger = logging.getLogger("sureon.sft")
+COMPLETE_MARKER = "training_complete.json"
+
+
+@dataclass
+class SFTScriptArguments:
+    """Data, modality and freezing options of a run; every field maps onto a flat key of the recipe YAML."""
+
+    dataset_mixture: list[dict[str, Any]] | None = field(
+        default=None, metadata={"help": "sources: [{path, name, split, weight, format, columns, max_samples}]"}
+    )
+    stages: list[dict[str, Any]] | None = field(
+        default=None,
+        metadata={
+            "help": "multi-stage schedule: [{name, dataset_mixture, <any training field>}]; each stage starts "
+            "from the previous stage's weights"
+        },
+    )
+    blind: bool = field(default=False, metadata={"help": "drop every frame and image: question + options only"})
+    frames_as: str = field(default="video", metadata={"help": "clip frames as one 'video' or as tagged 'images'"})
+    max_frames: int | None = field(default=8, metadata={"help": "frames per clip (evenly subsampled above it)"})
+    image_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per image"})
+    video_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per clip (all its frames)"})
+    freeze_vision_tower: bool = False
+    freeze_projector: bool = False
+    freeze_llm: bool = False
+    uniform_vision_calls: bool | None = field(
+        default=None,
+        metadata={"help": "run the vision tower on every batch (dummy inputs when absent); default: on for VLMs"},
+    )
+    fold: int | None = field(default=None, metadata={"help": "hold out this fold (video-level, subject-stratified)"})
+    num_folds: int = 4
+    system_prompt: str | None = None
+    hardware: str | None = field(default=None, metadata={"help": "stated in the model card"})
+    eval_results: str | None = field(default=None, metadata={"help": "JSON of results for the card's model-index"})
+    hub_model_name: str | None = field(default=None, metadata={"help": "model name in the card"})
+
+
+def make_parser() -> TrlParser:
+    return TrlParser((SFTScriptArguments, SFTConfig, ModelConfig))
+
+
+def stage_plan(script_args: SFTScriptArguments, training_args: SFTConfig) -> list[dict]:
+    """``[{name, dataset_mixture, output_dir, overrides}]``: one stage, or the recipe's ``stages`` in order."""
+    if script_args.stages and script_args.dataset_mixture:
+        raise ValueError("give either dataset_mixture (one stage) or stages (each with its dataset_mixture), not both")
+    if not script_args.stages:
+        return [{"name": None, "dataset_mixture": script_args.dataset_mixture, "output_dir": training_args.output_dir}]
+    training_fields = {f.name for f in dataclasses.fields(SFTConfig) if f.init}
+    script_fields = {f.name for f in dataclasses.fields(SFTScriptArguments)} - {"stages", "dataset_mixture"}
+    plan = []
+    for number, stage in enumerate(script_args.stages, start=1):
+        stage = dict(stage)
+        name = str(stage.pop("name", f"stage{number}"))
+        mixture = stage.pop("dataset_mixture", None)
+        unknown = set(stage) - training_fields - script_fields
+        if unknown:
+            raise ValueError(f"stage {name!r}: unknown keys {sorted(unknown)}")
+        plan.append(
+            {
+                "name": name,
+                "dataset_mixture": mixture,
+                "output_dir": str(Path(training_args.output_dir) / f"stage{number}-{name}"),
+                "overrides": stage,
+            }
+        )
+    return plan
+
+
+def last_checkpoint(output_dir: str) -> str | None:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+
+
+def configure_reporting(training_args: SFTConfig) -> None:
+    """wandb runs offline unless a key is configured, so a run on an air-gapped node never blocks on login."""
+    report_to = training_args.report_to or []
+    if ("wandb" in report_to or "all" in report_to) and not os.environ.get("WANDB_API_KEY"):
+        os.environ.setdefault("WANDB_MODE", "offline")
+
+
+def available_reporters(requested: list[str] | str | None) -> list[str]:
+    """Keep the reporters that are installed (``auto``: tensorboard and wandb when present)."""
+    import importlib.util
+
+    if requested in (None, "none", ["none"]):
+        return []
+    requested = [requested] if isinstance(requested, str) else list(requested)
+    if "auto" in requested:
+        requested = ["tensorboard", "wandb"]
+    modules = {"tensorboard": "tensorboard", "wandb": "wandb"}
+    return [name for name in requested if importlib.util.find_spec(modules.get(name, name)) is not None]
+
+
+def prepare_processor(processor, script_args: SFTScriptArguments):
+    """Apply the pixel caps (Qwen3-VL: per image, and per clip over all its frames, capped per frame)."""
+    image_processor = getattr(processor, "image_processor", None)
+    video_processor = getattr(processor, "video_processor", None)
+    if script_args.image_max_pixels and image_processor is not None:
+        image_processor.size = {**dict(image_processor.size), "longest_edge": script_args.image_max_pixels}
+    if video_processor is not None:
+        if script_args.video_max_pixels:
+            video_processor.size = {**dict(video_processor.size), "longest_edge": script_args.video_max_pixels}
+        if hasattr(video_processor, "cap_pixels_per_frame"):
+            video_processor.cap_pixels_per_frame = True
+    return processor
+
+
+def train_stage(stage: dict, model_path: str, script_args, training_args: SFTConfig, model_args: ModelConfig) -> dict:
+    """Train one stage to ``stage['output_dir']``; returns its summary (written next to the weights)."""
+    script_args = dataclasses.replace(
+        script_args, **{k: v for k, v in stage.get("overrides", {}).items() if hasattr(script_args, k)}
+    )
+    overrides = {k: v for k, v in stage.get("overrides", {}).items() if not hasattr(script_args, k)}
+    training_args = dataclasses.replace(
+        training_args,
+        **overrides,
+        output_dir=stage["output_dir"],
+        remove_unused_columns=False,
+        dataset_kwargs={"skip_prepare_dataset": True},
+        max_length=None,
+        report_to=available_reporters(training_args.report_to),
+    )
+    configure_reporting(training_args)
+    processor = prepare_processor(load_processor(model_path, revision=model_args.model_revision), script_args)
+    model = load_model(
+        model_path,
+        revision=model_args.model_revision,
+        dtype=model_args.dtype,
+        attn_implementation=model_args.attn_implementation,
+    )
+    vision_language = getattr(model.config, "vision_config", None) is not None
+    frozen = {
+        group
+        for group, flag in (
+            ("vision_tower", script_args.freeze_vision_tower),
+            ("projector", script_args.freeze_projector),
+            ("llm", script_args.freeze_llm),
+        )
+        if flag
+    }
+    peft_config = get_peft_config(model_args)
+    if peft_config is not None and frozen:
+        raise ValueError("with LoRA only the adapters train: choose the adapted layers with lora_target_modules")
+    trainable = apply_freezing(model, frozen) if peft_config is None else {}
+
+    sources = parse_mixture(stage["dataset_mixture"])
+    loaded, index, folds = build_mixture(
+        sources, seed=training_args.seed, fold=script_args.fold, num_folds=script_args.num_folds
+    )
+    uniform = script_args.uniform_vision_calls
+    if uniform is None:
+        uniform = vision_language and not script_args.blind
+    collator = SFTCollator(
+        processor,
+        loaded,
+        blind=script_args.blind,
+        frames_as=script_args.frames_as,
+        max_frames=script_args.max_frames,
+        max_length=training_args.max_length,
+        uniform_vision_calls=uniform,
+        system_prompt=script_args.system_prompt,
+    )
+    trainer = SFTTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=index,
+        data_collator=collator,
+        processing_class=processor,
+        peft_config=peft_config,
+    )
+    if peft_config is not None:
+        trainable = {"adapters": {"trainable": sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)}}
+    resume = last_checkpoint(training_args.output_dir)
+    if resume:
+        logger.info("resuming from %s", resume)
+    result = trainer.train(resume_from_checkpoint=resume)
+    trainer.save_model(training_args.output_dir)
+    summary = {
+        "name": stage["name"],
+        "model": model_path,
+        "mixture": mixture_summary(loaded),
+        "fold": script_args.fold,
+        "num_folds": script_args.num_folds,
+        "seed": training_args.seed,
+        "blind": script_args.blind,
+        "vision_language": vision_language,
+        "trainable": trainable,
+        "uniform_vision_calls": uniform,
+        "resumed_from": resume,
+        "global_step": trainer.state.global_step,
+        "world_size": training_args.world_size,
+        "train_loss": result.training_loss,
+        "lora": model_args.lora_target_modules if peft_config is not None else None,
+    }
+    if trainer.is_world_process_zero():
+        tokenizer_of(processor).padding_side = "left"  # what generation needs
+        processor.save_pretrained(training_args.output_dir)
+        if folds is not None:
+            (Path(training_args.output_dir) / "folds.json").write_text(json.dumps(folds, indent=1, sort_keys=True))
+        (Path(training_args.output_dir) / COMPLETE_MARKER).write_text(json.dumps(summary, indent=1, default=str))
+    trainer.accelerator.wait_for_everyone()
+    return {"trainer": trainer, "summary": summary, "training_args": training_args, "script_args": script_args}
+
+
+def write_card(final: dict, summaries: list[dict], base_model: str, recipe: str | None) -> Path:
+    from recipes.model_card import read_eval_results, render_model_card
+
+    script_args, training_args = final["script_args"], final["training_args"]
+    last = summaries[-1]
+    card = render_model_card(
+        model_name=script_args.hub_model_name or training_args.hub_model_id or Path(training_args.output_dir).name,
+        base_model=base_model,
+        stages=summaries,
+        training_args=training_args,
+        trainable=last["trainable"],
+        blind=last["blind"],
+        vision_language=last["vision_language"],
+        max_frames=script_args.max_frames,
+        frames_as=script_args.frames_as,
+        recipe=recipe,
+        hardware=script_args.hardware,
+        lora=", ".join(last["lora"]) if isinstance(last["lora"], list) else last["lora"],
+        eval_results=read_eval_results(script_args.eval_results) if script_args.eval_results else None,
+    )
+    path = Path(training_args.output_dir) / "README.md"
+    card.save(path)
+    return path
+
+
+def main(
+    script_args: SFTScriptArguments, training_args: SFTConfig, model_args: ModelConfig, recipe: str | None = None
+) -> Path:
+    """Run every stage (skipping finished ones), write the card, push if asked; returns the final model folder."""
+    if not model_args.model_name_or_path:
+        raise ValueError("model_name_or_path is required")
+    plan = stage_plan(script_args, training_args)
+    # Pushing is ours (once, with our card), never the Trainer's (it would push every checkpoint with its own card).
+    push = training_args.push_to_hub
+    training_args = dataclasses.replace(training_args, push_to_hub=False)
+    model_path, summaries, final = model_args.model_name_or_path, [], None
+    for stage in plan:
+        marker = Path(stage["output_dir"]) / COMPLETE_MARKER
+        if marker.is_file() and stage is not plan[-1]:
+            logger.info("stage %s already trained (%s); continuing from it", stage["name"], marker)
+            summaries.append(json.loads(marker.read_text()))
+        else:
+            final = train_stage(stage, model_path, script_args, training_args, model_args)
+            summaries.append(final["summary"])
+        model_path = stage["output_dir"]
+    output_dir = Path(plan[-1]["output_dir"])
+    if final["trainer"].is_world_process_zero():
+        card = write_card(final, summaries, model_args.model_name_or_path, recipe)
+        logger.info("model card: %s", card)
+        if push:
+            from builders.hub import push_folder
+
+            repo_id = final["training_args"].hub_model_id or output_dir.name
+            url = push_folder(
+                output_dir, repo_id, private=bool(final["training_args"].hub_private_repo), repo_type="model"
+            )
+            logger.info("pushed to %s", url)
+    return output_dir
+
+
+def recipe_path(argv: list[str]) -> str | None:
+    return argv[argv.index("--config") + 1] if "--config" in argv else None
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    parser = make_parser()
+    main(*parser.parse_args_and_config(), recipe=recipe_path(sys.argv))

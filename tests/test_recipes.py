@@ -1,0 +1,104 @@
+"""Every recipe YAML parses with the real parser into a runnable plan, every accelerate config loads, and the
+two-process launch from the README really starts two ranks that train on a mixed-modality stream."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import transformers
+import yaml
+from accelerate.commands.config.config_args import load_config_from_file
+from conftest import REPO
+
+from recipes.data import parse_mixture
+from recipes.sft import SFTScriptArguments, make_parser, stage_plan
+
+
+RECIPES = sorted((REPO / "recipes").glob("*/*/config_*.yaml"))
+ACCELERATE_CONFIGS = sorted((REPO / "accelerate_configs").glob("*.yaml"))
+
+
+def test_recipes_and_configs_are_found():
+    assert {p.parent.parent.name for p in RECIPES} >= {"qwen3-vl-8b", "tiny"}
+    assert {p.stem for p in ACCELERATE_CONFIGS} >= {"ddp", "zero2", "zero3", "fsdp", "multi_node_zero3"}
+
+
+@pytest.mark.parametrize("path", RECIPES, ids=lambda p: str(p.relative_to(REPO / "recipes")))
+def test_recipe_parses_into_a_plan(path):
+    first_line = path.read_text().splitlines()[0]
+    assert first_line.startswith("# Hardware: "), "the first line of a recipe states its hardware"
+    # CPU here: keep everything the recipe says except bf16, which TrainingArguments refuses without a GPU.
+    script_args, training_args, model_args = make_parser().parse_args_and_config(
+        ["--config", str(path), "--bf16", "false", "--use_cpu", "true"]
+    )
+    assert isinstance(script_args, SFTScriptArguments)
+    assert model_args.model_name_or_path
+    assert training_args.output_dir
+    plan = stage_plan(script_args, training_args)
+    for stage in plan:
+        assert parse_mixture(stage["dataset_mixture"])
+    if "two_stage" in path.name:
+        assert [stage["name"] for stage in plan] == ["public", "sureon"]
+    if "guesser" in str(path):
+        assert script_args.blind and training_args.learning_rate == 1e-5
+        assert training_args.per_device_train_batch_size == 12
+        expected_epochs = 10 if "hardening" in path.name else 1
+        assert training_args.num_train_epochs == expected_epochs
+    raw = yaml.safe_load(path.read_text())
+    if raw.get("bf16"):
+        assert "H200" in first_line or "GPU" in first_line
+
+
+@pytest.mark.parametrize("path", ACCELERATE_CONFIGS, ids=lambda p: p.name)
+def test_accelerate_config_loads(path):
+    config = load_config_from_file(str(path))
+    assert config.num_processes >= config.num_machines >= 1
+    if config.fsdp_config:
+        for name in config.fsdp_config["fsdp_transformer_layer_cls_to_wrap"].split(","):
+            module = transformers.models.qwen3_vl.modeling_qwen3_vl
+            assert hasattr(module, name), f"{name} is not a Qwen3-VL layer class"
+    if config.deepspeed_config:
+        assert config.deepspeed_config["zero_stage"] in (2, 3)
+
+
+def test_two_processes_train_on_a_mixed_modality_stream(tiny_qwen3_vl, sureon_build, tmp_path):
+    """The launch line that really starts two ranks on CPU (gloo); ranks draw different modalities each step."""
+    from test_sft import image_source, text_source
+
+    config = {
+        "model_name_or_path": str(tiny_qwen3_vl),
+        "dtype": "float32",
+        "dataset_mixture": [
+            {"path": str(sureon_build.out), "name": "db", "split": "train"},
+            image_source(tmp_path),
+            text_source(tmp_path),
+        ],
+        "output_dir": str(tmp_path / "ddp"),
+        "max_steps": 3,
+        "per_device_train_batch_size": 1,
+        "learning_rate": 1e-3,
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "bf16": False,
+        "use_cpu": True,
+        "report_to": "none",
+        "activation_checkpointing": False,
+        "dataloader_num_workers": 0,
+    }
+    path = tmp_path / "ddp.yaml"
+    path.write_text(json.dumps(config))
+    command = [
+        *(sys.executable, "-m", "accelerate.commands.launch"),
+        *("--multi_gpu", "--num_processes", "2", "--num_machines", "1"),
+        *("--mixed_precision", "no", "--dynamo_backend", "no"),
+        str(REPO / "recipes" / "sft.py"),
+        *("--config", str(path)),
+    ]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    result = subprocess.run(command, check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=420)
+    assert result.returncode == 0, result.stderr[-4000:]
+    summary = json.loads((tmp_path / "ddp" / "training_complete.json").read_text())
+    assert summary["world_size"] == 2 and summary["global_step"] == 3
+    assert summary["uniform_vision_calls"] is True

@@ -1,0 +1,336 @@
+"""The SFT recipe on tiny models: what reaches the model (labels, timestamps, blind inputs, uniform vision calls),
+a few real optimizer steps per modality, freezing, LoRA, folds, two-stage schedules, resume, and the model card."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from datasets import Dataset
+from huggingface_hub import ModelCard
+from PIL import Image
+
+from builders.prompt import answer_target
+from recipes.collator import SFTCollator, video_metadata
+from recipes.data import MixtureSource, build_mixture, parse_mixture
+from recipes.freezing import parameter_group
+from recipes.modeling import load_model, load_processor
+from recipes.sft import main, make_parser
+
+
+def image_source(folder: Path, n: int = 6) -> dict:
+    """A TRL-conversational image QA set (``messages`` + ``images``) written as parquet."""
+    rows = []
+    for i in range(n):
+        image = Image.fromarray(np.full((40 + 8 * i, 56, 3), 25 * i, np.uint8))
+        rows.append(
+            {
+                "id": f"img{i}",
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "image"}, {"type": "text", "text": "Which tool is visible?"}],
+                    },
+                    {
+                        "role": "assistant",
+                        "content": [{"type": "text", "text": ["grasper", "hook", "clipper"][i % 3]}],
+                    },
+                ],
+                "images": [image],
+            }
+        )
+    path = folder / "images.parquet"
+    Dataset.from_list(rows).to_parquet(str(path))
+    return {"path": "parquet", "data_files": str(path), "format": "messages"}
+
+
+def text_source(folder: Path, n: int = 6) -> dict:
+    """A text-only prompt/completion set (JSON lines)."""
+    path = folder / "text.jsonl"
+    lines = [
+        {"prompt": f"Question {i}: which letter? Options: A. x B. y", "completion": "AB"[i % 2]} for i in range(n)
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return {"path": "json", "data_files": str(path), "format": "prompt_completion"}
+
+
+def video_source(build, name: str = "db", **extra) -> dict:
+    return {"path": str(build.out), "name": name, "split": "train", **extra}
+
+
+def collator_for(model_path, entries, **kwargs):
+    loaded, index, _ = build_mixture(parse_mixture(entries))
+    return SFTCollator(load_processor(str(model_path)), loaded, **kwargs), index, loaded
+
+
+def run_sft(tmp_path, model, entries, *extra, name="run", steps=2, **config_keys):
+    """Train through the real parser and ``main`` (what ``accelerate launch recipes/sft.py`` runs)."""
+    config = {
+        "model_name_or_path": str(model),
+        "dtype": "float32",
+        "dataset_mixture": entries,
+        "output_dir": str(tmp_path / name),
+        "max_steps": steps,
+        "per_device_train_batch_size": 2,
+        "learning_rate": 1e-2,
+        "lr_scheduler_type": "constant",
+        "logging_steps": 1,
+        "save_steps": 1,
+        "bf16": False,
+        "use_cpu": True,
+        "report_to": "none",
+        "activation_checkpointing": False,
+        **config_keys,
+    }
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(json.dumps(config))  # JSON is YAML
+    args = make_parser().parse_args_and_config(["--config", str(path), *extra])
+    out = main(*args, recipe=str(path))
+    return out, json.loads((out / "training_complete.json").read_text())
+
+
+def load_config_rows(build, name):
+    from datasets import load_dataset
+
+    return load_dataset(str(build.out), name, split="train")
+
+
+def snapshot(path):
+    model = load_model(str(path), dtype="float32")
+    return {name: p.detach().clone() for name, p in model.named_parameters()}
+
+
+def changed(before, after):
+    return {name for name in before if not torch.equal(before[name], after[name])}
+
+
+# --- what the collator hands the model -----------------------------------------------------------------------------
+
+
+def test_labels_keep_only_the_answer_and_end_of_turn(tiny_qwen3_vl, sureon_build):
+    collator, index, loaded = collator_for(tiny_qwen3_vl, [video_source(sureon_build)])
+    batch = collator([index[0], index[1]])
+    tokenizer = collator.tokenizer
+    for i in range(2):
+        record = loaded[0].dataset[index[i]["row"]]
+        kept = batch["labels"][i][batch["labels"][i] != -100]
+        assert tokenizer.decode(kept) == answer_target(record) + "<|im_end|>\n"
+        learned = batch["labels"][i] != -100
+        assert not (learned & (batch["input_ids"][i] == collator.processor.video_token_id)).any()
+        assert batch["attention_mask"][i][learned].all()
+
+
+def test_video_frames_reach_the_processor_with_their_source_timestamps(tiny_qwen3_vl, sureon_build):
+    collator, index, loaded = collator_for(tiny_qwen3_vl, [video_source(sureon_build)])
+    record = loaded[0].dataset[index[0]["row"]]
+    stamps = record["frame_timestamps"]
+    assert len(stamps) == 8
+    text = collator.tokenizer.decode(collator([index[0]])["input_ids"][0])
+    expected = [f"<{(stamps[i] + stamps[i + 1]) / 2:.1f} seconds>" for i in range(0, 8, 2)]
+    assert [marker for marker in expected if marker in text] == expected
+    assert video_metadata([12.5, 13.25])["frames_indices"] == [12500, 13250]
+
+
+def test_blind_batches_carry_no_visual_input_and_the_same_question(tiny_qwen3_vl, sureon_build):
+    visual, index, _ = collator_for(tiny_qwen3_vl, [video_source(sureon_build)])
+    blind, _, _ = collator_for(tiny_qwen3_vl, [video_source(sureon_build)], blind=True)
+    blind_batch, visual_batch = blind([index[0]]), visual([index[0]])
+    assert not {"pixel_values", "pixel_values_videos"} & set(blind_batch)
+    decode = visual.tokenizer.decode
+    blind_text = decode(blind_batch["input_ids"][0])
+    visual_text = decode(visual_batch["input_ids"][0])
+    for token in ("<|video_pad|>", "<|vision_start|>", "<|vision_end|>"):
+        visual_text = visual_text.replace(token, "")
+    import re
+
+    assert re.sub(r"<[\d.]+ seconds>", "", visual_text) == blind_text
+
+
+def test_every_batch_runs_the_vision_tower_once_per_modality(tiny_qwen3_vl, sureon_build, tmp_path):
+    entries = [video_source(sureon_build), image_source(tmp_path), text_source(tmp_path)]
+    collator, index, loaded = collator_for(tiny_qwen3_vl, entries, uniform_vision_calls=True)
+    model = load_model(str(tiny_qwen3_vl), dtype="float32")
+    calls = []
+    model.model.visual.register_forward_hook(lambda *_: calls.append(1))
+    starts = np.cumsum([0] + [item.rows_used for item in loaded])
+    video, image, text = (index[int(s)] for s in starts[:3])
+    for rows in ([text], [image], [video], [text, image], [video, text], [image, video, text]):
+        calls.clear()
+        batch = collator(rows)
+        assert {"pixel_values", "pixel_values_videos"} <= set(batch)
+        loss = model(**batch).loss
+        assert torch.isfinite(loss)
+        assert len(calls) == 2, rows
+    # The dummies change nothing: same loss as the same text batch without them.
+    plain, _, _ = collator_for(tiny_qwen3_vl, entries, uniform_vision_calls=False)
+    with torch.no_grad():
+        with_dummies = model(**collator([text])).loss
+        without = model(**plain([text])).loss
+    torch.testing.assert_close(with_dummies, without)
+
+
+def test_an_example_longer_than_max_length_is_an_error_not_a_silent_cut(tiny_qwen3_vl, sureon_build):
+    collator, index, _ = collator_for(tiny_qwen3_vl, [video_source(sureon_build)], max_length=16)
+    with pytest.raises(ValueError, match="exceed max_length=16"):
+        collator([index[0]])
+
+
+def test_mixture_weights_folds_and_unknown_keys(sureon_build):
+    half = MixtureSource(**video_source(sureon_build, name="train_all", weight=0.5))
+    twice = MixtureSource(**video_source(sureon_build, weight=2))
+    loaded, index, _ = build_mixture([half, twice])
+    assert [item.rows_used for item in loaded] == [10, 28]
+    again = build_mixture([half, twice])[1]
+    assert index["row"] == again["row"]
+    with pytest.raises(ValueError, match="unknown keys"):
+        parse_mixture([{"path": "x", "wieght": 2}])
+    loaded, index, folds = build_mixture(
+        [MixtureSource(**video_source(sureon_build, name="train_all"))], fold=1, num_folds=3
+    )
+    videos = loaded[0].dataset["source_id"]
+    assert set(folds.values()) == {0, 1, 2}  # the sample's training split has three videos
+    assert all(folds[videos[row]] != 1 for row in index["row"])
+    assert loaded[0].rows_used == sum(folds[v] != 1 for v in videos) < len(videos)
+
+
+def test_parameter_groups_of_qwen3_vl():
+    assert parameter_group("model.visual.pos_embed.weight", True) == "vision_tower"
+    assert parameter_group("model.visual.merger.linear_fc1.weight", True) == "projector"
+    assert parameter_group("model.visual.deepstack_merger_list.0.norm.weight", True) == "projector"
+    assert parameter_group("model.language_model.layers.0.mlp.up_proj.weight", True) == "llm"
+    with pytest.raises(ValueError, match="belongs to no group"):
+        parameter_group("model.audio_tower.conv.weight", True)
+
+
+# --- real optimizer steps ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("modality", ["video", "image", "mixed"])
+def test_training_steps_update_every_trainable_parameter(modality, tiny_qwen3_vl, sureon_build, tmp_path):
+    entries = {
+        "video": [video_source(sureon_build)],
+        "image": [image_source(tmp_path)],
+        "mixed": [video_source(sureon_build), image_source(tmp_path), text_source(tmp_path)],
+    }[modality]
+    before = snapshot(tiny_qwen3_vl)
+    out, summary = run_sft(tmp_path, tiny_qwen3_vl, entries, steps=3 if modality == "mixed" else 2)
+    losses = [
+        entry["loss"]
+        for entry in json.loads((out / "checkpoint-2" / "trainer_state.json").read_text())["log_history"]
+        if "loss" in entry
+    ]
+    assert losses and all(np.isfinite(losses))
+    assert summary["global_step"] == (3 if modality == "mixed" else 2)
+    assert changed(before, snapshot(out)) == set(before)
+
+
+def test_frozen_vision_tower_stays_exactly_as_loaded(tiny_qwen3_vl, sureon_build, tmp_path):
+    before = snapshot(tiny_qwen3_vl)
+    out, summary = run_sft(tmp_path, tiny_qwen3_vl, [video_source(sureon_build)], "--freeze_vision_tower", "true")
+    moved = changed(before, snapshot(out))
+    vision = {name for name in before if parameter_group(name, True) == "vision_tower"}
+    assert "model.visual.pos_embed.weight" in vision
+    assert moved == set(before) - vision
+    assert summary["trainable"]["vision_tower"] == {"frozen": sum(before[name].numel() for name in vision)}
+
+
+def test_blind_guesser_on_a_text_model(tiny_causal_lm, sureon_build, tmp_path):
+    before = snapshot(tiny_causal_lm)
+    entries = [video_source(sureon_build, name="train_all", exclude_categories=["SM"])]
+    out, summary = run_sft(tmp_path, tiny_causal_lm, entries, "--blind", "true")
+    assert summary["blind"] and not summary["vision_language"]
+    categories = load_config_rows(sureon_build, "train_all")["category"]
+    assert summary["mixture"][0]["rows_used"] == sum(category != "SM" for category in categories) < len(categories)
+    assert changed(before, snapshot(out)) == set(before)
+    card = ModelCard.load(out / "README.md")
+    assert card.data.pipeline_tag == "text-generation" and "blind-guesser" in card.data.tags
+
+
+def test_lora_trains_only_the_adapters(tiny_qwen3_vl, sureon_build, tmp_path):
+    from peft import PeftModel
+
+    out, summary = run_sft(
+        tmp_path,
+        tiny_qwen3_vl,
+        [video_source(sureon_build)],
+        "--use_peft",
+        "true",
+        "--lora_r",
+        "4",
+        "--lora_target_modules",
+        "q_proj",
+        "v_proj",
+    )
+    base = load_model(str(tiny_qwen3_vl), dtype="float32")
+    adapted = PeftModel.from_pretrained(load_model(str(tiny_qwen3_vl), dtype="float32"), str(out))
+    merged = {name: p for name, p in adapted.named_parameters()}
+    lora = {name for name in merged if "lora_" in name}
+    assert lora and all("language_model" in name for name in lora)
+    assert any(not torch.equal(merged[name], torch.zeros_like(merged[name])) for name in lora if "lora_B" in name)
+    for name, parameter in base.named_parameters():
+        peft_name = next(n for n in merged if n.endswith((name.replace("weight", "base_layer.weight"), name)))
+        assert torch.equal(parameter, merged[peft_name]), name
+    assert set(summary["trainable"]) == {"adapters"}
+
+
+def test_resume_continues_from_the_last_checkpoint(tiny_qwen3_vl, sureon_build, tmp_path):
+    entries = [video_source(sureon_build)]
+    run_sft(tmp_path, tiny_qwen3_vl, entries, steps=2)
+    out, summary = run_sft(tmp_path, tiny_qwen3_vl, entries, steps=3)
+    assert summary["resumed_from"].endswith("checkpoint-2")
+    assert summary["global_step"] == 3
+    state = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())
+    assert [entry["step"] for entry in state["log_history"] if "loss" in entry] == [1, 2, 3]
+
+
+def test_two_stage_schedule_continues_from_stage_one(tiny_qwen3_vl, sureon_build, tmp_path):
+    stages = [
+        {"name": "public", "dataset_mixture": [image_source(tmp_path)]},
+        {"name": "sureon", "dataset_mixture": [video_source(sureon_build)], "learning_rate": 1e-3},
+    ]
+    out, summary = run_sft(tmp_path, tiny_qwen3_vl, None, stages=stages)
+    assert out.name == "stage2-sureon"
+    assert summary["model"] == str(out.parent / "stage1-public")
+    card = (out / "README.md").read_text()
+    assert "### Stage 1: public" in card and "### Stage 2: sureon" in card
+
+
+def test_fold_run_writes_its_folds_and_card(tiny_causal_lm, sureon_build, tmp_path):
+    results = tmp_path / "results.json"
+    results.write_text(
+        json.dumps(
+            [
+                {
+                    "task_type": "visual-question-answering",
+                    "dataset_type": "sureon/sureon",
+                    "dataset_name": "Sureon benchmark",
+                    "dataset_config": "bench",
+                    "dataset_split": "test",
+                    "metric_type": "accuracy",
+                    "metric_value": 48.2,
+                }
+            ]
+        )
+    )
+    entries = [video_source(sureon_build, name="train_all")]
+    out, summary = run_sft(
+        tmp_path,
+        tiny_causal_lm,
+        entries,
+        "--blind",
+        "true",
+        "--fold",
+        "2",
+        "--num_folds",
+        "3",
+        "--eval_results",
+        str(results),
+    )
+    folds = json.loads((out / "folds.json").read_text())
+    assert summary["fold"] == 2 and summary["mixture"][0]["rows_used"] < 20
+    assert 2 in folds.values()
+    card = ModelCard.load(out / "README.md")
+    assert card.data.eval_results[0].metric_value == 48.2
+    assert card.data.to_dict()["model-index"][0]["results"][0]["dataset"]["config"] == "bench"
+    assert "fold 2 of a 3-fold" in card.text
