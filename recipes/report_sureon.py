@@ -17,7 +17,6 @@ printed intervals: the consistency check of our interval code against the seed's
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from builders.categories import BY_CODE
@@ -465,5 +464,4 @@ def main(args: argparse.Namespace) -> Path:
 
 
 if __name__ == "__main__":
-    out = main(make_parser().parse_args())
-    print(f"Wrote {out}/report.md", file=sys.stderr)
+    print(f"Wrote {main(make_parser().parse_args()) / 'report.md'}")

@@ -100,7 +100,7 @@ def parse_prediction(row: dict, where: str) -> Prediction:
         category=code,
         answer_format=answer_format,
         num_options=num_options,
-        parsed=row.get("parsed") is not None,
+        parsed="parsed" not in row or row["parsed"] is not None,  # absent: unknown, not counted as unparseable
         correct=row["correct"],
         scored_by=scored_by,
     )
@@ -168,7 +168,6 @@ class ModeResult:
 
     estimates: dict[str, Estimate]
     outcomes: dict[str, bool]
-    items: dict[str, set[str]]
     judged: dict[str, Estimate]
     unjudged: dict[str, int]
     unparsed: int
@@ -203,7 +202,6 @@ def score_mode(predictions: list[Prediction], n_resamples: int = N_RESAMPLES) ->
     return ModeResult(
         estimates={subset: estimate_of(subset, outcomes) for subset, outcomes in scored.items()},
         outcomes=dict(scored.get(OVERALL, {})),
-        items={subset: set(outcomes) for subset, outcomes in scored.items()},
         judged={category: estimate_of(category, outcomes) for category, outcomes in judged.items()},
         unjudged=dict(unjudged),
         unparsed=sum(not p.parsed for p in predictions),
