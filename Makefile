@@ -32,6 +32,7 @@ demo: $(STAMP)
 	$(PY) sample_data/make_videos.py --out $(DEMO_DIR)/videos
 	$(VENV)/bin/sureon build sureon --release sample_data/sureon_release --videos $(DEMO_DIR)/videos \
 		--out $(DEMO_DIR)/sureon --on-missing-video skip --cache-dir $(DEMO_DIR)/cache --overwrite
+	$(VENV)/bin/sureon report sureon $(DEMO_DIR)/eval/predictions.jsonl --out $(DEMO_DIR)/report --overwrite
 
 test: $(STAMP)
 	$(PY) -m pytest -m "not slow and not gpu and not network" -q

@@ -2,6 +2,8 @@
 
     sureon build sureon --release DIR [--videos DIR] --out OUT [--configs bench db ...]
     sureon push OUT --repo-id ORG/NAME [--private]
+    sureon report sureon PRED... --out DIR [--human PRED]
+    sureon report public PRED... --out DIR [--exclude-videos BENCHMARK:MODE=FILE]
 
 Each builder registers its own sub-command here; heavy imports happen inside the handlers so ``--help`` is fast.
 """
@@ -92,6 +94,44 @@ def run_push(args) -> int:
     return 0
 
 
+def add_report_sureon(reports) -> None:
+    from recipes.report_sureon import add_arguments
+
+    parser = reports.add_parser(
+        "sureon",
+        help="Sureon leaderboard report (Table 3 layout, CIs, pairwise McNemar) from prediction files",
+        description="Report of the Sureon benchmark from any number of models' predictions.jsonl files.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(handler=run_report_sureon)
+
+
+def run_report_sureon(args) -> int:
+    from recipes.report_sureon import main
+
+    print(f"Wrote {main(args) / 'report.md'}")
+    return 0
+
+
+def add_report_public(reports) -> None:
+    from recipes.report_public import add_arguments
+
+    parser = reports.add_parser(
+        "public",
+        help="public perception benchmarks report (video-averaged F1, CVS accuracy, mAP50) from prediction files",
+        description="Report of the public perception benchmarks (seed D.3) from JSONL prediction files.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(handler=run_report_public)
+
+
+def run_report_public(args) -> int:
+    from recipes.report_public import main
+
+    print(f"Wrote {main(args) / 'report.md'}")
+    return 0
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sureon", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -99,6 +139,10 @@ def make_parser() -> argparse.ArgumentParser:
     builds = build.add_subparsers(dest="dataset", required=True)
     add_build_sureon(builds)
     add_push(commands)
+    report = commands.add_parser("report", help="render evaluation reports from prediction files")
+    reports = report.add_subparsers(dest="benchmark", required=True)
+    add_report_sureon(reports)
+    add_report_public(reports)
     return parser
 
 

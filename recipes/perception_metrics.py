@@ -1,0 +1,241 @@
+"""Public perception benchmark metrics (seed Appendix D.3), on per-query prediction records.
+
+- Phase / step / action recognition: video-averaged macro-F1, i.e. macro-F1 within each video, averaged over videos
+  (so long videos do not dominate); accuracy, macro-precision and macro-recall video-averaged the same way (the
+  seed reports them for Cholec80). Within a video the classes are those of its references and of its predictions
+  that belong to the task's label set; an unparseable or out-of-set prediction is a miss, never a class of its own.
+  Labels compare case-, space-, "_"- and "-"-insensitively ("CalotTriangleDissection" = "calot triangle dissection").
+- Endoscapes critical view of safety: each criterion (C1-C3) a binary question; accuracy per criterion and the
+  macro-average over criteria.
+- Tool localisation: mAP50 = COCO box AP at IoU 0.50 (pycocotools), every predicted box with the same constant score
+  (generative models give none), so ties fall back to image order (images sorted by video and frame) and the
+  model's box order. The class universe is the references' class names; predicted labels are canonicalised
+  (lowercase, "_"/"-"/whitespace as one space, trivial plurals "s"/"es") and a label outside the universe is
+  ignored, as COCO ignores unknown categories (counted in the output).
+- Clip inputs: :func:`clip_window`, 8 frames at stride 4 ending on the keyframe (online setting).
+- Exclusions: the seed drops 17 Cholec80 videos that overlap training sources (Endoscapes, CholecT50) from Cholec80
+  clip evaluation but does not name them, so the list is the user's: :func:`read_video_list`.
+
+Boxes are ``[x_min, y_min, x_max, y_max]`` in pixels of the evaluated frame; converting a model's own coordinates
+(e.g. Qwen's 0-1000 grid) is the runner's job.
+"""
+
+import contextlib
+import io
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+
+CLIP_FRAMES = 8
+CLIP_STRIDE = 4
+CVS_CRITERIA = ("C1", "C2", "C3")
+_YES = {"yes", "true", "1", "y"}
+_NO = {"no", "false", "0", "n"}
+
+
+# ---- clips and exclusions --------------------------------------------------------------------------------------
+
+
+def clip_window(
+    frame_ids: Sequence[int], keyframe: int, size: int = CLIP_FRAMES, stride: int = CLIP_STRIDE, pad: bool = False
+) -> list[int]:
+    """The online clip of ``keyframe``: up to ``size`` frames, ``stride`` apart, the keyframe last.
+
+    ``frame_ids`` are the extracted frames of the video in order (e.g. one per second: 0, 25, 50, ... at 25 fps), so
+    the stride counts extracted frames (8 frames at stride 4 span 28 s at 1 fps). Near the start of a video fewer
+    frames precede the keyframe: the window is shorter, or with ``pad`` the earliest frame repeats to fill it.
+    """
+    ids = list(frame_ids)
+    try:
+        position = ids.index(keyframe)
+    except ValueError:
+        raise ValueError(f"keyframe {keyframe} is not among the video's extracted frames") from None
+    window = [ids[p] for p in range(position, -1, -stride)][:size][::-1]
+    if pad:
+        window = [window[0]] * (size - len(window)) + window
+    return window
+
+
+def read_video_list(path: str | Path) -> list[str]:
+    """Video ids from a text file: one per line, ``#`` starts a comment, blank lines ignored."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such video list")
+    ids = [line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    ids = [video for video in ids if video]
+    repeated = sorted({video for video in ids if ids.count(video) > 1})
+    if repeated:
+        raise ValueError(f"{path}: video ids listed twice: {', '.join(repeated)}")
+    return ids
+
+
+# ---- labels ----------------------------------------------------------------------------------------------------
+
+
+def label_key(text: str) -> str:
+    """Case- and separator-insensitive key of a class label."""
+    return re.sub(r"[^0-9a-z]+", "", str(text).lower())
+
+
+def canonical_label(text: str) -> str:
+    """Lowercase, with underscores, hyphens and runs of whitespace as one space."""
+    return re.sub(r"[\s_\-]+", " ", str(text).lower()).strip()
+
+
+def match_label(predicted: str, universe: Iterable[str]) -> str | None:
+    """The universe class a predicted label names (canonical form, then trivial plural / singular), or None."""
+    classes = set(universe)
+    text = canonical_label(predicted)
+    candidates = [text, text + "s", text + "es"]
+    if text.endswith("es"):
+        candidates.append(text[:-2])
+    if text.endswith("s"):
+        candidates.append(text[:-1])
+    return next((c for c in candidates if c in classes), None)
+
+
+def parse_yes_no(value) -> bool | None:
+    """``True``/``False`` from a boolean or a yes/no-like string; None when it is neither."""
+    if isinstance(value, bool):
+        return value
+    if value is None:
+        return None
+    text = str(value).strip().strip(".").lower()
+    return True if text in _YES else False if text in _NO else None
+
+
+# ---- recognition -----------------------------------------------------------------------------------------------
+
+
+def video_averaged_scores(
+    video_ids: Sequence[str], references: Sequence[str], predictions: Sequence[str | None]
+) -> dict:
+    """Macro-F1, accuracy, macro-precision and macro-recall per video, averaged over videos (percent)."""
+    from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
+
+    if not len(video_ids) == len(references) == len(predictions):
+        raise ValueError("video ids, references and predictions differ in length")
+    if not references:
+        raise ValueError("no frames to score")
+    names = {label_key(r): str(r) for r in references}
+    by_video: dict[str, tuple[list[str], list[str | None]]] = defaultdict(lambda: ([], []))
+    for video, reference, prediction in zip(video_ids, references, predictions, strict=True):
+        truth, guess = by_video[str(video)]
+        truth.append(names[label_key(reference)])
+        guess.append(names.get(label_key(prediction)) if prediction is not None else None)
+    per_video = {}
+    for video in sorted(by_video):
+        truth, guess = by_video[video]
+        labels = sorted(set(truth) | {g for g in guess if g is not None})
+        guess = [g if g is not None else "\x00miss" for g in guess]  # counts wrong, belongs to no class
+        kwargs = {"labels": labels, "average": "macro", "zero_division": 0}
+        per_video[video] = {
+            "frames": len(truth),
+            "f1": 100.0 * f1_score(truth, guess, **kwargs),
+            "accuracy": 100.0 * accuracy_score(truth, guess),
+            "precision": 100.0 * precision_score(truth, guess, **kwargs),
+            "recall": 100.0 * recall_score(truth, guess, **kwargs),
+        }
+    scores = {m: float(np.mean([v[m] for v in per_video.values()])) for m in ("f1", "accuracy", "precision", "recall")}
+    misses = sum(p is None or label_key(p) not in names for p in predictions)
+    return scores | {"videos": len(per_video), "frames": len(references), "misses": misses, "per_video": per_video}
+
+
+# ---- critical view of safety -----------------------------------------------------------------------------------
+
+
+def cvs_accuracy(criteria: Sequence[str], references: Sequence[bool], predictions: Sequence[bool | None]) -> dict:
+    """Accuracy per criterion and their macro-average (percent); an unparseable answer (None) is wrong."""
+    if not len(criteria) == len(references) == len(predictions):
+        raise ValueError("criteria, references and predictions differ in length")
+    per: dict[str, list[bool]] = defaultdict(list)
+    for criterion, reference, prediction in zip(criteria, references, predictions, strict=True):
+        per[criterion].append(prediction is not None and prediction == reference)
+    if not per:
+        raise ValueError("no CVS answers to score")
+    order = [c for c in CVS_CRITERIA if c in per] + sorted(set(per) - set(CVS_CRITERIA))
+    accuracy = {c: 100.0 * float(np.mean(per[c])) for c in order}
+    return {
+        "per_criterion": accuracy,
+        "n": {c: len(per[c]) for c in order},
+        "macro": float(np.mean(list(accuracy.values()))),
+        "misses": sum(p is None for p in predictions),
+    }
+
+
+# ---- tool localisation -----------------------------------------------------------------------------------------
+
+
+def _xywh(box: Sequence[float]) -> list[float]:
+    x1, y1, x2, y2 = (float(v) for v in box)
+    x1, x2 = sorted((x1, x2))
+    y1, y2 = sorted((y1, y2))
+    return [x1, y1, x2 - x1, y2 - y1]
+
+
+def map50(images: Sequence[dict], score: float = 1.0) -> dict:
+    """COCO AP at IoU 0.50 over ``images``: dicts of ``references`` and ``predictions``, lists of (label, xyxy box).
+
+    ``predictions`` may be None (unparseable output: no boxes). Returns mAP50 and AP50 per class, in percent.
+    """
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
+    universe = sorted({canonical_label(label) for image in images for label, _ in image["references"]})
+    if not universe:
+        raise ValueError("no reference boxes: mAP50 needs at least one ground-truth box")
+    category = {name: i + 1 for i, name in enumerate(universe)}
+    annotations, detections, ignored = [], [], 0
+    for image_id, image in enumerate(images, start=1):
+        for label, box in image["references"]:
+            xywh = _xywh(box)
+            annotations.append(
+                {
+                    "id": len(annotations) + 1,
+                    "image_id": image_id,
+                    "category_id": category[canonical_label(label)],
+                    "bbox": xywh,
+                    "area": xywh[2] * xywh[3],
+                    "iscrowd": 0,
+                }
+            )
+        for label, box in image["predictions"] or []:
+            matched = match_label(label, universe)
+            if matched is None:
+                ignored += 1
+                continue
+            detections.append(
+                {"image_id": image_id, "category_id": category[matched], "bbox": _xywh(box), "score": score}
+            )
+    ground_truth = COCO()
+    ground_truth.dataset = {
+        "images": [{"id": i} for i in range(1, len(images) + 1)],
+        "annotations": annotations,
+        "categories": [{"id": i, "name": name} for name, i in category.items()],
+    }
+    per_class = {name: 0.0 for name in universe}
+    if detections:
+        with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints progress
+            ground_truth.createIndex()
+            evaluation = COCOeval(ground_truth, ground_truth.loadRes(detections), "bbox")
+            most = max(len(image["predictions"] or []) for image in images)
+            evaluation.params.maxDets = [1, 10, max(100, most)]  # never drop a box for lack of a score
+            evaluation.evaluate()
+            evaluation.accumulate()
+        precision = evaluation.eval["precision"][0, :, :, 0, -1]  # IoU 0.50, all recalls, all classes, all areas
+        for k, name in enumerate(universe):
+            curve = precision[:, k]
+            per_class[name] = 100.0 * float(curve[curve > -1].mean()) if (curve > -1).any() else 0.0
+    return {
+        "map50": float(np.mean(list(per_class.values()))),
+        "per_class": per_class,
+        "images": len(images),
+        "predicted_boxes": len(detections) + ignored,
+        "ignored_labels": ignored,
+        "reference_boxes": len(annotations),
+        "misses": sum(image["predictions"] is None for image in images),
+    }

@@ -1,0 +1,142 @@
+"""Public perception metrics (seed D.3) on planted predictions, against values computed by hand or per video."""
+
+import pytest
+from sklearn.metrics import f1_score
+
+from recipes.perception_metrics import (
+    canonical_label,
+    clip_window,
+    cvs_accuracy,
+    map50,
+    match_label,
+    parse_yes_no,
+    read_video_list,
+    video_averaged_scores,
+)
+
+
+# three videos of different lengths: (video, reference, prediction); None is an unparseable answer
+FRAMES = (
+    [("v1", "a", "a"), ("v1", "a", "b"), ("v1", "b", "b"), ("v1", "b", "b")]
+    + [("v2", "c", "c"), ("v2", "c", None)]
+    + [("v3", "a", "a")] * 6
+)
+
+
+def _columns(frames):
+    return [list(column) for column in zip(*frames, strict=True)]
+
+
+def test_video_averaged_scores_by_hand():
+    scores = video_averaged_scores(*_columns(FRAMES))
+    # v1: F1(a) = 2/3, F1(b) = 0.8, P = (1 + 2/3) / 2, R = (1/2 + 1) / 2, accuracy 3/4
+    # v2: one class, half missed: F1 = 2/3, P = 1, R = 1/2, accuracy 1/2;  v3: all right
+    assert scores["f1"] == pytest.approx(100 * ((2 / 3 + 0.8) / 2 + 2 / 3 + 1) / 3)
+    assert scores["accuracy"] == pytest.approx(100 * (3 / 4 + 1 / 2 + 1) / 3)
+    assert scores["precision"] == pytest.approx(100 * ((1 + 2 / 3) / 2 + 1 + 1) / 3)
+    assert scores["recall"] == pytest.approx(100 * (3 / 4 + 1 / 2 + 1) / 3)
+    assert (scores["videos"], scores["frames"], scores["misses"]) == (3, 12, 1)
+    assert scores["per_video"]["v2"]["frames"] == 2
+
+
+def test_video_average_is_the_mean_of_per_video_sklearn_not_the_pooled_f1():
+    frames = [("v1", "a", "a"), ("v1", "b", "a")] + [("v2", "a", "a")] * 8 + [("v2", "b", "b")] * 2
+    scores = video_averaged_scores(*_columns(frames))
+    per_video = []
+    for video in ("v1", "v2"):
+        truth = [r for v, r, _ in frames if v == video]
+        guess = [p for v, _, p in frames if v == video]
+        per_video.append(f1_score(truth, guess, average="macro"))
+    assert scores["f1"] == pytest.approx(100 * sum(per_video) / 2) == pytest.approx(100 * (1 / 3 + 1) / 2)
+    _, truth, guess = _columns(frames)
+    assert 100 * f1_score(truth, guess, average="macro") > scores["f1"] + 15  # pooled, the long v2 dominates
+
+
+def test_labels_compare_loosely_and_out_of_set_answers_are_misses():
+    scores = video_averaged_scores(
+        ["v", "v", "v"],
+        ["CalotTriangleDissection", "CalotTriangleDissection", "Preparation"],
+        ["calot triangle dissection", "Dancing", "preparation"],
+    )
+    # classes: the two references only; "Dancing" is a miss of Calot: F1(Calot) = 2/3, F1(Preparation) = 1
+    assert scores["f1"] == pytest.approx(100 * (2 / 3 + 1) / 2)
+    assert scores["misses"] == 1
+    with pytest.raises(ValueError, match="no frames"):
+        video_averaged_scores([], [], [])
+
+
+def test_cvs_per_criterion_accuracy_and_macro_average():
+    result = cvs_accuracy(
+        ["C1", "C1", "C1", "C2", "C2", "C3"],
+        [True, False, True, False, False, True],
+        [True, True, None, False, False, False],
+    )
+    assert result["per_criterion"] == pytest.approx({"C1": 100 / 3, "C2": 100.0, "C3": 0.0})
+    assert result["macro"] == pytest.approx((100 / 3 + 100 + 0) / 3)
+    assert (result["n"], result["misses"]) == ({"C1": 3, "C2": 2, "C3": 1}, 1)
+    assert [parse_yes_no(v) for v in ("Yes", "no.", True, "maybe", None)] == [True, False, True, None, None]
+
+
+PLANTED_IMAGES = [
+    {  # a right grasper (plural, capitalised), and a label outside the class universe
+        "references": [("Grasper", [0, 0, 10, 10])],
+        "predictions": [("Graspers", [0, 0, 10, 10]), ("stapler", [50, 50, 60, 60])],
+    },
+    {  # a grasper in the wrong place (IoU 0), a hook at IoU 0.8
+        "references": [("grasper", [0, 0, 10, 10]), ("Hook", [20, 20, 40, 40])],
+        "predictions": [("grasper", [30, 30, 40, 40]), ("hook", [20, 20, 40, 36])],
+    },
+    {"references": [], "predictions": None},  # unparseable output on an empty frame
+]
+
+
+def test_map50_by_hand_on_planted_boxes():
+    result = map50(PLANTED_IMAGES)
+    # grasper: TP then FP at one score -> precision 1 up to recall 0.5, nothing beyond: 51 of COCO's 101 recall
+    # points; hook: one TP for one box -> 1
+    assert result["per_class"] == pytest.approx({"grasper": 100 * 51 / 101, "hook": 100.0})
+    assert result["map50"] == pytest.approx(100 * (51 / 101 + 1) / 2)
+    assert (result["images"], result["reference_boxes"], result["predicted_boxes"]) == (3, 3, 4)
+    assert (result["ignored_labels"], result["misses"]) == (1, 1)
+
+
+def test_map50_ties_follow_image_order_and_iou_threshold_is_half():
+    swapped = map50([PLANTED_IMAGES[1], PLANTED_IMAGES[0]])
+    # the false positive now comes first: precision 1/2 at recall 1/2
+    assert swapped["per_class"]["grasper"] == pytest.approx(100 * 0.5 * 51 / 101)
+    low_iou = map50([{"references": [("hook", [0, 0, 10, 10])], "predictions": [("hook", [0, 0, 10, 4.5])]}])
+    assert low_iou["map50"] == 0.0  # IoU 0.45
+    nothing = map50([{"references": [("hook", [0, 0, 10, 10])], "predictions": None}])
+    assert nothing["map50"] == 0.0 and nothing["misses"] == 1
+    with pytest.raises(ValueError, match="no reference boxes"):
+        map50([{"references": [], "predictions": []}])
+
+
+def test_label_canonicalisation():
+    universe = ["grasper", "scissors", "specimen bag", "clip applier"]
+    assert canonical_label("  Specimen_Bag ") == "specimen bag"
+    assert match_label("Graspers", universe) == "grasper"
+    assert match_label("scissor", universe) == "scissors"
+    assert match_label("Scissors", universe) == "scissors"
+    assert match_label("clip-appliers", universe) == "clip applier"
+    assert match_label("stapler", universe) is None
+
+
+def test_clip_window_is_online_with_stride_four():
+    assert clip_window(range(100), 40) == [12, 16, 20, 24, 28, 32, 36, 40]
+    assert clip_window(range(100), 10) == [2, 6, 10]
+    assert clip_window(range(100), 10, pad=True) == [2, 2, 2, 2, 2, 2, 6, 10]
+    one_fps = list(range(0, 25 * 60, 25))  # frame numbers of 1 fps extraction from a 25 fps video
+    window = clip_window(one_fps, 750)
+    assert window == [50, 150, 250, 350, 450, 550, 650, 750] and (window[-1] - window[0]) / 25 == 28
+    with pytest.raises(ValueError, match="not among"):
+        clip_window(one_fps, 760)
+
+
+def test_video_list_reading(tmp_path):
+    path = tmp_path / "overlap.txt"
+    path.write_text("# Cholec80 videos in training sources\nvideo41\n\nvideo42  # CholecT50\n")
+    assert read_video_list(path) == ["video41", "video42"]
+    path.write_text("video41\nvideo41\n")
+    with pytest.raises(ValueError, match="listed twice: video41"):
+        read_video_list(path)

@@ -1,0 +1,134 @@
+"""`sureon report public` on a hand-made prediction file: groups, exclusions, the three metric kinds, errors."""
+
+import json
+
+import pytest
+
+from builders.cli import main as cli
+from recipes.report_public import load_groups, parse_exclusions
+from recipes.sureon_metrics import PredictionError
+
+
+def phase(video, frame, reference, prediction, mode="frame", benchmark="Cholec80"):
+    return {
+        "model": "ours",
+        "benchmark": benchmark,
+        "task": "phase",
+        "input_mode": mode,
+        "video_id": video,
+        "frame_index": frame,
+        "reference": reference,
+        "prediction": prediction,
+        "raw_output": json.dumps({"phase": prediction}),
+    }
+
+
+PHASES = [("video41", "Preparation", "Preparation"), ("video41", "Preparation", "ClippingCutting")] + [
+    ("video42", "ClippingCutting", "clipping cutting")
+] * 2
+
+
+def rows():
+    out = [phase(v, 25 * i, r, p) for i, (v, r, p) in enumerate(PHASES)]
+    out += [phase(v, 25 * i, r, p, mode="clip") for i, (v, r, p) in enumerate(PHASES)]
+    out += [phase("video43", 0, "Preparation", None, mode="clip")]  # excluded below
+    cvs = [("C1", "yes", "Yes"), ("C2", "no", "yes"), ("C3", "no", "No")]
+    out += [
+        {
+            "model": "ours",
+            "benchmark": "endoscapes",
+            "task": "cvs",
+            "input_mode": "frame",
+            "video_id": "120",
+            "frame_index": 3000,
+            "criterion": c,
+            "reference": r,
+            "prediction": p,
+        }
+        for c, r, p in cvs
+    ]
+    out.append(
+        {
+            "model": "ours",
+            "benchmark": "endovis2017",
+            "task": "tool_localization",
+            "input_mode": "frame",
+            "video_id": "seq1",
+            "frame_index": 0,
+            "reference_boxes": [{"label": "Bipolar Forceps", "bbox": [10, 10, 50, 50]}],
+            "boxes": [{"label": "bipolar_forceps", "bbox": [10, 10, 50, 46]}],
+        }
+    )
+    return out
+
+
+def write(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_public_report_end_to_end(tmp_path):
+    predictions = write(tmp_path / "public.jsonl", rows())
+    other = write(tmp_path / "other.jsonl", [phase("video41", 0, "Preparation", "Preparation")])
+    overlap = tmp_path / "overlap.txt"
+    overlap.write_text("# 17 in the seed; two here\nvideo43\nvideo99\n")
+    out = tmp_path / "report"
+    args = ["report", "public", str(predictions), f"Baseline={other}", "--out", str(out)]
+    assert cli(args + ["--exclude-videos", f"cholec80:clip={overlap}"]) == 0
+    data = json.loads((out / "report.json").read_text())
+    results = {(r["model"], r["benchmark"], r["task"], r["input_mode"]): r for r in data["results"]}
+    frame = results[("ours", "cholec80", "phase", "frame")]["metrics"]
+    # video41: Preparation 1 TP + 1 FN, ClippingCutting 1 FP -> macro-F1 (2/3 + 0) / 2; video42 all right
+    assert frame["f1"] == pytest.approx(100 * ((2 / 3 + 0) / 2 + 1) / 2)
+    assert frame["accuracy"] == pytest.approx(100 * (1 / 2 + 1) / 2)
+    clip = results[("ours", "cholec80", "phase", "clip")]
+    assert clip["metrics"]["f1"] == pytest.approx(frame["f1"])  # video43 is excluded, not counted as a miss
+    assert (clip["records"], clip["excluded_records"], clip["excluded_videos"]) == (5, 1, ["video43"])
+    assert results[("ours", "cholec80", "phase", "frame")]["excluded_records"] == 0
+    cvs = results[("ours", "endoscapes", "cvs", "frame")]["metrics"]
+    assert cvs["per_criterion"] == {"C1": 100.0, "C2": 0.0, "C3": 100.0}
+    assert cvs["macro"] == pytest.approx(200 / 3)
+    boxes = results[("ours", "endovis2017", "tool_localization", "frame")]["metrics"]
+    assert boxes["map50"] == pytest.approx(100.0)  # IoU 0.9, label canonicalised
+    assert results[("Baseline", "cholec80", "phase", "frame")]["metrics"]["f1"] == 100.0
+    assert data["exclusions"] == {"cholec80:clip": ["video43", "video99"]}
+    markdown = (out / "report.md").read_text()
+    assert "| ours | cholec80 | phase | clip | 2 | 4 | 66.7 | 75.0 |" in markdown
+    assert "| ours | endoscapes | frame | 3 | 100.0 | 0.0 | 100.0 | 66.7 | 0 |" in markdown
+    assert "cholec80 phase (clip): 1 record(s) from 1 video(s) excluded" in markdown
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda r: r.update(task="segmentation"), "task 'segmentation'"),
+        (lambda r: r.update(input_mode="video"), "input_mode 'video'"),
+        (lambda r: r.pop("reference"), "needs reference and prediction"),
+        (lambda r: r.update(frame_index="12"), "frame_index must be an integer"),
+    ],
+)
+def test_bad_public_records_name_the_line(tmp_path, edit, message):
+    records = rows()
+    edit(records[1])
+    path = write(tmp_path / "p.jsonl", records)
+    with pytest.raises(PredictionError, match=rf"p\.jsonl:2: .*{message}"):
+        load_groups([str(path)], {})
+
+
+def test_box_cvs_and_duplicate_errors(tmp_path):
+    records = rows()
+    records[-1]["boxes"] = [{"label": "hook", "bbox": [1, 2, 3]}]
+    with pytest.raises(PredictionError, match=r":13: .*bbox \[x_min"):
+        load_groups([str(write(tmp_path / "a.jsonl", records))], {})
+    records = rows()
+    records[-2]["reference"] = "perhaps"
+    with pytest.raises(PredictionError, match=r":12: cvs reference 'perhaps'"):
+        load_groups([str(write(tmp_path / "b.jsonl", records))], {})
+    with pytest.raises(PredictionError, match=r":14: the same query as .*:1"):
+        load_groups([str(write(tmp_path / "c.jsonl", rows() + rows()[:1]))], {})
+    nameless = rows()[:1]
+    del nameless[0]["model"]
+    with pytest.raises(ValueError, match="no model field"):
+        load_groups([str(write(tmp_path / "d.jsonl", nameless))], {})
+    with pytest.raises(ValueError, match="BENCHMARK:frame"):
+        parse_exclusions(["cholec80:video=x.txt"])
