@@ -9,7 +9,7 @@ The human baseline is a prediction file too (visual mode, no sequence summaries)
 table in the style of Table 18, sequence summaries, unparseable answers), ``report.json`` (every number, unrounded)
 and ``accuracy.png`` / ``multimodal_gain.png``.
 
-    sureon report sureon --accuracies recipes/data/sureon_paper_table14.json --out reports/table14
+    sureon report sureon --accuracies recipes/paper_results/sureon_paper_table14.json --out reports/table14
 
 renders a Table 14 from stated accuracies alone (a 0/1 bootstrap depends only on the count correct), next to the
 printed intervals: the consistency check of our interval code against the seed's.
@@ -48,7 +48,7 @@ from recipes.sureon_metrics import (
 
 
 HUMAN = "Human"
-PAPER_TABLE14 = Path(__file__).parent / "data" / "sureon_paper_table14.json"
+PAPER_TABLE14 = Path(__file__).parent / "paper_results" / "sureon_paper_table14.json"
 
 
 def load_models(specs: list[str], human: str | None = None) -> tuple[dict[str, list[Prediction]], str | None]:
