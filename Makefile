@@ -32,6 +32,9 @@ demo: $(STAMP)
 	$(PY) sample_data/make_videos.py --out $(DEMO_DIR)/videos
 	$(VENV)/bin/sureon build sureon --release sample_data/sureon_release --videos $(DEMO_DIR)/videos \
 		--out $(DEMO_DIR)/sureon --on-missing-video skip --cache-dir $(DEMO_DIR)/cache --overwrite
+	$(PY) -m recipes.tiny_models --out $(DEMO_DIR)/tiny-qwen3-vl
+	rm -rf $(DEMO_DIR)/sft-smoke
+	$(PY) recipes/sft.py --config recipes/tiny/sft/config_smoke.yaml
 	$(VENV)/bin/sureon report sureon $(DEMO_DIR)/eval/predictions.jsonl --out $(DEMO_DIR)/report --overwrite
 
 test: $(STAMP)

@@ -277,8 +277,9 @@ def main(
         raise ValueError("model_name_or_path is required")
     plan = stage_plan(script_args, training_args)
     # Pushing is ours (once, with our card), never the Trainer's (it would push every checkpoint with its own card).
-    push = training_args.push_to_hub
-    training_args = dataclasses.replace(training_args, push_to_hub=False)
+    # The token stays out of the training arguments: the Trainer pickles them into every checkpoint.
+    push, token = training_args.push_to_hub, training_args.hub_token
+    training_args = dataclasses.replace(training_args, push_to_hub=False, hub_token=None)
     model_path, summaries, final = model_args.model_name_or_path, [], None
     for stage in plan:
         marker = Path(stage["output_dir"]) / COMPLETE_MARKER
@@ -297,9 +298,8 @@ def main(
             from builders.hub import push_folder
 
             repo_id = final["training_args"].hub_model_id or output_dir.name
-            url = push_folder(
-                output_dir, repo_id, private=bool(final["training_args"].hub_private_repo), repo_type="model"
-            )
+            args = final["training_args"]
+            url = push_folder(output_dir, repo_id, private=bool(args.hub_private_repo), token=token, repo_type="model")
             logger.info("pushed to %s", url)
     return output_dir
 

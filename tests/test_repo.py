@@ -25,9 +25,19 @@ def test_readme_make_commands_exist():
 
 
 def test_readme_paths_exist():
-    paths = set(re.findall(r"`((?:builders|sample_data|benchmarks|recipes|model_cards|tests|\.ci)/[\w./-]*)`", README))
+    folders = r"(?:builders|sample_data|benchmarks|recipes|model_cards|tests|accelerate_configs|\.ci)"
+    paths = set(re.findall(rf"`({folders}/[\w./-]*)`", README))
     assert paths, "the README names no repository paths"
     missing = [p for p in paths if not (REPO / p).exists() and not p.startswith("sample_data/sureon_release/")]
+    assert not missing
+
+
+def test_readme_launch_commands_point_at_existing_files():
+    commands = re.findall(r"(?:accelerate launch|python)[^\n]*(?:\\\n[^\n]*)*", README)
+    named = [path for command in commands for path in re.findall(r"(?:--config_file|--config)\s+([^\s`]+)", command)]
+    scripts = [path for command in commands for path in re.findall(r"\s(recipes/\w+\.py)", command)]
+    assert "accelerate_configs/zero3.yaml" in named and "recipes/sft.py" in scripts
+    missing = [path for path in named + scripts if not (REPO / path).is_file()]
     assert not missing
 
 

@@ -294,6 +294,10 @@ def test_two_stage_schedule_continues_from_stage_one(tiny_qwen3_vl, sureon_build
     assert summary["model"] == str(out.parent / "stage1-public")
     card = (out / "README.md").read_text()
     assert "### Stage 1: public" in card and "### Stage 2: sureon" in card
+    stage_one = out.parent / "stage1-public" / "training_complete.json"
+    finished = stage_one.stat().st_mtime_ns
+    run_sft(tmp_path, tiny_qwen3_vl, None, stages=stages)
+    assert stage_one.stat().st_mtime_ns == finished, "a finished stage was trained again"
 
 
 def test_fold_run_writes_its_folds_and_card(tiny_causal_lm, sureon_build, tmp_path):
@@ -334,3 +338,26 @@ def test_fold_run_writes_its_folds_and_card(tiny_causal_lm, sureon_build, tmp_pa
     assert card.data.eval_results[0].metric_value == 48.2
     assert card.data.to_dict()["model-index"][0]["results"][0]["dataset"]["config"] == "bench"
     assert "fold 2 of a 3-fold" in card.text
+
+
+def test_push_uploads_the_final_folder_once_with_its_card(tiny_causal_lm, sureon_build, tmp_path, monkeypatch, capsys):
+    from huggingface_hub import HfApi
+
+    calls = []
+    monkeypatch.setattr(HfApi, "create_repo", lambda self, repo_id, **kw: calls.append(("create", repo_id, kw)))
+
+    def upload_folder(self, **kwargs):
+        calls.append(("upload", kwargs["repo_id"], kwargs))
+        assert (Path(kwargs["folder_path"]) / "README.md").is_file()
+        assert self.token == "hf_secret_token_123"
+
+    monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
+    entries = [video_source(sureon_build)]
+    push = ("--blind", "true", "--push_to_hub", "true", "--hub_model_id", "org/guesser", "--hub_token")
+    out, _ = run_sft(tmp_path, tiny_causal_lm, entries, *push, "hf_secret_token_123")
+    assert [call[:2] for call in calls] == [("create", "org/guesser"), ("upload", "org/guesser")]
+    assert calls[1][2]["repo_type"] == "model" and calls[1][2]["folder_path"] == str(out)
+    printed = capsys.readouterr()
+    assert "hf_secret_token_123" not in printed.out + printed.err
+    leaks = [path for path in out.rglob("*") if path.is_file() and b"hf_secret_token_123" in path.read_bytes()]
+    assert not leaks, "the token reached files that are uploaded"
