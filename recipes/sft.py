@@ -192,6 +192,9 @@ def train_stage(stage: dict, model_path: str, script_args, training_args: SFTCon
     uniform = script_args.uniform_vision_calls
     if uniform is None:
         uniform = vision_language and not script_args.blind
+    if training_args.ddp_find_unused_parameters is None and (uniform or not vision_language):
+        # Every parameter takes part in every step, so DDP can skip its search for unused ones.
+        training_args = dataclasses.replace(training_args, ddp_find_unused_parameters=False)
     collator = SFTCollator(
         processor,
         loaded,
