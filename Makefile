@@ -32,6 +32,9 @@ demo: $(STAMP)
 	$(PY) sample_data/make_videos.py --out $(DEMO_DIR)/videos
 	$(VENV)/bin/sureon build sureon --release sample_data/sureon_release --videos $(DEMO_DIR)/videos \
 		--out $(DEMO_DIR)/sureon --on-missing-video skip --cache-dir $(DEMO_DIR)/cache --overwrite
+	$(PY) -m recipes.tiny_models --out $(DEMO_DIR)/tiny-qwen3-vl
+	$(VENV)/bin/sureon eval sureon --model $(DEMO_DIR)/tiny-qwen3-vl --dataset $(DEMO_DIR)/sureon --mode both \
+		--out $(DEMO_DIR)/eval --max-new-tokens 16
 
 test: $(STAMP)
 	$(PY) -m pytest -m "not slow and not gpu and not network" -q

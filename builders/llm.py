@@ -219,9 +219,13 @@ def to_openai_messages(messages: list[dict]) -> list[dict]:
 
 
 def response_format(schema: type[BaseModel]) -> dict:
+    """OpenAI's JSON-schema response format; ``strict`` only where OpenAI accepts it (no extra keys, all required)."""
+    strict = schema.model_config.get("extra") == "forbid" and all(
+        f.is_required() for f in schema.model_fields.values()
+    )
     return {
         "type": "json_schema",
-        "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": True},
+        "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": strict},
     }
 
 
