@@ -69,6 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
     parser.add_argument("--max-concurrency", type=int, default=16, help="requests in flight (openai, judge)")
+    parser.add_argument("--max-retries", type=int, default=6, help="retries per request (openai, judge)")
     parser.add_argument(
         "--generation-params", type=json.loads, default={}, help="extra request fields, e.g. '{\"seed\": 0}'"
     )
@@ -114,7 +115,7 @@ def check_frames(dataset, modes: list[str], source: str) -> None:
         )
 
 
-def make_backend(args):
+def make_backend(args, max_frames: int):
     from recipes.inference import make_backend as backend_for
 
     if args.backend == "transformers":
@@ -132,6 +133,7 @@ def make_backend(args):
             "dtype": args.dtype,
             "tensor_parallel_size": args.tensor_parallel_size,
             "max_model_len": args.max_model_len,
+            "max_images": max(max_frames, 1),
         }
     else:
         options = {
@@ -139,6 +141,7 @@ def make_backend(args):
             "api_key": os.environ.get(args.api_key_env),
             "cache": args.out / "llm_cache.sqlite",
             "max_concurrency": args.max_concurrency,
+            "max_retries": args.max_retries,
             "params": args.generation_params,
         }
     return backend_for(args.backend, args.model, max_new_tokens=args.max_new_tokens, **options)
@@ -205,6 +208,7 @@ def judge_all(args, predictions: list[dict]):
         api_key=os.environ.get(args.judge_api_key_env),
         cache=args.out / "llm_cache.sqlite",
         max_concurrency=args.max_concurrency,
+        max_retries=args.max_retries,
         progress=True,
     )
     judge = SequenceJudge(client, JudgePrompt.from_file(args.judge_prompt) if args.judge_prompt else None)
@@ -281,7 +285,10 @@ def run(args) -> int:
     dataset = load_benchmark(args)
     check_frames(dataset, modes, f"{args.dataset} ({args.config}/{args.split})")
     args.out.mkdir(parents=True, exist_ok=True)
-    backend = make_backend(args)
+    max_frames = (
+        max(map(len, dataset["frame_timestamps"]), default=0) if "frame_timestamps" in dataset.column_names else 0
+    )
+    backend = make_backend(args, max_frames)
     outputs, stats = generate_all(args, dataset, modes, backend, model_name)
     text_columns = [c for c in dataset.column_names if c != "frames"]
     records = dataset.select_columns(text_columns).to_list()

@@ -382,13 +382,20 @@ class OpenAIBackend:
         api_key: str | None = None,
         cache: str | Path | None = None,
         max_concurrency: int = 16,
+        max_retries: int = 6,
         max_new_tokens: int = 512,
         params: dict | None = None,
     ):
         from builders.llm import LLMClient
 
         self.client = LLMClient(
-            model, base_url=base_url, api_key=api_key, cache=cache, max_concurrency=max_concurrency, progress=True
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            cache=cache,
+            max_concurrency=max_concurrency,
+            max_retries=max_retries,
+            progress=True,
         )
         self.batch_size = max_concurrency * 4
         self.max_new_tokens = max_new_tokens

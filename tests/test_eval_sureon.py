@@ -307,3 +307,27 @@ def test_a_retrained_checkpoint_at_the_same_name_regenerates(evaluated, tiny_vl,
     (model / "model.safetensors").write_bytes((model / "model.safetensors").read_bytes())  # rewritten weights
     assert cli_main(argv) == 0
     assert json.loads((tmp_path / "eval" / "summary.json").read_text())["generation"] == {"generated": 2, "cached": 0}
+
+
+def test_failed_endpoint_calls_stop_the_run_and_a_rerun_asks_only_for_them(bench, tmp_path):
+    from recipes.evaluate_sureon import main
+
+    overloaded = {"on": True}
+
+    def script(body, index):
+        if overloaded["on"] and "Which structure is visible?" in last_user_text(body):
+            return Reply(status=500, raw="overloaded")
+        return Reply(content="A")
+
+    out = tmp_path / "flaky"
+    with FakeChatServer(script) as server:
+        argv = ["--model", "m", "--backend", "openai", "--dataset", str(bench), "--out", str(out), "--limit", "3"]
+        argv += ["--base-url", server.url, "--mode", "blind", "--max-retries", "1"]
+        with pytest.raises(RuntimeError, match=r"1 generation\(s\) failed after retries \(sureon_test_0031 \(blind\)"):
+            main(argv)
+        assert not (out / "predictions.jsonl").exists()
+        assert len(server.requests) == 2 + 2  # two answered, one asked twice
+        overloaded["on"] = False
+        assert main(argv) == 0
+        assert len(server.requests) == 5  # only the failed one again
+    assert [p["parsed"] for p in read_predictions(out)] == ["A", "A", "A"]
