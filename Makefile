@@ -52,6 +52,7 @@ style: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/frames.py
+	$(PY) benchmarks/llm_client.py
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

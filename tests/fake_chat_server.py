@@ -86,12 +86,14 @@ class FakeChatServer:
                     reply = server.script(body, index)
                     if reply.delay:
                         server.release.wait(reply.delay)
-                    payload = (
-                        reply.raw
-                        if reply.raw is not None
-                        else json.dumps(completion(reply.content, reply.usage, body.get("model", "")))
-                    )
+                    payload = reply.raw
+                    if payload is None:
+                        payload = json.dumps(completion(reply.content, reply.usage, body.get("model", "")))
                     data = payload.encode()
+                finally:
+                    with server._lock:  # before replying: the client may send its next request as soon as it reads
+                        server.in_flight -= 1
+                try:
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
@@ -103,8 +105,5 @@ class FakeChatServer:
                         server.served += 1
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test)
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
 
         return Handler
