@@ -36,10 +36,11 @@ def test_verdicts_follow_the_judge_and_it_sees_only_reference_and_prediction(tmp
     with FakeChatServer(strict_script) as server:
         verdicts = judge_for(server, tmp_path).judge_many([(REFERENCE, p) for p in predictions])
     assert [v.correct for v in verdicts] == [True, False, False]
-    for body, prediction in zip(server.requests, predictions, strict=True):
+    sent = sorted(body["messages"][1]["content"] for body in server.requests)  # arrival order is concurrent
+    assert sent == sorted(f"REFERENCE:\n{REFERENCE}\n\nPREDICTION:\n{prediction}" for prediction in predictions)
+    for body in server.requests:
         system, user = body["messages"]
-        assert system["role"] == "system" and "strict grader" in system["content"]
-        assert user["content"] == f"REFERENCE:\n{REFERENCE}\n\nPREDICTION:\n{prediction}"
+        assert system["role"] == "system" and "strict grader" in system["content"] and user["role"] == "user"
         assert body["temperature"] == 0.0
         schema = body["response_format"]["json_schema"]
         assert schema["strict"] is True and schema["schema"]["properties"]["verdict"]["enum"] == [
