@@ -256,7 +256,10 @@ def summarize(predictions: list[dict], modes: list[str]) -> dict:
             "correct": sum(p["correct"] for p in scored),
             "per_category": per_category,
             "judged": {"n": len(judged), "verdicts": len(verdicts), "correct": sum(verdicts)}
-            | {"accuracy": _accuracy(verdicts)},
+            | {
+                "accuracy": _accuracy(verdicts),
+                "unjudged": [p["question_id"] for p in judged if p["correct"] is None],
+            },
             "unparseable": [p["question_id"] for p in scored if p["parsed"] is None],
         }
     summary = {"modes": per_mode}

@@ -116,6 +116,7 @@ def test_summary_agrees_with_the_predictions(evaluated):
         assert entry["mu"] == pytest.approx(100 * sum(p["correct"] for p in scored) / len(scored), abs=0.01)
         assert entry["unparseable"] == [p["question_id"] for p in scored if p["parsed"] is None]
         assert entry["per_category"]["EE"]["n"] == 2 and entry["per_category"]["SM"]["accuracy"] is None
+        assert entry["judged"]["unjudged"] == ["sureon_test_0040"]  # no judge given
         assert list(entry["per_category"]) == ["AD", "EE", "EA", "PAD", "IAI", "LAR", "SPI", "F", "TO", "SM"]
     gain = summary["modes"]["visual"]["mu"] - summary["modes"]["blind"]["mu"]
     assert summary["multimodal_gain"]["mu"] == pytest.approx(gain)
@@ -285,7 +286,13 @@ def test_openai_backend_sends_frames_as_images_and_the_judge_grades_summaries(be
     assert {p["parsed"] for p in to} == {"B,C,A"} and all(p["correct"] for p in to)
     mcq = [p for p in predictions if p["answer_format"] == "mcq"]
     assert {p["parsed"] for p in mcq} == {"B"} and all(p["correct"] == (p["answer"] == "B") for p in mcq)
-    assert first_summary["modes"]["visual"]["judged"] == {"n": 1, "verdicts": 1, "correct": 1, "accuracy": 100.0}
+    assert first_summary["modes"]["visual"]["judged"] == {
+        "n": 1,
+        "verdicts": 1,
+        "correct": 1,
+        "accuracy": 100.0,
+        "unjudged": [],
+    }
     assert (
         first_summary["llm_usage"]["generation"]["calls"] == 22 and first_summary["llm_usage"]["judge"]["calls"] == 2
     )
@@ -331,3 +338,14 @@ def test_failed_endpoint_calls_stop_the_run_and_a_rerun_asks_only_for_them(bench
         assert main(argv) == 0
         assert len(server.requests) == 5  # only the failed one again
     assert [p["parsed"] for p in read_predictions(out)] == ["A", "A", "A"]
+
+
+def test_a_text_only_model_answers_blind_and_refuses_frames(bench, tmp_path, capsys):
+    from recipes.tiny_models import build_tiny_causal_lm
+
+    model = build_tiny_causal_lm(tmp_path / "tiny-lm")
+    argv = ["eval", "sureon", "--model", str(model), "--dataset", str(bench), "--max-new-tokens", "4", "--limit", "3"]
+    assert cli_main([*argv, "--mode", "blind", "--out", str(tmp_path / "blind")]) == 0
+    assert [p["mode"] for p in read_predictions(tmp_path / "blind")] == ["blind"] * 3
+    assert cli_main([*argv, "--mode", "visual", "--out", str(tmp_path / "visual")]) == 2
+    assert "a text-only model cannot take frames" in capsys.readouterr().err
