@@ -35,6 +35,8 @@ demo: $(STAMP)
 	$(PY) -m recipes.tiny_models --out $(DEMO_DIR)/tiny-qwen3-vl
 	rm -rf $(DEMO_DIR)/sft-smoke
 	$(PY) recipes/sft.py --config recipes/tiny/sft/config_smoke.yaml
+	$(VENV)/bin/sureon eval sureon --model $(DEMO_DIR)/sft-smoke --dataset $(DEMO_DIR)/sureon --mode both \
+		--out $(DEMO_DIR)/eval --max-new-tokens 16
 	$(VENV)/bin/sureon report sureon $(DEMO_DIR)/eval/predictions.jsonl --out $(DEMO_DIR)/report --overwrite
 
 test: $(STAMP)
@@ -53,6 +55,7 @@ style: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/frames.py
+	$(PY) benchmarks/llm_client.py
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -2,6 +2,7 @@
 
     sureon build sureon --release DIR [--videos DIR] --out OUT [--configs bench db ...]
     sureon push OUT --repo-id ORG/NAME [--private]
+    sureon eval sureon --model PATH_OR_ID --dataset DIR_OR_ID --mode visual|blind|both --out DIR
     sureon report sureon PRED... --out DIR [--human PRED]
     sureon report public PRED... --out DIR [--exclude-videos BENCHMARK:MODE=FILE]
 
@@ -94,6 +95,24 @@ def run_push(args) -> int:
     return 0
 
 
+def add_eval_sureon(evals) -> None:
+    from recipes.evaluate_sureon import add_arguments
+
+    parser = evals.add_parser(
+        "sureon",
+        help="a model on the Sureon benchmark, visual and blind (predictions.jsonl + summary.json)",
+        description="Evaluate a model on the Sureon benchmark (see recipes/evaluate_sureon.py).",
+    )
+    add_arguments(parser)
+    parser.set_defaults(handler=run_eval_sureon)
+
+
+def run_eval_sureon(args) -> int:
+    from recipes.evaluate_sureon import run
+
+    return run(args)
+
+
 def add_report_sureon(reports) -> None:
     from recipes.report_sureon import add_arguments
 
@@ -139,6 +158,9 @@ def make_parser() -> argparse.ArgumentParser:
     builds = build.add_subparsers(dest="dataset", required=True)
     add_build_sureon(builds)
     add_push(commands)
+    evaluate = commands.add_parser("eval", help="evaluate a model on a benchmark")
+    evals = evaluate.add_subparsers(dest="benchmark", required=True)
+    add_eval_sureon(evals)
     report = commands.add_parser("report", help="render evaluation reports from prediction files")
     reports = report.add_subparsers(dest="benchmark", required=True)
     add_report_sureon(reports)

@@ -3,9 +3,9 @@ two-process launch from the README really starts two ranks that train on a mixed
 
 import json
 import os
-import signal
 import subprocess
 import sys
+import tempfile
 
 import pytest
 import transformers
@@ -22,17 +22,21 @@ ACCELERATE_CONFIGS = sorted((REPO / "accelerate_configs").glob("*.yaml"))
 
 
 def run_process_group(command, *, cwd, env, timeout) -> tuple[int | None, str]:
-    """Run ``command`` in its own process group; on timeout kill the whole group (ranks too) and return None."""
-    process = subprocess.Popen(
-        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
-    try:
-        _, stderr = process.communicate(timeout=timeout)
-        return process.returncode, stderr
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        _, stderr = process.communicate()
-        return None, stderr
+    """Run ``command``; on timeout kill it and every process it started (the ranks too) and return None."""
+    import psutil
+
+    with tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+        try:
+            returncode = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            family = psutil.Process(process.pid).children(recursive=True) + [psutil.Process(process.pid)]
+            for member in family:
+                member.kill()
+            psutil.wait_procs(family, timeout=30)
+            returncode = None
+        stderr.seek(0)
+        return returncode, stderr.read()
 
 
 def test_recipes_and_configs_are_found():

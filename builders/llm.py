@@ -1,0 +1,433 @@
+"""The project's one OpenAI-compatible chat client: construction stages, the paraphraser, the judge, hosted models.
+
+What vLLM, OpenAI and most inference servers speak (``POST {base_url}/chat/completions``), with what a paid or slow
+batch needs:
+
+- **Concurrency cap**: at most ``max_concurrency`` requests in flight (the seed used 128 for 35B models, 64 above).
+- **Retries** with exponential backoff (and jitter, and the server's ``Retry-After`` when it sends one) on 429, 5xx,
+  timeouts and dropped connections. 401 / 403 / 404 stop the run at once: the key, model or URL is wrong.
+- **Structured output**: a request with a pydantic ``schema`` is sent with ``response_format`` (JSON schema) and its
+  reply validated; an invalid reply is asked again, then counted as failed (never cached, so a rerun tries again).
+- **Accounting** per stage: calls, cache hits, retries, invalid replies, failures, tokens, and cost when ``prices``
+  are given (USD per million input / output tokens, per model).
+- **On-disk cache** keyed by (model, messages, params) in SQLite, committed after every call: a killed run resumes
+  without paying for a finished call twice. The API key is never part of the key, never logged nor printed.
+
+Base URL and key come from the arguments or ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``. Images in the project's message
+format (PIL images, encoded bytes, ``{"bytes", "path"}`` dicts or paths) are sent as base64 data URLs in OpenAI's
+``image_url`` content parts; a ``video`` part is refused (format those prompts with ``frames_as="images"``).
+"""
+
+import asyncio
+import base64
+import hashlib
+import io
+import json
+import logging
+import os
+import random
+import re
+import sqlite3
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+FATAL_STATUS = frozenset({401, 403, 404})
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?```\s*$", re.DOTALL)
+
+
+class LLMError(RuntimeError):
+    """A configuration error (bad key, model or URL) that retrying cannot fix."""
+
+
+@dataclass
+class ChatRequest:
+    """One chat completion. ``params`` holds any other sampling field the server takes (``seed``, ``top_p``...)."""
+
+    messages: list[dict]
+    model: str | None = None
+    stage: str = "default"
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    schema: type[BaseModel] | None = None
+    params: dict = field(default_factory=dict)
+
+
+@dataclass
+class ChatResult:
+    text: str | None
+    data: BaseModel | None = None
+    usage: dict = field(default_factory=dict)
+    cached: bool = False
+    error: str | None = None
+    finish_reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class StageUsage:
+    calls: int = 0
+    cached: int = 0
+    retries: int = 0
+    invalid_json: int = 0
+    failed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+
+
+class UsageLedger:
+    """Per-stage counts and tokens; cost only where a price is known for the model."""
+
+    def __init__(self, prices: dict[str, dict[str, float]] | None = None):
+        self.prices = prices or {}
+        self.stages: dict[str, StageUsage] = defaultdict(StageUsage)
+
+    def add_tokens(self, stage: str, model: str, usage: dict) -> None:
+        entry = self.stages[stage]
+        prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+        entry.prompt_tokens += prompt
+        entry.completion_tokens += completion
+        price = self.prices.get(model)
+        if price is not None:
+            cost = (prompt * price.get("input", 0.0) + completion * price.get("output", 0.0)) / 1e6
+            entry.cost_usd = (entry.cost_usd or 0.0) + cost
+
+    def as_dict(self) -> dict[str, dict]:
+        return {stage: asdict(usage) for stage, usage in sorted(self.stages.items())}
+
+    def summary(self) -> str:
+        lines = []
+        for stage, u in sorted(self.stages.items()):
+            cost = f", ${u.cost_usd:.4f}" if u.cost_usd is not None else ""
+            lines.append(
+                f"{stage}: {u.calls} calls ({u.cached} cached, {u.retries} retries, {u.invalid_json} invalid JSON, "
+                f"{u.failed} failed), {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens{cost}"
+            )
+        return "\n".join(lines)
+
+
+class LLMCache:
+    """Replies keyed by request hash, in SQLite (WAL): each call is committed as it finishes, so a kill loses nothing
+    finished and two processes may share one file."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, stage TEXT, text TEXT,"
+            " usage TEXT, finish_reason TEXT, created REAL)"
+        )
+
+    def get(self, key: str) -> dict | None:
+        row = self._db.execute("SELECT text, usage, finish_reason FROM replies WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        return {"text": row[0], "usage": json.loads(row[1]), "finish_reason": row[2]}
+
+    def put(self, key: str, model: str, stage: str, text: str, usage: dict, finish_reason: str | None) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (key, model, stage, text, json.dumps(usage), finish_reason, time.time()),
+        )
+
+    def __len__(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+
+    def close(self) -> None:
+        self._db.close()
+
+
+# ---------------------------------------------------------------------------------------------------------- messages
+
+
+def _image_bytes(value) -> bytes:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value)
+    if isinstance(value, dict):  # datasets' Image(decode=False) form
+        if value.get("bytes"):
+            return value["bytes"]
+        return Path(value["path"]).read_bytes()
+    if isinstance(value, str | Path):
+        return Path(value).read_bytes()
+    if hasattr(value, "save"):  # PIL
+        buffer = io.BytesIO()
+        value.convert("RGB").save(buffer, format="JPEG", quality=95)
+        return buffer.getvalue()
+    raise TypeError(f"cannot send an image of type {type(value).__name__}")
+
+
+def _mime(data: bytes) -> str:
+    if data[:3] == b"\xff\xd8\xff":
+        return "image/jpeg"
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "image/png"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    raise ValueError("image bytes are neither JPEG, PNG, WebP nor GIF")
+
+
+def image_data_url(value) -> str:
+    """A base64 data URL for an image given as PIL image, encoded bytes, datasets dict or file path."""
+    if isinstance(value, str) and value.startswith(("data:", "http://", "https://")):
+        return value
+    data = _image_bytes(value)
+    return f"data:{_mime(data)};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def to_openai_messages(messages: list[dict]) -> list[dict]:
+    """The project's chat messages (``builders.prompt.format_messages``) in OpenAI's content-part format."""
+    converted = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str):
+            converted.append({"role": message["role"], "content": content})
+            continue
+        parts = []
+        for part in content:
+            kind = part.get("type")
+            if kind == "text":
+                parts.append({"type": "text", "text": part["text"]})
+            elif kind == "image":
+                parts.append({"type": "image_url", "image_url": {"url": image_data_url(part["image"])}})
+            elif kind == "image_url":
+                parts.append(part)
+            elif kind == "video":
+                raise ValueError("OpenAI-compatible endpoints take frames as images: format with frames_as='images'")
+            else:
+                raise ValueError(f"unknown content part type {kind!r}")
+        converted.append({"role": message["role"], "content": parts})
+    return converted
+
+
+def response_format(schema: type[BaseModel]) -> dict:
+    """OpenAI's JSON-schema response format; ``strict`` only where OpenAI accepts it (no extra keys, all required)."""
+    strict = schema.model_config.get("extra") == "forbid" and all(
+        f.is_required() for f in schema.model_fields.values()
+    )
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": strict},
+    }
+
+
+def parse_json_reply(text: str, schema: type[BaseModel]) -> BaseModel:
+    """Validate a reply against ``schema``; tolerate a Markdown code fence around the JSON."""
+    fenced = _FENCE.match(text or "")
+    return schema.model_validate_json(fenced.group(1) if fenced else (text or ""))
+
+
+def cache_key(model: str, messages: list[dict], params: dict) -> str:
+    """sha256 of the canonical JSON of (model, messages, params): the same request always maps to the same reply."""
+    payload = json.dumps(
+        {"model": model, "messages": messages, "params": params}, sort_keys=True, ensure_ascii=False, default=str
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+# ------------------------------------------------------------------------------------------------------------ client
+
+
+class LLMClient:
+    """Async chat client with a concurrency cap, retries, JSON validation, accounting and an on-disk cache.
+
+    ``chat_many(requests)`` runs a batch from synchronous code; ``achat_many`` inside an event loop.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        cache: str | Path | LLMCache | None = None,
+        max_concurrency: int = 16,
+        max_retries: int = 6,
+        json_attempts: int = 3,
+        timeout: float = 300.0,
+        backoff: float = 1.0,
+        max_backoff: float = 60.0,
+        prices: dict[str, dict[str, float]] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        progress: bool = False,
+    ):
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
+        self.model = model
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self.cache = cache if isinstance(cache, LLMCache) or cache is None else LLMCache(cache)
+        self.max_concurrency = max_concurrency
+        self.max_retries = max_retries
+        self.json_attempts = max(1, json_attempts)
+        self.timeout = timeout
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.ledger = UsageLedger(prices)
+        self.transport = transport
+        self.progress = progress
+
+    def __repr__(self) -> str:
+        return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, max_concurrency={self.max_concurrency})"
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+    def _http(self) -> httpx.AsyncClient:
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        return httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=self.timeout,
+            transport=self.transport,
+            limits=httpx.Limits(max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency),
+        )
+
+    def payload(self, request: ChatRequest) -> dict:
+        """The JSON body sent for ``request`` (and, minus nothing secret, what the cache key is made of)."""
+        model = request.model or self.model
+        if not model:
+            raise ValueError("no model given: pass model= to the client or the request")
+        body: dict[str, Any] = {"model": model, "messages": to_openai_messages(request.messages)}
+        body["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        if request.schema is not None:
+            body["response_format"] = response_format(request.schema)
+        body.update(request.params)
+        return body
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.max_backoff)
+        return min(self.backoff * 2**attempt, self.max_backoff) * random.uniform(0.5, 1.0)
+
+    async def _post(self, http: httpx.AsyncClient, semaphore: asyncio.Semaphore, body: dict, stage: str) -> dict:
+        """POST with retries; return the response JSON or raise ``_CallFailed`` (or ``LLMError`` when fatal)."""
+        last_error = "no attempt made"
+        for attempt in range(self.max_retries + 1):
+            retry_after = None
+            try:
+                async with semaphore:
+                    response = await http.post("/chat/completions", json=body)
+            except httpx.TimeoutException as err:
+                last_error = f"timeout ({type(err).__name__})"
+            except httpx.TransportError as err:
+                last_error = f"connection error ({type(err).__name__}: {err})"
+            else:
+                status = response.status_code
+                if status == 200:
+                    try:
+                        return response.json()
+                    except json.JSONDecodeError:
+                        last_error = "the server's response body is not JSON"
+                elif status in FATAL_STATUS:
+                    raise LLMError(
+                        self._scrub(
+                            f"HTTP {status} from {self.base_url}/chat/completions for model {body['model']!r}: "
+                            f"{response.text[:300]} (check the API key, the model name and the base URL)"
+                        )
+                    )
+                elif status in RETRY_STATUS or status >= 500:
+                    last_error = f"HTTP {status}: {response.text[:200]}"
+                    retry_after = _retry_after(response)
+                else:
+                    raise _CallFailed(self._scrub(f"HTTP {status}: {response.text[:300]}"))
+            if attempt < self.max_retries:
+                self.ledger.stages[stage].retries += 1
+                await asyncio.sleep(self._delay(attempt, retry_after))
+        raise _CallFailed(self._scrub(f"gave up after {self.max_retries + 1} attempts: {last_error}"))
+
+    async def _one(self, http, semaphore, request: ChatRequest) -> ChatResult:
+        body = self.payload(request)
+        stage, model = request.stage, body["model"]
+        key = cache_key(model, body["messages"], {k: v for k, v in body.items() if k not in ("model", "messages")})
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is not None:
+            self.ledger.stages[stage].cached += 1
+            data = parse_json_reply(hit["text"], request.schema) if request.schema is not None else None
+            return ChatResult(hit["text"], data, hit["usage"], cached=True, finish_reason=hit["finish_reason"])
+        error = None
+        for _ in range(self.json_attempts if request.schema is not None else 1):
+            try:
+                reply = await self._post(http, semaphore, body, stage)
+            except _CallFailed as err:
+                error = str(err)
+                break
+            self.ledger.stages[stage].calls += 1
+            usage = reply.get("usage") or {}
+            self.ledger.add_tokens(stage, model, usage)
+            try:
+                choice = reply["choices"][0]
+                text = choice["message"].get("content") or ""
+            except (KeyError, IndexError, TypeError):
+                error = f"malformed chat completion: {json.dumps(reply)[:200]}"
+                continue
+            data = None
+            if request.schema is not None:
+                try:
+                    data = parse_json_reply(text, request.schema)
+                except ValidationError as err:
+                    self.ledger.stages[stage].invalid_json += 1
+                    error = f"invalid JSON for {request.schema.__name__}: {err.errors()[0]['msg']}: {text[:200]!r}"
+                    continue
+            if self.cache is not None:
+                self.cache.put(key, model, stage, text, usage, choice.get("finish_reason"))
+            return ChatResult(text, data, usage, finish_reason=choice.get("finish_reason"))
+        self.ledger.stages[stage].failed += 1
+        logger.warning("%s call failed: %s", stage, error)
+        return ChatResult(None, error=error)
+
+    async def achat_many(self, requests: list[ChatRequest]) -> list[ChatResult]:
+        """Run ``requests`` concurrently (at most ``max_concurrency`` in flight); results in request order."""
+        from tqdm.auto import tqdm
+
+        semaphore = asyncio.Semaphore(self.max_concurrency)
+        bar = tqdm(total=len(requests), desc="LLM calls", disable=not self.progress)
+
+        async def run(http, request):
+            result = await self._one(http, semaphore, request)
+            bar.update()
+            return result
+
+        try:
+            async with self._http() as http:
+                return await asyncio.gather(*(run(http, r) for r in requests))
+        finally:
+            bar.close()
+
+    def chat_many(self, requests: list[ChatRequest]) -> list[ChatResult]:
+        return asyncio.run(self.achat_many(requests))
+
+    def chat(self, messages: list[dict], **kwargs) -> ChatResult:
+        return self.chat_many([ChatRequest(messages, **kwargs)])[0]
+
+
+class _CallFailed(Exception):
+    """A call that exhausted its retries or got a non-retryable error: counted as failed, the batch goes on."""
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None

@@ -1,0 +1,433 @@
+"""Generation backends behind one interface, and a generation cache so a killed evaluation resumes.
+
+Every backend takes the chat messages of :func:`builders.prompt.format_messages` (visual, or the same call with
+``blind=True``) and returns one text per conversation, greedy and deterministic:
+
+- ``transformers``: local batched ``generate`` (left padding, greedy, a fresh ``GenerationConfig`` so a checkpoint's
+  sampling defaults never apply). Frames go to the processor as one video per question (``frames_as="video"``, the
+  default when the processor has a video processor) with ``video_metadata`` and ``do_sample_frames=False``, so the
+  processor neither re-samples them nor invents their timestamps; or as interleaved images.
+- ``vllm``: offline ``LLM.chat`` with the frames as images; imported only when chosen. [The code path is written to
+  vLLM's documented API but untested here: vLLM needs a GPU.]
+- ``openai``: any OpenAI-compatible endpoint through :mod:`builders.llm` (frames as base64 images, calls cached).
+
+Generations are cached per (model, question_id, mode) in an append-only JSONL file, each entry stamped with a
+fingerprint of the prompt (text, frame bytes, timestamps), the generation settings and the checkpoint's files (name,
+size, mtime): a changed prompt, setting or checkpoint regenerates, anything else is reused.
+"""
+
+import hashlib
+import io
+import json
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+
+logger = logging.getLogger(__name__)
+
+BACKENDS = ("transformers", "vllm", "openai")
+TICKS_PER_SECOND = 1000
+
+
+def video_metadata(timestamps: list[float]) -> dict:
+    """Qwen3-VL writes each frame's time as ``index / fps``: give millisecond ticks so it writes the frames' own
+    absolute timestamps (the sampled clip's true times, whatever the source video's frame rate)."""
+    indices = [round(t * TICKS_PER_SECOND) for t in timestamps]
+    return {"fps": float(TICKS_PER_SECOND), "total_num_frames": max(indices) + 1, "frames_indices": indices}
+
+
+def weights_identity(name_or_path: str) -> list | str:
+    """What tells two checkpoints at one local path apart without reading them: each weight and config file's name,
+    size and modification time. A Hub id is identified by its name (pin ``--revision`` for a fixed snapshot)."""
+    path = Path(name_or_path)
+    if not path.is_dir():
+        return name_or_path
+    files = sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".bin", ".json", ".jinja"))
+    return [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files]
+
+
+def to_pil(image):
+    """A PIL image from what a dataset row holds (PIL, encoded bytes, ``{"bytes", "path"}``, path)."""
+    from PIL import Image
+
+    if isinstance(image, Image.Image):
+        return image.convert("RGB")
+    if isinstance(image, dict):
+        image = image.get("bytes") or image["path"]
+    if isinstance(image, bytes | bytearray):
+        image = io.BytesIO(image)
+    return Image.open(image).convert("RGB")
+
+
+def _image_digest(image) -> str:
+    if isinstance(image, dict):
+        data = image.get("bytes") or Path(image["path"]).read_bytes()
+    elif isinstance(image, bytes | bytearray):
+        data = bytes(image)
+    elif isinstance(image, str | Path):
+        data = Path(image).read_bytes()
+    else:  # PIL
+        data = image.tobytes() + repr((image.mode, image.size)).encode()
+    return hashlib.sha256(data).hexdigest()
+
+
+def prompt_fingerprint(messages: list[dict], settings: dict) -> str:
+    """A hash of everything that determines a generation: the messages (frames by content) and the settings."""
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode())
+    for message in messages:
+        digest.update(f"\x1e{message['role']}".encode())
+        content = message["content"]
+        for part in [{"type": "text", "text": content}] if isinstance(content, str) else content:
+            if part["type"] == "text":
+                digest.update(f"\x1ft:{part['text']}".encode())
+            elif part["type"] == "image":
+                digest.update(f"\x1fi:{_image_digest(part['image'])}".encode())
+            elif part["type"] == "video":
+                frames = ",".join(_image_digest(frame) for frame in part["video"])
+                digest.update(f"\x1fv:{frames}@{json.dumps(part.get('timestamps'))}".encode())
+    return digest.hexdigest()
+
+
+# ----------------------------------------------------------------------------------------------------------- caching
+
+
+class GenerationCache:
+    """Append-only JSONL of generations keyed by (model, question_id, mode). Each batch is flushed and fsynced as it
+    finishes; a line cut short by a kill is ignored on load (and terminated before the next append)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.entries: dict[tuple[str, str, str], dict] = {}
+        self.ignored_lines = 0
+        if self.path.exists():
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                try:
+                    entry = json.loads(line)
+                    self.entries[(entry["model"], entry["question_id"], entry["mode"])] = entry
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    self.ignored_lines += 1
+        if self.ignored_lines:
+            logger.warning("%s: ignored %d unreadable line(s) (a run killed mid-write)", self.path, self.ignored_lines)
+
+    def get(self, model: str, question_id: str, mode: str, fingerprint: str) -> str | None:
+        entry = self.entries.get((model, question_id, mode))
+        return entry["output"] if entry is not None and entry["fingerprint"] == fingerprint else None
+
+    def add(self, entries: list[dict]) -> None:
+        if not entries:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a+b") as handle:
+            if handle.tell() > 0:
+                handle.seek(-1, os.SEEK_END)
+                if handle.read(1) != b"\n":
+                    handle.write(b"\n")
+            for entry in entries:
+                handle.write((json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8"))
+                self.entries[(entry["model"], entry["question_id"], entry["mode"])] = entry
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+@dataclass
+class GenerationItem:
+    question_id: str
+    mode: str  # "visual" | "blind"
+    messages: list[dict]
+
+
+@dataclass
+class GenerationStats:
+    generated: int = 0
+    cached: int = 0
+    failed: int = 0
+
+
+def generate_cached(
+    backend, model: str, items: list[GenerationItem], cache: GenerationCache, stats: GenerationStats
+) -> dict[tuple[str, str], str | None]:
+    """Outputs for ``items`` keyed by (question_id, mode): cached ones reused, the rest generated in batches, each
+    batch cached as soon as it is done. A failed generation (endpoint gave up) is ``None`` and not cached."""
+    settings = backend.settings()
+    outputs: dict[tuple[str, str], str | None] = {}
+    pending: list[tuple[GenerationItem, str]] = []
+    for item in items:
+        fingerprint = prompt_fingerprint(item.messages, settings)
+        cached = cache.get(model, item.question_id, item.mode, fingerprint)
+        if cached is None:
+            pending.append((item, fingerprint))
+        else:
+            outputs[(item.question_id, item.mode)] = cached
+            stats.cached += 1
+    for start in range(0, len(pending), backend.batch_size):
+        batch = pending[start : start + backend.batch_size]
+        texts = backend.generate([item.messages for item, _ in batch])
+        done = []
+        for (item, fingerprint), text in zip(batch, texts, strict=True):
+            outputs[(item.question_id, item.mode)] = text
+            if text is None:
+                stats.failed += 1
+                continue
+            stats.generated += 1
+            done.append(
+                {"model": model, "question_id": item.question_id, "mode": item.mode, "fingerprint": fingerprint}
+                | {"output": text}
+            )
+        cache.add(done)
+    return outputs
+
+
+# ---------------------------------------------------------------------------------------------------------- backends
+
+
+def _media(conversations: list[list[dict]]) -> tuple[list, list, list]:
+    images, videos, metadata = [], [], []
+    for conversation in conversations:
+        for message in conversation:
+            if isinstance(message["content"], str):
+                continue
+            for part in message["content"]:
+                if part["type"] == "image":
+                    images.append(to_pil(part["image"]))
+                elif part["type"] == "video":
+                    videos.append([to_pil(frame) for frame in part["video"]])
+                    metadata.append(video_metadata(part["timestamps"]))
+    return images, videos, metadata
+
+
+def _text_only(conversation: list[dict]) -> list[dict]:
+    """Flatten content parts to one string per message, for a tokenizer's chat template (text-only models)."""
+    flat = []
+    for message in conversation:
+        content = message["content"]
+        if not isinstance(content, str):
+            if any(part["type"] != "text" for part in content):
+                raise ValueError("a text-only model cannot take frames: evaluate it with --mode blind")
+            content = "\n".join(part["text"] for part in content)
+        flat.append({"role": message["role"], "content": content})
+    return flat
+
+
+class TransformersBackend:
+    name = "transformers"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        revision: str | None = None,
+        dtype: str | None = None,
+        attn_implementation: str | None = None,
+        device: str | None = None,
+        frames_as: str = "auto",
+        batch_size: int = 8,
+        max_new_tokens: int = 512,
+    ):
+        from recipes.modeling import load_processor, resolve_dtype
+
+        self.processor = load_processor(model, revision=revision, padding_side="left")
+        self.name_or_path = model
+        self.dtype = resolve_dtype(dtype)
+        self.attn_implementation = attn_implementation
+        self.device = device
+        self._model = None
+        self.is_vision_language = hasattr(self.processor, "image_processor")
+        has_video = getattr(self.processor, "video_processor", None) is not None
+        if frames_as == "auto":
+            frames_as = "video" if has_video else "images"
+        if frames_as == "video" and not has_video:
+            raise ValueError(f"{model}: its processor has no video processor; use --frames-as images")
+        self.frames_as = frames_as
+        self.batch_size = batch_size
+        self.max_new_tokens = max_new_tokens
+        self.revision = revision
+
+    def settings(self) -> dict:
+        return {
+            "backend": self.name,
+            "weights": weights_identity(self.name_or_path),
+            "revision": self.revision,
+            "frames_as": self.frames_as,
+            "max_new_tokens": self.max_new_tokens,
+            "dtype": str(self.dtype),
+        }
+
+    @property
+    def model(self):
+        """Loaded on first use: a rerun whose generations are all cached never loads the weights."""
+        if self._model is None:
+            import torch
+
+            from recipes.modeling import load_model
+
+            model = load_model(
+                self.name_or_path,
+                revision=self.revision,
+                dtype=self.dtype,
+                attn_implementation=self.attn_implementation,
+            )
+            self._model = model.to(self.device or ("cuda" if torch.cuda.is_available() else "cpu")).eval()
+        return self._model
+
+    def _video_kwargs(self) -> dict:
+        kwargs = {"do_sample_frames": False}
+        if hasattr(type(self.processor.video_processor), "cap_pixels_per_frame"):
+            kwargs["cap_pixels_per_frame"] = True  # qwen-vl-utils' per-frame pixel cap, as Qwen3-VL was trained
+        return kwargs
+
+    def prepare(self, conversations: list[list[dict]]):
+        """The processor inputs for a batch: rendered chat texts plus the frames, as ``generate`` receives them."""
+        if not self.is_vision_language:
+            texts = [
+                self.processor.apply_chat_template(_text_only(c), tokenize=False, add_generation_prompt=True)
+                for c in conversations
+            ]
+            return self.processor(texts, padding=True, return_tensors="pt", add_special_tokens=False)
+        texts = [
+            self.processor.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations
+        ]
+        images, videos, metadata = _media(conversations)
+        kwargs = {}
+        if images:
+            kwargs["images"] = images
+        if videos:
+            kwargs.update(videos=videos, video_metadata=metadata, **self._video_kwargs())
+        return self.processor(text=texts, padding=True, return_tensors="pt", add_special_tokens=False, **kwargs)
+
+    def generate(self, conversations: list[list[dict]]) -> list[str]:
+        import torch
+        from transformers import GenerationConfig
+
+        from recipes.modeling import tokenizer_of
+
+        tokenizer = tokenizer_of(self.processor)
+        inputs = self.prepare(conversations).to(self.model.device)
+        config = GenerationConfig(
+            max_new_tokens=self.max_new_tokens,
+            do_sample=False,
+            eos_token_id=self.model.generation_config.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+        with torch.inference_mode():
+            output = self.model.generate(**inputs, generation_config=config)
+        new_tokens = output[:, inputs["input_ids"].shape[1] :]
+        return tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+
+
+class VLLMBackend:
+    name = "vllm"
+    frames_as = "images"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        revision: str | None = None,
+        dtype: str | None = None,
+        batch_size: int = 64,
+        max_new_tokens: int = 512,
+        max_images: int = 8,
+        tensor_parallel_size: int = 1,
+        max_model_len: int | None = None,
+    ):
+        try:
+            from vllm import LLM, SamplingParams
+        except ImportError as err:
+            raise RuntimeError("vLLM is not installed: pip install -e '.[vllm]' (it needs a GPU)") from err
+        self.llm = LLM(
+            model=model,
+            revision=revision,
+            dtype=dtype or "auto",
+            trust_remote_code=False,
+            limit_mm_per_prompt={"image": max_images},
+            tensor_parallel_size=tensor_parallel_size,
+            max_model_len=max_model_len,
+            seed=0,
+        )
+        self.sampling = SamplingParams(temperature=0.0, max_tokens=max_new_tokens)
+        self.name_or_path = model
+        self.batch_size = batch_size
+        self.max_new_tokens = max_new_tokens
+        self.revision = revision
+
+    def settings(self) -> dict:
+        return {
+            "backend": self.name,
+            "weights": weights_identity(self.name_or_path),
+            "revision": self.revision,
+            "max_new_tokens": self.max_new_tokens,
+        }
+
+    def generate(self, conversations: list[list[dict]]) -> list[str]:
+        from builders.llm import to_openai_messages
+
+        outputs = self.llm.chat([to_openai_messages(c) for c in conversations], self.sampling, use_tqdm=False)
+        return [output.outputs[0].text for output in outputs]
+
+
+class OpenAIBackend:
+    """Hosted or served models through :class:`builders.llm.LLMClient`; every call is also cached by the client."""
+
+    name = "openai"
+    frames_as = "images"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        cache: str | Path | None = None,
+        max_concurrency: int = 16,
+        max_retries: int = 6,
+        max_new_tokens: int = 512,
+        params: dict | None = None,
+    ):
+        from builders.llm import LLMClient
+
+        self.client = LLMClient(
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            cache=cache,
+            max_concurrency=max_concurrency,
+            max_retries=max_retries,
+            progress=True,
+        )
+        self.batch_size = max_concurrency * 4
+        self.max_new_tokens = max_new_tokens
+        self.params = params or {}
+
+    def settings(self) -> dict:
+        return {"backend": self.name, "max_new_tokens": self.max_new_tokens, "params": self.params}
+
+    def generate(self, conversations: list[list[dict]]) -> list[str | None]:
+        from builders.llm import ChatRequest
+
+        requests = [
+            ChatRequest(c, stage="generation", max_tokens=self.max_new_tokens, params=self.params)
+            for c in conversations
+        ]
+        return [result.text if result.ok else None for result in self.client.chat_many(requests)]
+
+
+def make_backend(name: str, model: str, **options):
+    """The backend ``name`` for ``model``; ``options`` are that backend's keyword arguments."""
+    classes = {"transformers": TransformersBackend, "vllm": VLLMBackend, "openai": OpenAIBackend}
+    if name not in classes:
+        raise ValueError(f"unknown backend {name!r}: choose one of {', '.join(BACKENDS)}")
+    return classes[name](model, **options)
+
+
+def chunks(items: Iterable, size: int):
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
