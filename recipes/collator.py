@@ -17,67 +17,9 @@ from dataclasses import dataclass, field
 
 import torch
 
+from recipes.chat_inputs import flatten_text, media_kwargs, split_visuals
 from recipes.data import Example, LoadedSource, to_example
 from recipes.modeling import tokenizer_of
-
-
-# Frame timestamps are stored in seconds; Qwen3-VL reads them as frames_indices / fps. Millisecond ticks make the
-# two agree to 1 ms whatever the source video's real frame rate was.
-TIMESTAMP_TICKS_PER_SECOND = 1000.0
-
-
-def video_metadata(timestamps: list[float]) -> dict:
-    """Qwen3-VL video metadata for pre-sampled frames at ``timestamps`` (absolute seconds in the source video)."""
-    indices = [round(t * TIMESTAMP_TICKS_PER_SECOND) for t in timestamps]
-    return {"fps": TIMESTAMP_TICKS_PER_SECOND, "frames_indices": indices, "total_num_frames": max(indices) + 1}
-
-
-def evenly_spaced(items: list, limit: int | None) -> list[int]:
-    """Indices of at most ``limit`` items spread over the whole list (first and last kept)."""
-    if not limit or len(items) <= limit:
-        return list(range(len(items)))
-    if limit == 1:
-        return [0]
-    return [round(i * (len(items) - 1) / (limit - 1)) for i in range(limit)]
-
-
-def split_visuals(messages: list[dict], max_frames: int | None) -> tuple[list[dict], list, list[dict]]:
-    """Take images and videos out of the messages (in order), leaving placeholders for the chat template."""
-    images, videos, stripped = [], [], []
-    for message in messages:
-        content = message["content"]
-        if isinstance(content, list):
-            parts = []
-            for part in content:
-                if part.get("type") == "image":
-                    images.append(part["image"])
-                    part = {"type": "image"}
-                elif part.get("type") == "video":
-                    keep = evenly_spaced(part["video"], max_frames)
-                    videos.append(
-                        {
-                            "frames": [part["video"][i] for i in keep],
-                            "timestamps": [part["timestamps"][i] for i in keep],
-                        }
-                    )
-                    part = {"type": "video"}
-                parts.append(part)
-            content = parts
-        stripped.append({**message, "content": content})
-    return stripped, images, videos
-
-
-def flatten_text(messages: list[dict]) -> list[dict]:
-    """Content-part lists -> plain strings, for text-only chat templates."""
-    flat = []
-    for message in messages:
-        content = message["content"]
-        if isinstance(content, list):
-            if any(part.get("type") != "text" for part in content):
-                raise ValueError("a text-only model got visual input: train it with blind: true")
-            content = "".join(part["text"] for part in content)
-        flat.append({**message, "content": content})
-    return flat
 
 
 @dataclass
@@ -137,14 +79,7 @@ class SFTCollator:
         completion = self.completion_text(messages, prompt_text, example.target)
         completion_ids = self.tokenizer(completion, add_special_tokens=False)["input_ids"]
         if self.is_vlm:
-            kwargs = {}
-            if images:
-                kwargs["images"] = images
-            if videos:
-                kwargs["videos"] = [video["frames"] for video in videos]
-                kwargs["video_metadata"] = [video_metadata(video["timestamps"]) for video in videos]
-                kwargs["do_sample_frames"] = False
-            encoded = self.processor(text=[prompt_text], return_tensors="pt", **kwargs)
+            encoded = self.processor(text=[prompt_text], return_tensors="pt", **media_kwargs(images, videos))
             prompt_ids = encoded["input_ids"][0].tolist()
             token_types = encoded.get("mm_token_type_ids")
             token_types = token_types[0].tolist() + [0] * len(completion_ids) if token_types is not None else None

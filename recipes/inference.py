@@ -17,7 +17,6 @@ size, mtime): a changed prompt, setting or checkpoint regenerates, anything else
 """
 
 import hashlib
-import io
 import json
 import logging
 import os
@@ -25,18 +24,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from recipes.chat_inputs import flatten_text, media_kwargs, split_visuals
+
 
 logger = logging.getLogger(__name__)
 
 BACKENDS = ("transformers", "vllm", "openai")
-TICKS_PER_SECOND = 1000
-
-
-def video_metadata(timestamps: list[float]) -> dict:
-    """Qwen3-VL writes each frame's time as ``index / fps``: give millisecond ticks so it writes the frames' own
-    absolute timestamps (the sampled clip's true times, whatever the source video's frame rate)."""
-    indices = [round(t * TICKS_PER_SECOND) for t in timestamps]
-    return {"fps": float(TICKS_PER_SECOND), "total_num_frames": max(indices) + 1, "frames_indices": indices}
 
 
 def weights_identity(name_or_path: str) -> list | str:
@@ -47,19 +40,6 @@ def weights_identity(name_or_path: str) -> list | str:
         return name_or_path
     files = sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".bin", ".json", ".jinja"))
     return [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files]
-
-
-def to_pil(image):
-    """A PIL image from what a dataset row holds (PIL, encoded bytes, ``{"bytes", "path"}``, path)."""
-    from PIL import Image
-
-    if isinstance(image, Image.Image):
-        return image.convert("RGB")
-    if isinstance(image, dict):
-        image = image.get("bytes") or image["path"]
-    if isinstance(image, bytes | bytearray):
-        image = io.BytesIO(image)
-    return Image.open(image).convert("RGB")
 
 
 def _image_digest(image) -> str:
@@ -183,32 +163,15 @@ def generate_cached(
 # ---------------------------------------------------------------------------------------------------------- backends
 
 
-def _media(conversations: list[list[dict]]) -> tuple[list, list, list]:
-    images, videos, metadata = [], [], []
+def _media(conversations: list[list[dict]]) -> tuple[list[list[dict]], list, list[dict]]:
+    """The batch's messages with placeholders, and all its images and videos in order."""
+    stripped, images, videos = [], [], []
     for conversation in conversations:
-        for message in conversation:
-            if isinstance(message["content"], str):
-                continue
-            for part in message["content"]:
-                if part["type"] == "image":
-                    images.append(to_pil(part["image"]))
-                elif part["type"] == "video":
-                    videos.append([to_pil(frame) for frame in part["video"]])
-                    metadata.append(video_metadata(part["timestamps"]))
-    return images, videos, metadata
-
-
-def _text_only(conversation: list[dict]) -> list[dict]:
-    """Flatten content parts to one string per message, for a tokenizer's chat template (text-only models)."""
-    flat = []
-    for message in conversation:
-        content = message["content"]
-        if not isinstance(content, str):
-            if any(part["type"] != "text" for part in content):
-                raise ValueError("a text-only model cannot take frames: evaluate it with --mode blind")
-            content = "\n".join(part["text"] for part in content)
-        flat.append({"role": message["role"], "content": content})
-    return flat
+        messages, conversation_images, conversation_videos = split_visuals(conversation)
+        stripped.append(messages)
+        images += conversation_images
+        videos += conversation_videos
+    return stripped, images, videos
 
 
 class TransformersBackend:
@@ -272,29 +235,21 @@ class TransformersBackend:
             self._model = model.to(self.device or ("cuda" if torch.cuda.is_available() else "cpu")).eval()
         return self._model
 
-    def _video_kwargs(self) -> dict:
-        kwargs = {"do_sample_frames": False}
-        if hasattr(type(self.processor.video_processor), "cap_pixels_per_frame"):
-            kwargs["cap_pixels_per_frame"] = True  # qwen-vl-utils' per-frame pixel cap, as Qwen3-VL was trained
-        return kwargs
-
     def prepare(self, conversations: list[list[dict]]):
         """The processor inputs for a batch: rendered chat texts plus the frames, as ``generate`` receives them."""
         if not self.is_vision_language:
             texts = [
-                self.processor.apply_chat_template(_text_only(c), tokenize=False, add_generation_prompt=True)
+                self.processor.apply_chat_template(flatten_text(c), tokenize=False, add_generation_prompt=True)
                 for c in conversations
             ]
             return self.processor(texts, padding=True, return_tensors="pt", add_special_tokens=False)
+        conversations, images, videos = _media(conversations)
         texts = [
             self.processor.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations
         ]
-        images, videos, metadata = _media(conversations)
-        kwargs = {}
-        if images:
-            kwargs["images"] = images
-        if videos:
-            kwargs.update(videos=videos, video_metadata=metadata, **self._video_kwargs())
+        kwargs = media_kwargs(images, videos)
+        if videos and hasattr(type(self.processor.video_processor), "cap_pixels_per_frame"):
+            kwargs["cap_pixels_per_frame"] = True  # qwen-vl-utils' per-frame pixel cap, as Qwen3-VL was trained
         return self.processor(text=texts, padding=True, return_tensors="pt", add_special_tokens=False, **kwargs)
 
     def generate(self, conversations: list[list[dict]]) -> list[str]:

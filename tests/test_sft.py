@@ -12,7 +12,8 @@ from huggingface_hub import ModelCard
 from PIL import Image
 
 from builders.prompt import answer_target
-from recipes.collator import SFTCollator, video_metadata
+from recipes.chat_inputs import video_metadata
+from recipes.collator import SFTCollator
 from recipes.data import MixtureSource, build_mixture, parse_mixture
 from recipes.freezing import parameter_group
 from recipes.modeling import load_model, load_processor

@@ -1,0 +1,96 @@
+"""Chat messages (from the one prompt formatter) -> what a processor takes, shared by training and inference so a
+model sees exactly the same input in both.
+
+Frames travel inside the messages (``{"type": "image", "image": ...}``, or one ``{"type": "video", "video": frames,
+"timestamps": [...]}``); these helpers take them out in order, leave placeholders for the chat template, and build
+Qwen3-VL's video metadata. Frame timestamps are stored in seconds; Qwen3-VL writes each frame's time as
+``frames_indices / fps``, so millisecond ticks make its ``<t seconds>`` markers the frames' real source times to
+1 ms, whatever the source video's frame rate was.
+"""
+
+import io
+from pathlib import Path
+
+
+TIMESTAMP_TICKS_PER_SECOND = 1000.0
+
+
+def video_metadata(timestamps: list[float]) -> dict:
+    """Qwen3-VL video metadata for pre-sampled frames at ``timestamps`` (absolute seconds in the source video)."""
+    indices = [round(t * TIMESTAMP_TICKS_PER_SECOND) for t in timestamps]
+    return {"fps": TIMESTAMP_TICKS_PER_SECOND, "frames_indices": indices, "total_num_frames": max(indices) + 1}
+
+
+def evenly_spaced(items: list, limit: int | None) -> list[int]:
+    """Indices of at most ``limit`` items spread over the whole list (first and last kept)."""
+    if not limit or len(items) <= limit:
+        return list(range(len(items)))
+    if limit == 1:
+        return [0]
+    return [round(i * (len(items) - 1) / (limit - 1)) for i in range(limit)]
+
+
+def to_pil(image):
+    """A PIL image from what a dataset row holds (PIL, encoded bytes, ``{"bytes", "path"}``, path)."""
+    from PIL import Image
+
+    if isinstance(image, Image.Image):
+        return image.convert("RGB")
+    if isinstance(image, dict):
+        image = image.get("bytes") or image["path"]
+    if isinstance(image, bytes | bytearray):
+        image = io.BytesIO(image)
+    elif isinstance(image, Path):
+        image = str(image)
+    return Image.open(image).convert("RGB")
+
+
+def split_visuals(messages: list[dict], max_frames: int | None = None) -> tuple[list[dict], list, list[dict]]:
+    """Take images and videos out of the messages (in order), leaving placeholders for the chat template.
+
+    Returns ``(messages, images, videos)``; each video is ``{"frames", "timestamps"}``, evenly subsampled to at most
+    ``max_frames`` frames.
+    """
+    images, videos, stripped = [], [], []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, list):
+            parts = []
+            for part in content:
+                if part.get("type") == "image":
+                    images.append(to_pil(part["image"]))
+                    part = {"type": "image"}
+                elif part.get("type") == "video":
+                    keep = evenly_spaced(part["video"], max_frames)
+                    frames = [to_pil(part["video"][i]) for i in keep]
+                    videos.append({"frames": frames, "timestamps": [part["timestamps"][i] for i in keep]})
+                    part = {"type": "video"}
+                parts.append(part)
+            content = parts
+        stripped.append({**message, "content": content})
+    return stripped, images, videos
+
+
+def flatten_text(messages: list[dict]) -> list[dict]:
+    """Content-part lists -> plain strings (parts carry their own separators), for text-only chat templates."""
+    flat = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, list):
+            if any(part.get("type") != "text" for part in content):
+                raise ValueError("a text-only model got frames: train or evaluate it blind")
+            content = "".join(part["text"] for part in content)
+        flat.append({**message, "content": content})
+    return flat
+
+
+def media_kwargs(images: list, videos: list[dict]) -> dict:
+    """Processor keyword arguments for the frames: no re-sampling, real timestamps, Qwen's per-frame pixel cap."""
+    kwargs = {}
+    if images:
+        kwargs["images"] = images
+    if videos:
+        kwargs["videos"] = [video["frames"] for video in videos]
+        kwargs["video_metadata"] = [video_metadata(video["timestamps"]) for video in videos]
+        kwargs["do_sample_frames"] = False
+    return kwargs
