@@ -58,7 +58,7 @@ def label_token_ids(tokenizer, num_options: int = NUM_OPTIONS) -> dict[str, dict
 
 
 class LabelScorer:
-    """Scores a batch of prompts with one forward pass: the next-token log-probability of each option label."""
+    """Scores a batch of tokenised prompts with one forward pass: the next-token log-probability of each label."""
 
     def __init__(self, model, tokenizer, num_options: int = NUM_OPTIONS, chat_template: bool = False):
         import inspect
@@ -75,17 +75,14 @@ class LabelScorer:
         self.pass_position_ids = "position_ids" in parameters and getattr(model.config, "vision_config", None) is None
         self.keep_last_logits = "logits_to_keep" in parameters
 
-    def token_lengths(self, prompts: list[str]) -> list[int]:
-        encoded = self.tokenizer(prompts, add_special_tokens=self.add_special_tokens)["input_ids"]
-        return [len(ids) for ids in encoded]
+    def encode(self, prompts: list[str]) -> list[list[int]]:
+        return self.tokenizer(prompts, add_special_tokens=self.add_special_tokens)["input_ids"]
 
-    def score(self, prompts: list[str]) -> np.ndarray:
-        """(len(prompts), num_options) label scores: max over variants of the next-token log-probability."""
+    def score_ids(self, batch: list[list[int]]) -> np.ndarray:
+        """(len(batch), num_options) label scores: max over variants of the next-token log-probability."""
         import torch
 
-        encoded = self.tokenizer(
-            prompts, return_tensors="pt", padding=True, add_special_tokens=self.add_special_tokens
-        )
+        encoded = self.tokenizer.pad({"input_ids": batch}, return_tensors="pt")  # left padding
         inputs = {key: value.to(self.model.device) for key, value in encoded.items() if key != "token_type_ids"}
         if self.pass_position_ids:
             inputs["position_ids"] = (inputs["attention_mask"].cumsum(-1) - 1).clamp(min=0)
@@ -99,13 +96,18 @@ class LabelScorer:
 
 
 class ScoreCache:
-    """Append-only JSON Lines of ``{key, id, scores}``; a line cut short by a crash is ignored on reading."""
+    """Append-only JSON Lines of ``{key, id, scores}``; a line cut short by a crash is dropped on opening."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self.entries: dict[str, list[float]] = {}
         if self.path.is_file():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
+            data = self.path.read_bytes()
+            complete = data[: data.rfind(b"\n") + 1]
+            if len(complete) < len(data):
+                with self.path.open("r+b") as handle:
+                    handle.truncate(len(complete))
+            for line in complete.decode("utf-8").splitlines():
                 try:
                     entry = json.loads(line)
                     self.entries[entry["key"]] = entry["scores"]
@@ -127,16 +129,22 @@ def fewshot_pool(records: list[dict], size: int = FEWSHOT_POOL_SIZE) -> list[dic
     return sorted(records, key=lambda r: (stable_seed("surgiq-fewshot", r["id"]), r["id"]))[:size]
 
 
-def render_prompts(records: list[dict], demonstrations: list[dict], tokenizer=None) -> list[str]:
-    """The prompt of each record; with ``tokenizer`` (``--chat-template``), wrapped as one user turn."""
+def render_prompts(records: list[dict], demonstrations: list[dict], processor=None) -> list[str]:
+    """The prompt of each record; with ``processor`` (``--chat-template``: a tokenizer, or a VLM's processor, whose
+    chat template takes a list of content parts), wrapped as one user turn followed by the assistant's turn."""
+    from recipes.modeling import tokenizer_of
+
     prompts = [surgiq_prompt(record, demonstrations) for record in records]
-    if tokenizer is None:
+    if processor is None:
         return prompts
+    as_parts = processor is not tokenizer_of(processor)
     return [
-        tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+        processor.apply_chat_template(
+            [{"role": "user", "content": [{"type": "text", "text": p}] if as_parts else p}],
+            tokenize=False,
+            add_generation_prompt=True,
         )
-        for prompt in prompts
+        for p in prompts
     ]
 
 
@@ -161,12 +169,12 @@ def score_prompts(
     from tqdm.auto import tqdm
 
     keys = [cache_key(fingerprint, prompt) for prompt in prompts]
-    lengths = scorer.token_lengths(prompts)
-    order = sorted(range(len(prompts)), key=lambda i: (-lengths[i], ids[i]))
+    encoded = scorer.encode(prompts)
+    order = sorted(range(len(prompts)), key=lambda i: (-len(encoded[i]), ids[i]))
     batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
     todo = [batch for batch in batches if any(keys[i] not in cache.entries for i in batch)]
     for batch in tqdm(todo, desc="scoring", unit="batch", disable=not progress):
-        scores = scorer.score([prompts[i] for i in batch])
+        scores = scorer.score_ids([encoded[i] for i in batch])
         cache.add([(keys[i], ids[i], [float(s) for s in row]) for i, row in zip(batch, scores, strict=True)])
     return {ids[i]: cache.entries[keys[i]] for i in range(len(ids))}, len(todo)
 
@@ -388,7 +396,7 @@ def evaluate(opts: EvalOptions) -> EvalResult:
     model.to(opts.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     scorer = LabelScorer(model, tokenizer, chat_template=opts.chat_template)
     fingerprint = model_fingerprint(opts.model, model, scorer.labels, opts.chat_template, opts.revision)
-    prompts = render_prompts(scored, pool[: opts.shots], tokenizer if opts.chat_template else None)
+    prompts = render_prompts(scored, pool[: opts.shots], processor if opts.chat_template else None)
     cache = ScoreCache(opts.out / CACHE_FILE)
     cached_before = sum(cache_key(fingerprint, p) in cache.entries for p in prompts)
     scores, batches_run = score_prompts(
