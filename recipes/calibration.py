@@ -22,6 +22,8 @@ def _bin_ids(confidence: np.ndarray, n_bins: int) -> np.ndarray:
 
 def reliability_bins(confidence, correct, n_bins: int = DEFAULT_BINS) -> list[dict]:
     """Per bin: its range, the number of questions, their accuracy and mean confidence (``None`` when empty)."""
+    if n_bins < 1:
+        raise ValueError(f"the number of bins must be at least 1, got {n_bins}")
     confidence = np.asarray(confidence, dtype=float)
     correct = np.asarray(correct, dtype=float)
     ids = _bin_ids(confidence, n_bins)

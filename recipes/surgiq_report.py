@@ -48,6 +48,9 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
     if not predictions_file.is_file() or not report_file.is_file():
         raise FileNotFoundError(f"{path}: expected predictions.jsonl and report.json from `sureon eval surgiq`")
     report = json.loads(report_file.read_text())
+    missing = [key for key in ("model", "config", "shots") if key not in report]
+    if missing:
+        raise ValueError(f"{report_file} lacks {missing}: is it a `sureon eval surgiq` report?")
     predictions = [json.loads(line) for line in predictions_file.read_text().splitlines() if line.strip()]
     if not predictions:
         raise ValueError(f"{predictions_file} holds no predictions")

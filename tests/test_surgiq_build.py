@@ -42,6 +42,11 @@ def write_jsonl(path, rows):
     return path
 
 
+def write_json(path, data):
+    path.write_text(json.dumps(data))
+    return path
+
+
 def write_csv(path, rows):
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
@@ -74,8 +79,11 @@ def test_every_source_layout_reads_to_the_same_records(tmp_path, rows):
     reference, _ = read_surgiq([write_jsonl(tmp_path / "a.jsonl", rows)])
     as_letters = letter_columns(rows)
     layouts = {
-        "json list": (tmp_path / "b.json").write_text(json.dumps(rows)) and tmp_path / "b.json",
-        "json wrapped": (tmp_path / "c.json").write_text(json.dumps({"questions": rows})) and tmp_path / "c.json",
+        "json list": write_json(tmp_path / "b.json", rows),
+        "json wrapped": write_json(tmp_path / "c.json", {"questions": rows}),
+        "json keyed by id": write_json(
+            tmp_path / "i.json", {r["id"]: {k: v for k, v in r.items() if k != "id"} for r in rows}
+        ),
         "csv A-D columns": write_csv(tmp_path / "d.csv", as_letters),
         "csv answer as text": write_csv(tmp_path / "e.csv", letter_columns(rows, answer_as_text=True)),
         "csv JSON options": write_csv(tmp_path / "f.csv", [r | {"options": json.dumps(r["options"])} for r in rows]),
