@@ -6,7 +6,8 @@ release might: "General Surgery", ...), ``question_type`` (case-based / reasonin
 ``source_type`` and a ``source_ref`` the builder carries through. Correct positions are balanced over A-D in a seeded
 order. ``external_sample.jsonl`` holds MedQA-style questions (``question``, ``options`` as ``{letter: text}``,
 ``answer_idx``) of which two copy a SurgiQ question nearly verbatim (planted near-duplicates) and one shares only a
-generic "All of the following ... EXCEPT" stem.
+generic "All of the following ... EXCEPT" stem. As in many written MCQs, the correct option is often the longest and
+most specific one here, which the shortcut baselines (``sureon shortcuts surgiq``) expose.
 
     python sample_data/make_surgiq_sample.py --out sample_data/surgiq
 """
