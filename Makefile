@@ -8,6 +8,7 @@ PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 DEMO_DIR := build/demo
+SURGIQ_SAMPLE := sample_data/surgiq
 CHECK_DIRS := builders public_converters recipes model_cards tests benchmarks sample_data
 
 .PHONY: setup system-deps demo test slow_test quality style bench clean
@@ -38,6 +39,18 @@ demo: $(STAMP)
 	$(VENV)/bin/sureon eval sureon --model $(DEMO_DIR)/sft-smoke --dataset $(DEMO_DIR)/sureon --mode both \
 		--out $(DEMO_DIR)/eval --max-new-tokens 16
 	$(VENV)/bin/sureon report sureon $(DEMO_DIR)/eval/predictions.jsonl --out $(DEMO_DIR)/report --overwrite
+	$(VENV)/bin/sureon near-duplicates surgiq --source $(SURGIQ_SAMPLE)/surgiq_sample.jsonl \
+		--against $(SURGIQ_SAMPLE)/external_sample.jsonl --out $(DEMO_DIR)/surgiq_near_duplicates
+	$(VENV)/bin/sureon build surgiq --source $(SURGIQ_SAMPLE)/surgiq_sample.jsonl \
+		--exclude-ids $(DEMO_DIR)/surgiq_near_duplicates/dedupe_ids.txt --out $(DEMO_DIR)/surgiq --overwrite
+	$(PY) -m recipes.tiny_models --kind causal-lm --out $(DEMO_DIR)/tiny-causal-lm
+	for config in default shuffled; do \
+		$(VENV)/bin/sureon eval surgiq --model $(DEMO_DIR)/tiny-causal-lm --dataset $(DEMO_DIR)/surgiq \
+			--config $$config --out $(DEMO_DIR)/surgiq_runs/tiny-$$config || exit 1; \
+	done
+	$(VENV)/bin/sureon report surgiq $(DEMO_DIR)/surgiq_runs/tiny-default $(DEMO_DIR)/surgiq_runs/tiny-shuffled \
+		--out $(DEMO_DIR)/surgiq_tables
+	$(VENV)/bin/sureon shortcuts surgiq --dataset $(DEMO_DIR)/surgiq --out $(DEMO_DIR)/surgiq_shortcuts
 
 test: $(STAMP)
 	$(PY) -m pytest -m "not slow and not gpu and not network" -q
@@ -56,6 +69,7 @@ style: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/frames.py
 	$(PY) benchmarks/llm_client.py
+	$(PY) benchmarks/surgiq_scoring.py
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

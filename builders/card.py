@@ -1,6 +1,7 @@
 """Statistics of a built video-QA dataset (the seed's Table 2) and the dataset card rendered from them."""
 
 import statistics
+from collections import Counter
 from pathlib import Path
 
 from datasets import DatasetInfo
@@ -133,17 +134,15 @@ def render_card(
     pretty_name: str = "Sureon",
 ) -> str:
     """Render the dataset card. ``configs``: ``[{name, split, description, stats}]`` in display order."""
-    card_data = DatasetCardData(
-        language="en",
-        license="other",
-        license_name="sureon-release-terms",
-        pretty_name=pretty_name,
-        task_categories=["visual-question-answering", "video-text-to-text"],
-        tags=["surgical-video", "sureon", "video-question-answering", "medical"],
-        size_categories=_size_category(max((c["stats"]["samples"] for c in configs), default=0)),
-        configs=config_metadata,
+    card_data = _card_data(
+        pretty_name,
+        "sureon-release-terms",
+        ["visual-question-answering", "video-text-to-text"],
+        ["surgical-video", "sureon", "video-question-answering", "medical"],
+        max((c["stats"]["samples"] for c in configs), default=0),
+        config_metadata,
+        dataset_infos,
     )
-    DatasetInfosDict(dataset_infos).to_dataset_card_data(card_data)
     seen = {code for c in configs for code in c["stats"]["per_category"]}
     category_rows = [
         {"code": c.code, "name": c.name, "granularity": c.granularity, "group": c.group, "format": c.answer_format}
@@ -169,8 +168,142 @@ def render_card(
     return str(card)
 
 
+def _card_data(
+    pretty_name: str,
+    license_name: str,
+    task_categories: list[str],
+    tags: list[str],
+    largest: int,
+    config_metadata: list[dict],
+    dataset_infos: dict[str, DatasetInfo],
+) -> DatasetCardData:
+    """The card's YAML header: metadata, the ``configs:`` shards and ``dataset_info`` (features and split sizes)."""
+    card_data = DatasetCardData(
+        language="en",
+        license="other",
+        license_name=license_name,
+        pretty_name=pretty_name,
+        task_categories=task_categories,
+        tags=tags,
+        size_categories=_size_category(largest),
+        configs=config_metadata,
+    )
+    DatasetInfosDict(dataset_infos).to_dataset_card_data(card_data)
+    return card_data
+
+
 def _size_category(n: int) -> str:
     for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
         if n < limit:
             return label
     return "1M<n<10M"
+
+
+def mcq_stats(records: list[dict], num_options: int) -> dict:
+    """Statistics of text-MCQ records (the SurgiQ paper's Tables 2, 3 and section 3.4): counts per domain, question
+    type and source type, the correct-answer position balance with a chi-square test against uniform, and the
+    question length in words."""
+    from scipy.stats import chisquare
+
+    def counts(key: str) -> dict[str, int]:
+        return dict(sorted(Counter(r[key] for r in records if r[key]).items()))
+
+    positions = Counter(LETTERS[r["answer_index"]] for r in records)
+    letters = list(LETTERS[:num_options])
+    by_letter = {letter: positions.get(letter, 0) for letter in letters}
+    words = [len(r["question"].split()) for r in records]
+    domain_by_type: dict[str, dict[str, int]] = {}
+    for record in records:
+        row = domain_by_type.setdefault(record["domain"], {})
+        row[record["question_type"]] = row.get(record["question_type"], 0) + 1
+    return {
+        "samples": len(records),
+        "domains": counts("domain"),
+        "question_types": counts("question_type"),
+        "source_types": counts("source_type"),
+        "domain_by_type": {d: dict(sorted(t.items())) for d, t in sorted(domain_by_type.items())},
+        "answer_position": by_letter,
+        "answer_pct": {k: round(100 * v / len(records), 1) if records else 0.0 for k, v in by_letter.items()},
+        "answer_balance_p": round(float(chisquare(list(by_letter.values())).pvalue), 4) if records else None,
+        "question_words": {
+            "mean": round(statistics.fmean(words), 1) if words else 0.0,
+            "median": round(statistics.median(words), 1) if words else 0.0,
+            "std": round(statistics.stdev(words), 1) if len(words) > 1 else 0.0,
+        },
+    }
+
+
+def plot_domain_type_distribution(stats: dict, domains: dict, question_types: dict, path: Path) -> None:
+    """Stacked horizontal bars: questions per domain, split by question type."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [d for d in domains if d in stats["domains"]] + sorted(set(stats["domains"]) - set(domains))
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.4), dpi=100)
+    left = [0] * len(rows)
+    for qtype, label in question_types.items():
+        counts = [stats["domain_by_type"].get(d, {}).get(qtype, 0) for d in rows]
+        ax.barh(range(len(rows)), counts, left=left, label=label)
+        left = [a + b for a, b in zip(left, counts, strict=True)]
+    ax.set_yticks(range(len(rows)), [domains.get(d, d) for d in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel("questions")
+    ax.legend(fontsize=8, ncols=len(question_types), loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png", metadata={"Software": None})
+    plt.close(fig)
+
+
+def render_mcq_card(
+    configs: list[dict],
+    config_metadata: list[dict],
+    dataset_infos: dict[str, DatasetInfo],
+    stats: dict[str, dict],
+    *,
+    vocabularies: dict[str, dict[str, str]],
+    paper_answer_position: dict[str, float],
+    extra_columns: list[str],
+    repo_id: str = "ORG/surgiq",
+    pretty_name: str = "SurgiQ",
+) -> str:
+    """Render the text-MCQ (SurgiQ) card. ``configs``: ``[{name, split, description}]``; ``stats``: per config."""
+    first = stats[configs[0]["name"]]
+    card_data = _card_data(
+        pretty_name,
+        "surgiq-release-terms",
+        ["question-answering", "multiple-choice"],
+        ["surgery", "medical", "surgiq", "multiple-choice", "benchmark"],
+        first["samples"],
+        config_metadata,
+        dataset_infos,
+    )
+
+    def share(count: int) -> str:
+        return f"{100 * count / first['samples']:.1f}" if first["samples"] else "-"
+
+    tables = {
+        name: [(slug, label, first[key].get(slug, 0), share(first[key].get(slug, 0))) for slug, label in vocab.items()]
+        for name, vocab, key in (
+            ("domains", vocabularies["domain"], "domains"),
+            ("question_types", vocabularies["question_type"], "question_types"),
+            ("source_types", vocabularies["source_type"], "source_types"),
+        )
+    }
+    card = DatasetCard.from_template(
+        card_data,
+        template_path=template_path("surgiq_dataset_card.md"),
+        pretty_name=pretty_name,
+        configs=[c | {"stats": stats[c["name"]]} for c in configs],
+        first=first,
+        tables=tables,
+        domain_names=vocabularies["domain"],
+        type_names=vocabularies["question_type"],
+        letters=list(paper_answer_position),
+        paper_answer_position=paper_answer_position,
+        extra_columns=extra_columns,
+        repo_id=repo_id,
+    )
+    return str(card)

@@ -1,6 +1,11 @@
 """The ``sureon`` command line.
 
     sureon build sureon --release DIR [--videos DIR] --out OUT [--configs bench db ...]
+    sureon build surgiq --source FILE [FILE ...] --out OUT [--exclude-ids dedupe_ids.txt]
+    sureon near-duplicates surgiq --source FILE --against EXTERNAL [...] --out DIR
+    sureon eval surgiq --model PATH_OR_ID --dataset DIR_OR_ID [--config default|shuffled] [--shots 0..3] --out DIR
+    sureon report surgiq RUN [RUN ...] [--out DIR]
+    sureon shortcuts surgiq --dataset DIR_OR_ID [--config default] [--out DIR]
     sureon push OUT --repo-id ORG/NAME [--private]
     sureon eval sureon --model PATH_OR_ID --dataset DIR_OR_ID --mode visual|blind|both --out DIR
     sureon report sureon PRED... --out DIR [--human PRED]
@@ -76,6 +81,166 @@ def run_build_sureon(args) -> int:
     report = build_sureon(options)
     print(report.summary())
     print(f'Load it with: datasets.load_dataset("{args.out}", "{report.configs[0].name}")')
+    return 0
+
+
+def _add_surgiq_source_arguments(parser) -> None:
+    parser.add_argument("--source", required=True, nargs="+", type=Path, help="JSON, JSONL, CSV or parquet file(s)")
+    parser.add_argument("--column", action="append", metavar="FIELD=COLUMN", help="map a field to a source column")
+    parser.add_argument("--columns-file", help="YAML file of field: column mappings")
+    parser.add_argument(
+        "--alias", action="append", metavar="FIELD:VALUE=CANONICAL", help="accept another spelling of a value"
+    )
+
+
+def _surgiq_source(args):
+    from builders.surgiq import SurgiqColumns, parse_aliases
+
+    return SurgiqColumns.from_cli(args.column, args.columns_file), parse_aliases(args.alias)
+
+
+def add_build_surgiq(builds) -> None:
+    parser = builds.add_parser(
+        "surgiq",
+        help="SurgiQ text MCQs (configs default and shuffled) from your JSON / JSONL / CSV / parquet files",
+        description="Build SurgiQ in the Hub layout: configs default (stored option order) and shuffled.",
+    )
+    _add_surgiq_source_arguments(parser)
+    parser.add_argument("--out", required=True, type=Path, help="output folder (Hub layout)")
+    parser.add_argument("--exclude-ids", type=Path, help="dedupe list: ids to leave out (one per line, # comments)")
+    parser.add_argument(
+        "--configs", nargs="+", choices=["default", "shuffled"], help="configs to build (default: both)"
+    )
+    parser.add_argument("--max-shard-size", type=_size, default="500MB", help="parquet shard size, e.g. 500MB")
+    parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    parser.set_defaults(handler=run_build_surgiq)
+
+
+def run_build_surgiq(args) -> int:
+    from builders.surgiq import BuildOptions, build_surgiq
+
+    mapping, aliases = _surgiq_source(args)
+    report = build_surgiq(
+        BuildOptions(
+            sources=args.source,
+            out=args.out,
+            mapping=mapping,
+            aliases=aliases,
+            exclude_ids=args.exclude_ids,
+            configs=args.configs,
+            overwrite=args.overwrite,
+            max_shard_bytes=args.max_shard_size,
+        )
+    )
+    print(report.summary())
+    print(f'Load it with: datasets.load_dataset("{args.out}", "default", split="test")')
+    return 0
+
+
+def add_near_duplicates(commands) -> None:
+    from builders.near_duplicates import DEFAULT_MAX_DF, DEFAULT_THRESHOLD, NGRAM
+
+    group = commands.add_parser("near-duplicates", help="n-gram overlap of a benchmark against external questions")
+    datasets = group.add_subparsers(dest="dataset", required=True)
+    parser = datasets.add_parser(
+        "surgiq",
+        help="flag SurgiQ questions that overlap external question banks (MedQA-, MedMCQA-style files)",
+        description="Normalised 5-gram overlap of every SurgiQ question against external question files.",
+    )
+    _add_surgiq_source_arguments(parser)
+    parser.add_argument("--against", required=True, nargs="+", type=Path, help="external question files")
+    parser.add_argument("--out", required=True, type=Path, help="folder for flagged_pairs.csv and dedupe_ids.txt")
+    parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, help="overlap to flag a pair")
+    parser.add_argument("--ngram", type=int, default=NGRAM, help="words per n-gram")
+    parser.add_argument(
+        "--max-df",
+        type=int,
+        default=DEFAULT_MAX_DF,
+        help="n-grams in more SurgiQ questions nominate no pairs (0: all)",
+    )
+    parser.add_argument("--external-question-column", help="question column of the external files")
+    parser.set_defaults(handler=run_near_duplicates)
+
+
+def run_near_duplicates(args) -> int:
+    from builders.near_duplicates import find_near_duplicates, write_near_duplicates
+    from builders.surgiq import read_surgiq
+
+    mapping, aliases = _surgiq_source(args)
+    records, _ = read_surgiq(args.source, mapping, aliases)
+    settings = {"threshold": args.threshold, "ngram": args.ngram, "max_df": args.max_df}
+    matches, counts, texts = find_near_duplicates(
+        records,
+        args.against,
+        threshold=args.threshold,
+        n=args.ngram,
+        max_df=args.max_df,
+        question_column=args.external_question_column,
+    )
+    print(write_near_duplicates(args.out, records, matches, counts, texts, settings).summary())
+    return 0
+
+
+def add_eval_surgiq(evals) -> None:
+    from recipes.surgiq_eval import add_arguments
+
+    parser = evals.add_parser(
+        "surgiq",
+        help="deterministic log-likelihood MCQ scoring of a causal LM or VLM (text-only)",
+        description="Score SurgiQ with the paper's protocol: next-token log-probabilities of the option labels.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(handler=run_eval_surgiq)
+
+
+def run_eval_surgiq(args) -> int:
+    from recipes.surgiq_eval import run
+
+    return run(args)
+
+
+def add_report_surgiq(reports) -> None:
+    parser = reports.add_parser(
+        "surgiq",
+        help="the SurgiQ paper's tables (4, 5, 6, A3) from several `sureon eval surgiq` runs",
+        description="Accuracy, calibration, answer-order robustness and per-domain tables across models.",
+    )
+    parser.add_argument("runs", nargs="+", type=Path, help="run folders or their predictions.jsonl")
+    parser.add_argument("--labels", nargs="+", help="model names, one per run (default: the model in report.json)")
+    parser.add_argument("--bins", type=int, default=10, help="ECE bins")
+    parser.add_argument("--out", type=Path, help="write surgiq_tables.md and surgiq_tables.json here")
+    parser.set_defaults(handler=run_report_surgiq)
+
+
+def run_report_surgiq(args) -> int:
+    from recipes.surgiq_report import build_report, load_runs, report_markdown, write_report
+
+    report = build_report(load_runs(args.runs, args.labels), args.bins)
+    if args.out:
+        write_report(report, args.out)
+    print(report_markdown(report))
+    return 0
+
+
+def add_shortcuts(commands) -> None:
+    group = commands.add_parser("shortcuts", help="shortcut baselines that answer without a model")
+    datasets = group.add_subparsers(dest="dataset", required=True)
+    parser = datasets.add_parser(
+        "surgiq",
+        help="longest option, lexical overlap and unique-token baselines on SurgiQ (the paper's Table A4)",
+        description="Accuracy of answer-cue heuristics on a built SurgiQ dataset; no model needed.",
+    )
+    parser.add_argument("--dataset", required=True, help="a folder built by `sureon build surgiq`, or its Hub id")
+    parser.add_argument("--config", default="default")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--out", type=Path, help="write shortcuts.md and shortcuts.json here")
+    parser.set_defaults(handler=run_shortcuts)
+
+
+def run_shortcuts(args) -> int:
+    from recipes.surgiq_shortcuts import run_shortcuts as shortcuts
+
+    print(shortcuts(args.dataset, args.config, args.split, args.out))
     return 0
 
 
@@ -157,6 +322,15 @@ def make_parser() -> argparse.ArgumentParser:
     build = commands.add_parser("build", help="build a dataset in the Hub layout")
     builds = build.add_subparsers(dest="dataset", required=True)
     add_build_sureon(builds)
+    add_build_surgiq(builds)
+    evaluate = commands.add_parser("eval", help="evaluate a model on a benchmark")
+    evals = evaluate.add_subparsers(dest="benchmark", required=True)
+    add_eval_surgiq(evals)
+    report = commands.add_parser("report", help="tables across several models' evaluation runs")
+    reports = report.add_subparsers(dest="benchmark", required=True)
+    add_report_surgiq(reports)
+    add_near_duplicates(commands)
+    add_shortcuts(commands)
     add_push(commands)
     evaluate = commands.add_parser("eval", help="evaluate a model on a benchmark")
     evals = evaluate.add_subparsers(dest="benchmark", required=True)

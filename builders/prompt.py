@@ -87,3 +87,25 @@ def format_messages(
     if with_answer:
         messages.append({"role": "assistant", "content": [{"type": "text", "text": answer_target(record)}]})
     return messages
+
+
+# SurgiQ: text-only four-option MCQs, scored by the next-token log-probability of the option letter after the answer
+# cue (the paper's 4.2). The wording of its evaluation prompt (Appendix Figure A7) is not in the text we have; this is
+# the fixed MMLU-style template it describes: an instruction, the question, lettered options, then the cue. Few-shot
+# demonstrations repeat the same block with their answer letter after the cue.
+SURGIQ_INSTRUCTION = "The following is a multiple-choice question about surgery. Choose the single best answer."
+ANSWER_CUE = "Answer:"
+
+
+def mcq_block(record: dict, *, with_answer: bool = False) -> str:
+    """Question, lettered options and the answer cue (followed by `` X`` for a demonstration)."""
+    lines = [f"Question: {record['question'].strip()}"]
+    lines += [f"{LETTERS[i]}. {str(option).strip()}" for i, option in enumerate(record["options"])]
+    lines.append(f"{ANSWER_CUE} {LETTERS[record['answer_index']]}" if with_answer else ANSWER_CUE)
+    return "\n".join(lines)
+
+
+def surgiq_prompt(record: dict, demonstrations: list[dict] = ()) -> str:
+    """The SurgiQ evaluation prompt; it ends with the answer cue, so the next token is the answer letter."""
+    blocks = [SURGIQ_INSTRUCTION, *(mcq_block(d, with_answer=True) for d in demonstrations), mcq_block(record)]
+    return "\n\n".join(blocks)

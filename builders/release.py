@@ -10,17 +10,18 @@ Every row problem of a release is collected and reported at once (file, row, ``q
 """
 
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import yaml
 
 from builders.categories import BY_CODE, MCQ, OPEN, ORDERING, resolve_category
 from builders.clips import ClipIdError, parse_clip_id, parse_seconds
+from builders.columns import MAX_ERRORS_SHOWN, RowError, raise_row_errors
+from builders.columns import ColumnMapping as BaseColumnMapping
 from builders.options import (
-    LETTERS,
     OptionError,
     lettered_events,
     options_from_pool,
@@ -66,7 +67,6 @@ OUTPUT_COLUMNS = (
     "frames",
     "frame_timestamps",
 )
-MAX_ERRORS_SHOWN = 20
 
 
 class ReleaseError(ValueError):
@@ -74,7 +74,7 @@ class ReleaseError(ValueError):
 
 
 @dataclass
-class ColumnMapping:
+class ColumnMapping(BaseColumnMapping):
     """Which release column holds each field. Defaults are the inferred release names.
 
     ``None`` disables an optional field. Override on the command line with ``--column field=release_name`` or with a
@@ -99,91 +99,9 @@ class ColumnMapping:
     procedure: str | None = "procedure"
     transcript: str | None = "transcript"
     reasoning: str | None = "reasoning"
-    explicit: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
-    REQUIRED = ("question_id", "clip_id", "question", "answer", "passes_blind_curation")
-
-    @classmethod
-    def from_overrides(cls, overrides: dict[str, object]) -> "ColumnMapping":
-        known = {f.name for f in fields(cls) if f.name != "explicit"}
-        unknown = sorted(set(overrides) - known)
-        if unknown:
-            raise ReleaseError(f"unknown mapping field(s) {unknown}; known fields: {sorted(known)}")
-        values = {}
-        for name, value in overrides.items():
-            if name == "option_columns" and isinstance(value, str):
-                value = [part.strip() for part in value.split(",") if part.strip()]
-            elif isinstance(value, str) and value.strip().lower() in ("", "none", "null"):
-                value = None
-            values[name] = value
-        return cls(**values, explicit=frozenset(values))
-
-    @classmethod
-    def from_cli(cls, pairs: list[str] | None, columns_file: str | None = None) -> "ColumnMapping":
-        overrides: dict[str, object] = {}
-        if columns_file:
-            loaded = yaml.safe_load(Path(columns_file).read_text()) or {}
-            if not isinstance(loaded, dict):
-                raise ReleaseError(f"{columns_file}: expected a mapping of field: column, got {type(loaded).__name__}")
-            overrides.update(loaded)
-        for pair in pairs or []:
-            name, sep, column = pair.partition("=")
-            if not sep:
-                raise ReleaseError(f"--column {pair!r}: expected field=column, e.g. --column question=question_text")
-            overrides[name.strip()] = column.strip()
-        return cls.from_overrides(overrides)
-
-    def resolve(self, found: list[str], where: str) -> dict[str, str | None]:
-        """Field -> column actually present; raise if a required or explicitly mapped column is absent."""
-        present = set(found)
-        resolved: dict[str, str | None] = {}
-        missing = []
-        for f in fields(self):
-            if f.name in ("explicit", "option_columns"):
-                continue
-            column = getattr(self, f.name)
-            if column is not None and column in present:
-                resolved[f.name] = column
-            elif column is not None and (f.name in self.REQUIRED or f.name in self.explicit):
-                missing.append(f"{f.name} (column {column!r})")
-            else:
-                resolved[f.name] = None
-        if self.option_columns:
-            absent = [c for c in self.option_columns if c not in present]
-            if absent:
-                missing.append(f"option_columns {absent}")
-        if missing:
-            raise ReleaseError(
-                f"{where}: missing required column(s): {', '.join(missing)}. Columns found: {sorted(found)}. "
-                "Map them with --column field=column (or --columns-file)."
-            )
-        return resolved
-
-    def letter_columns(self, found: list[str]) -> list[str]:
-        """One column per option letter: the declared list, else auto-detected ``A``.. / ``option_a``.. columns."""
-        if self.option_columns:
-            return list(self.option_columns)
-        for pattern in ("{}", "option_{}", "option_{l}", "opt_{l}", "choice_{}", "choice_{l}"):
-            names = []
-            for letter in LETTERS:
-                name = pattern.format(letter, l=letter.lower())
-                if name not in found:
-                    break
-                names.append(name)
-            if len(names) >= 2:
-                return names
-        return []
-
-
-@dataclass
-class RowError:
-    where: str
-    question_id: str | None
-    message: str
-
-    def __str__(self) -> str:
-        qid = f" question_id={self.question_id!r}" if self.question_id is not None else ""
-        return f"{self.where}{qid}: {self.message}"
+    REQUIRED: ClassVar[tuple[str, ...]] = ("question_id", "clip_id", "question", "answer", "passes_blind_curation")
+    ERROR: ClassVar[type[ValueError]] = ReleaseError
 
 
 @dataclass
@@ -414,10 +332,7 @@ def read_release(
                     f"{record['_where']}: start/end columns ({record['start']}, {record['end']}) differ from the "
                     f"clip_id window {window}; the columns are used"
                 )
-    if errors:
-        shown = "\n  ".join(str(e) for e in errors[:MAX_ERRORS_SHOWN])
-        more = f"\n  ... and {len(errors) - MAX_ERRORS_SHOWN} more" if len(errors) > MAX_ERRORS_SHOWN else ""
-        raise ReleaseError(f"{len(errors)} row(s) of {release_dir} cannot be read:\n  {shown}{more}")
+    raise_row_errors(errors, str(release_dir), ReleaseError)
     return Release(splits=splits, warnings=warnings)
 
 

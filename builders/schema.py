@@ -39,3 +39,29 @@ def video_qa_features(with_frames: bool, extra_schema: pa.Schema | None = None) 
     if extra_schema is not None:
         features.update(Features.from_arrow_schema(extra_schema))
     return features
+
+
+# The text-only multiple-choice record (SurgiQ): ``options`` in presentation order, ``answer`` its letter,
+# ``option_order`` the stored position of each presented option (identity unless the config reorders them).
+TEXT_MCQ_FEATURES = Features(
+    {
+        "id": Value("string"),
+        "question": Value("string"),
+        "options": List(Value("string")),
+        "answer": Value("string"),
+        "answer_index": Value("int32"),
+        "option_order": List(Value("int32")),
+        "explanation": Value("string"),
+        "domain": Value("string"),
+        "question_type": Value("string"),
+        "source_type": Value("string"),
+    }
+)
+
+
+def text_mcq_features(extra_schema: pa.Schema | None = None) -> Features:
+    """The text-MCQ features plus carried-through source columns."""
+    features = Features(dict(TEXT_MCQ_FEATURES))
+    if extra_schema is not None:
+        features.update(Features.from_arrow_schema(extra_schema))
+    return features

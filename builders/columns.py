@@ -1,0 +1,125 @@
+"""Declared column mappings and row errors, shared by the builders' readers (Sureon release, SurgiQ files).
+
+A reader declares one dataclass of ``field: source column`` (defaults are the expected names) and subclasses
+:class:`ColumnMapping`; users override it with ``--column field=column`` or a YAML ``--columns-file``. A column the
+mapping requires (or one the user mapped explicitly) that the files lack is an error naming it and listing what was
+found. Row problems are collected as :class:`RowError` and raised together, so one run shows every fix to make.
+"""
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import ClassVar
+
+import yaml
+
+from builders.options import LETTERS
+
+
+MAX_ERRORS_SHOWN = 20
+
+
+@dataclass
+class ColumnMapping:
+    """Base of the readers' mappings: subclasses add one ``str | None`` field per record field.
+
+    ``None`` disables an optional field; ``option_columns`` (if a subclass declares it) lists one column per option
+    letter. ``REQUIRED`` fields must be present; ``ERROR`` is the reader's error class.
+    """
+
+    explicit: frozenset[str] = field(default=frozenset(), repr=False, compare=False, kw_only=True)
+
+    REQUIRED: ClassVar[tuple[str, ...]] = ()
+    ERROR: ClassVar[type[ValueError]] = ValueError
+
+    @classmethod
+    def from_overrides(cls, overrides: dict[str, object]):
+        known = {f.name for f in fields(cls) if f.name != "explicit"}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise cls.ERROR(f"unknown mapping field(s) {unknown}; known fields: {sorted(known)}")
+        values = {}
+        for name, value in overrides.items():
+            if name == "option_columns" and isinstance(value, str):
+                value = [part.strip() for part in value.split(",") if part.strip()]
+            elif isinstance(value, str) and value.strip().lower() in ("", "none", "null"):
+                value = None
+            values[name] = value
+        return cls(**values, explicit=frozenset(values))
+
+    @classmethod
+    def from_cli(cls, pairs: list[str] | None, columns_file: str | None = None):
+        overrides: dict[str, object] = {}
+        if columns_file:
+            loaded = yaml.safe_load(Path(columns_file).read_text()) or {}
+            if not isinstance(loaded, dict):
+                raise cls.ERROR(f"{columns_file}: expected a mapping of field: column, got {type(loaded).__name__}")
+            overrides.update(loaded)
+        for pair in pairs or []:
+            name, sep, column = pair.partition("=")
+            if not sep:
+                raise cls.ERROR(f"--column {pair!r}: expected field=column, e.g. --column question=question_text")
+            overrides[name.strip()] = column.strip()
+        return cls.from_overrides(overrides)
+
+    def resolve(self, found: list[str], where: str) -> dict[str, str | None]:
+        """Field -> column actually present; raise if a required or explicitly mapped column is absent."""
+        present = set(found)
+        resolved: dict[str, str | None] = {}
+        missing = []
+        for f in fields(self):
+            if f.name in ("explicit", "option_columns"):
+                continue
+            column = getattr(self, f.name)
+            if column is not None and column in present:
+                resolved[f.name] = column
+            elif column is not None and (f.name in self.REQUIRED or f.name in self.explicit):
+                missing.append(f"{f.name} (column {column!r})")
+            else:
+                resolved[f.name] = None
+        declared = getattr(self, "option_columns", None)
+        if declared:
+            absent = [c for c in declared if c not in present]
+            if absent:
+                missing.append(f"option_columns {absent}")
+        if missing:
+            raise self.ERROR(
+                f"{where}: missing required column(s): {', '.join(missing)}. Columns found: {sorted(found)}. "
+                "Map them with --column field=column (or --columns-file)."
+            )
+        return resolved
+
+    def letter_columns(self, found: list[str]) -> list[str]:
+        """One column per option letter: the declared list, else auto-detected ``A``.. / ``option_a``.. columns."""
+        declared = getattr(self, "option_columns", None)
+        if declared:
+            return list(declared)
+        for pattern in ("{}", "option_{}", "option_{l}", "opt_{l}", "choice_{}", "choice_{l}"):
+            names = []
+            for letter in LETTERS:
+                name = pattern.format(letter, l=letter.lower())
+                if name not in found:
+                    break
+                names.append(name)
+            if len(names) >= 2:
+                return names
+        return []
+
+
+@dataclass
+class RowError:
+    where: str
+    question_id: str | None
+    message: str
+
+    def __str__(self) -> str:
+        qid = f" question_id={self.question_id!r}" if self.question_id is not None else ""
+        return f"{self.where}{qid}: {self.message}"
+
+
+def raise_row_errors(errors: list[RowError], what: str, error: type[ValueError]) -> None:
+    """Raise ``error`` listing the first :data:`MAX_ERRORS_SHOWN` row errors of ``what``, if there are any."""
+    if not errors:
+        return
+    shown = "\n  ".join(str(e) for e in errors[:MAX_ERRORS_SHOWN])
+    more = f"\n  ... and {len(errors) - MAX_ERRORS_SHOWN} more" if len(errors) > MAX_ERRORS_SHOWN else ""
+    raise error(f"{len(errors)} row(s) of {what} cannot be read:\n  {shown}{more}")

@@ -1,0 +1,232 @@
+"""SurgiQ scoring on tiny models: equal to a plain per-label reference, one forward per question, resumable,
+deterministic, few-shot pool excluded, and the CLI's outputs agree with its predictions."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from conftest import REPO
+
+from builders.cli import main as cli_main
+from builders.prompt import ANSWER_CUE, surgiq_prompt
+from builders.surgiq import BuildOptions, build_surgiq
+from recipes.modeling import load_model, load_processor, tokenizer_of
+from recipes.surgiq_eval import (
+    FEWSHOT_POOL_SIZE,
+    LabelScorer,
+    ScoreCache,
+    fewshot_pool,
+    load_surgiq,
+    render_prompts,
+    score_prompts,
+)
+from recipes.tiny_models import build_tiny_causal_lm, build_tiny_qwen3_vl
+
+
+SAMPLE = REPO / "sample_data" / "surgiq" / "surgiq_sample.jsonl"
+
+
+@pytest.fixture(scope="module")
+def tiny_lm(tmp_path_factory):
+    return build_tiny_causal_lm(tmp_path_factory.mktemp("tiny") / "lm")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    return build_surgiq(BuildOptions(sources=[SAMPLE], out=tmp_path_factory.mktemp("surgiq") / "surgiq")).out
+
+
+@pytest.fixture(scope="module")
+def records(dataset):
+    return load_surgiq(str(dataset), "default", "test")
+
+
+@pytest.fixture(scope="module")
+def lm(tiny_lm):
+    model = load_model(str(tiny_lm))
+    return model, tokenizer_of(load_processor(str(tiny_lm)))
+
+
+def reference_label_logprobs(model, tokenizer, prompt: str) -> dict[str, dict[str, float]]:
+    """Unbatched, unpadded: for each label variant, one forward over prompt + label and the label's log-probability."""
+    prompt_ids = tokenizer(prompt)["input_ids"]
+    result: dict[str, dict[str, float]] = {}
+    for letter in "ABCD":
+        for variant in (letter, " " + letter):
+            label = tokenizer.encode(variant, add_special_tokens=False)
+            assert len(label) == 1
+            with torch.no_grad():
+                logits = model(torch.tensor([prompt_ids + label])).logits[0, len(prompt_ids) - 1].double()
+            result.setdefault(letter, {})[variant] = float(torch.log_softmax(logits, -1)[label[0]])
+    return result
+
+
+class ForwardCounter:
+    """Counts a model's forward calls and the questions (batch rows) they carry, inside a ``with`` block."""
+
+    def __init__(self, model):
+        self.model, self.calls, self.rows = model, 0, 0
+
+    def count(self, module, args, kwargs):
+        self.calls += 1
+        self.rows += kwargs["input_ids"].shape[0]
+
+    def __enter__(self):
+        self.handle = self.model.register_forward_pre_hook(self.count, with_kwargs=True)
+        return self
+
+    def __exit__(self, *exc):
+        self.handle.remove()
+
+
+def test_scores_equal_a_plain_forward_per_label_with_both_variants(lm, records, tmp_path):
+    model, tokenizer = lm
+    subset = records[::3]  # prompts of different lengths, left-padded together in batches of 4
+    prompts = render_prompts(subset, [])
+    scorer = LabelScorer(model, tokenizer)
+    scores, _ = score_prompts(scorer, [r["id"] for r in subset], prompts, ScoreCache(tmp_path / "c.jsonl"), "fp", 4)
+    assert len({len(ids) for ids in scorer.encode(prompts)}) > 5
+    space_wins = plain_wins = 0
+    for record, prompt in zip(subset, prompts, strict=True):
+        reference = reference_label_logprobs(model, tokenizer, prompt)
+        expected = [max(reference[letter].values()) for letter in "ABCD"]
+        np.testing.assert_allclose(scores[record["id"]], expected, atol=2e-5, rtol=0)
+        for letter in "ABCD":
+            plain, spaced = reference[letter][letter], reference[letter][" " + letter]
+            space_wins += spaced > plain + 1e-4
+            plain_wins += plain > spaced + 1e-4
+    assert space_wins and plain_wins  # the max really picks between the two variants
+
+
+def test_prompt_ends_with_the_answer_cue_and_letters_options(records):
+    prompt = surgiq_prompt(records[0])
+    assert prompt.endswith(f"\nD. {records[0]['options'][3]}\n{ANSWER_CUE}")
+    assert f"Question: {records[0]['question']}" in prompt
+
+
+@pytest.mark.parametrize("batch_size", [1, 4])
+def test_exactly_one_forward_pass_per_question(lm, records, tmp_path, batch_size):
+    model, tokenizer = lm
+    scorer = LabelScorer(model, tokenizer)
+    with ForwardCounter(model) as counter:
+        ids = [r["id"] for r in records]
+        score_prompts(scorer, ids, render_prompts(records, []), ScoreCache(tmp_path / "c.jsonl"), "fp", batch_size)
+    assert counter.rows == len(records)
+    assert counter.calls == math.ceil(len(records) / batch_size)
+
+
+def test_a_killed_run_resumes_without_rescoring_and_matches_a_fresh_run(lm, records, tmp_path, monkeypatch):
+    model, tokenizer = lm
+    ids, prompts = [r["id"] for r in records], render_prompts(records, [])
+    fresh, _ = score_prompts(
+        LabelScorer(model, tokenizer), ids, prompts, ScoreCache(tmp_path / "fresh.jsonl"), "fp", 4
+    )
+
+    scorer = LabelScorer(model, tokenizer)
+    real_score, calls = scorer.score_ids, []
+
+    def dies_on_the_third_batch(batch):
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        calls.append(len(batch))
+        return real_score(batch)
+
+    monkeypatch.setattr(scorer, "score_ids", dies_on_the_third_batch)
+    cache_file = tmp_path / "resume.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        score_prompts(scorer, ids, prompts, ScoreCache(cache_file), "fp", 4)
+    with cache_file.open("a") as handle:
+        handle.write('{"key": "cut sh')  # a crash mid-write leaves a partial line
+    assert len(ScoreCache(cache_file).entries) == 8
+    assert cache_file.read_text().endswith("}\n")  # the partial line is cut off on opening
+
+    with ForwardCounter(model) as counter:
+        resumed, batches = score_prompts(LabelScorer(model, tokenizer), ids, prompts, ScoreCache(cache_file), "fp", 4)
+    assert batches == counter.calls == math.ceil(len(ids) / 4) - 2
+    assert resumed == fresh  # same batches, same floats
+    again, batches = score_prompts(LabelScorer(model, tokenizer), ids, prompts, ScoreCache(cache_file), "fp", 4)
+    assert batches == 0 and again == fresh
+    _, batches = score_prompts(LabelScorer(model, tokenizer), ids, prompts, ScoreCache(cache_file), "other", 4)
+    assert batches == math.ceil(len(ids) / 4)  # another model fingerprint never reuses these scores
+
+
+def test_fewshot_pool_is_fixed_and_shown_with_answers(records, dataset):
+    pool = fewshot_pool(records)
+    assert len(pool) == FEWSHOT_POOL_SIZE
+    assert [r["id"] for r in fewshot_pool(list(reversed(records)))] == [r["id"] for r in pool]
+    shuffled = load_surgiq(str(dataset), "shuffled", "test")
+    assert [r["id"] for r in fewshot_pool(shuffled)] == [r["id"] for r in pool]
+    prompt = render_prompts([records[-1]], pool[:2])[0]
+    for demo in pool[:2]:
+        assert f"Question: {demo['question']}" in prompt
+        assert f"{ANSWER_CUE} {'ABCD'[demo['answer_index']]}\n\n" in prompt
+    assert pool[2]["question"] not in prompt and prompt.endswith(ANSWER_CUE)
+
+
+def test_cli_eval_outputs_agree_with_predictions_and_rerun_is_identical(tiny_lm, dataset, records, tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["eval", "surgiq", "--model", str(tiny_lm), "--dataset", str(dataset), "--out", str(out)]
+    assert cli_main([*argv, "--batch-size", "4"]) == 0
+    assert "8 batch(es) scored, 0 question(s) from the cache" in capsys.readouterr().out
+    predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    report = json.loads((out / "report.json").read_text())
+    assert [p["id"] for p in predictions] == [r["id"] for r in records]
+    for p, record in zip(predictions, records, strict=True):
+        scores = list(p["scores"].values())
+        assert p["prediction"] == "ABCD"[int(np.argmax(scores))]
+        assert p["correct"] == (p["prediction"] == "ABCD"[record["answer_index"]])
+        assert sum(p["probabilities"].values()) == pytest.approx(1)
+        assert p["confidence"] == pytest.approx(max(p["probabilities"].values()))
+    assert report["accuracy"] == pytest.approx(np.mean([p["correct"] for p in predictions]))
+    assert sum(g["n"] for g in report["per_type"].values()) == len(records) == report["num_questions"]
+    for domain, group in report["per_domain"].items():
+        members = [p["correct"] for p in predictions if p["domain"] == domain]
+        assert group == {"n": len(members), "accuracy": pytest.approx(np.mean(members))}
+    assert report["calibration"]["n_bins"] == 10 and "ECE" in (out / "report.md").read_text()
+    assert report["labels"] == {x: [x, " " + x] for x in "ABCD"}
+    assert (out / "reliability.png").stat().st_size > 1000
+    first = {name: (out / name).read_bytes() for name in ("predictions.jsonl", "report.json", "report.md")}
+
+    assert cli_main([*argv, "--batch-size", "4"]) == 0
+    assert f"0 batch(es) scored, {len(records)} question(s) from the cache" in capsys.readouterr().out
+    assert {name: (out / name).read_bytes() for name in first} == first
+
+
+def test_cli_fewshot_excludes_the_pool_from_scoring(tiny_lm, dataset, records, tmp_path):
+    out = tmp_path / "fewshot"
+    argv = ["eval", "surgiq", "--model", str(tiny_lm), "--dataset", str(dataset), "--out", str(out), "--shots", "2"]
+    assert cli_main([*argv, "--config", "shuffled"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    pool = [r["id"] for r in fewshot_pool(records)]
+    assert report["fewshot_pool"] == pool and report["demonstrations"] == pool[:2]
+    assert report["excluded_from_scoring"] == sorted(pool)
+    scored = [json.loads(line)["id"] for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert scored == [r["id"] for r in records if r["id"] not in pool]
+
+
+def test_chat_template_wraps_the_prompt_once(lm, records, tmp_path):
+    model, tokenizer = lm
+    prompts = render_prompts(records[:3], [], tokenizer)
+    assert all(p.startswith("<|im_start|>user\n") and p.endswith("<|im_start|>assistant\n") for p in prompts)
+    scorer = LabelScorer(model, tokenizer, chat_template=True)
+    scores, _ = score_prompts(scorer, [r["id"] for r in records[:3]], prompts, ScoreCache(tmp_path / "c"), "fp", 2)
+    reference = reference_label_logprobs(model, tokenizer, prompts[0])
+    np.testing.assert_allclose(
+        scores[records[0]["id"]], [max(reference[x].values()) for x in "ABCD"], atol=2e-5, rtol=0
+    )
+
+
+@pytest.mark.parametrize("chat_template", [False, True])
+def test_a_vision_language_model_scores_text_only(tmp_path, records, chat_template):
+    path = build_tiny_qwen3_vl(tmp_path / "vl")
+    model, processor = load_model(str(path)), load_processor(str(path))
+    tokenizer = tokenizer_of(processor)
+    prompts = render_prompts(records[:5], [], processor if chat_template else None)
+    assert prompts[0].startswith("<|im_start|>user\nThe following") == chat_template
+    scorer = LabelScorer(model, tokenizer, chat_template=chat_template)
+    scores, _ = score_prompts(scorer, [r["id"] for r in records[:5]], prompts, ScoreCache(tmp_path / "c"), "fp", 5)
+    for record, prompt in zip(records[:5], prompts, strict=True):
+        reference = reference_label_logprobs(model, tokenizer, prompt)
+        np.testing.assert_allclose(scores[record["id"]], [max(reference[x].values()) for x in "ABCD"], atol=2e-5)
