@@ -2,14 +2,14 @@
 
     sureon build sureon --release DIR [--videos DIR] --out OUT [--configs bench db ...]
     sureon build surgiq --source FILE [FILE ...] --out OUT [--exclude-ids dedupe_ids.txt]
-    sureon near-duplicates surgiq --source FILE --against EXTERNAL [...] --out DIR
-    sureon eval surgiq --model PATH_OR_ID --dataset DIR_OR_ID [--config default|shuffled] [--shots 0..3] --out DIR
-    sureon report surgiq RUN [RUN ...] [--out DIR]
-    sureon shortcuts surgiq --dataset DIR_OR_ID [--config default] [--out DIR]
     sureon push OUT --repo-id ORG/NAME [--private]
     sureon eval sureon --model PATH_OR_ID --dataset DIR_OR_ID --mode visual|blind|both --out DIR
+    sureon eval surgiq --model PATH_OR_ID --dataset DIR_OR_ID [--config default|shuffled] [--shots 0..3] --out DIR
     sureon report sureon PRED... --out DIR [--human PRED]
     sureon report public PRED... --out DIR [--exclude-videos BENCHMARK:MODE=FILE]
+    sureon report surgiq RUN [RUN ...] [--out DIR]
+    sureon near-duplicates surgiq --source FILE --against EXTERNAL [...] --out DIR
+    sureon shortcuts surgiq --dataset DIR_OR_ID [--config default] [--out DIR]
 
 Each builder registers its own sub-command here; heavy imports happen inside the handlers so ``--help`` is fast.
 """
@@ -325,20 +325,16 @@ def make_parser() -> argparse.ArgumentParser:
     add_build_surgiq(builds)
     evaluate = commands.add_parser("eval", help="evaluate a model on a benchmark")
     evals = evaluate.add_subparsers(dest="benchmark", required=True)
+    add_eval_sureon(evals)
     add_eval_surgiq(evals)
-    report = commands.add_parser("report", help="tables across several models' evaluation runs")
+    report = commands.add_parser("report", help="tables and statistics across models' evaluation runs")
     reports = report.add_subparsers(dest="benchmark", required=True)
+    add_report_sureon(reports)
+    add_report_public(reports)
     add_report_surgiq(reports)
     add_near_duplicates(commands)
     add_shortcuts(commands)
     add_push(commands)
-    evaluate = commands.add_parser("eval", help="evaluate a model on a benchmark")
-    evals = evaluate.add_subparsers(dest="benchmark", required=True)
-    add_eval_sureon(evals)
-    report = commands.add_parser("report", help="render evaluation reports from prediction files")
-    reports = report.add_subparsers(dest="benchmark", required=True)
-    add_report_sureon(reports)
-    add_report_public(reports)
     return parser
 
 

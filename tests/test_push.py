@@ -48,4 +48,4 @@ def test_push_uploads_the_folder_as_a_dataset_repo(folder, monkeypatch, capsys, 
 
 def test_push_refuses_a_folder_that_was_not_built(tmp_path, capsys):
     assert cli_main(["push", str(tmp_path), "--repo-id", "my-org/x"]) == 2
-    assert "build it first" in capsys.readouterr().err
+    assert "build or train it first" in capsys.readouterr().err
