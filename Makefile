@@ -70,6 +70,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/frames.py
 	$(PY) benchmarks/llm_client.py
 	$(PY) benchmarks/surgiq_scoring.py
+	$(PY) benchmarks/sft_collator.py
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache
