@@ -37,7 +37,7 @@ def seeded_shuffle(items: Sequence, *seed_parts: str) -> list:
     return shuffled
 
 
-def _normalise(text: str) -> str:
+def normalise_option(text: str) -> str:
     return re.sub(r"\s+", " ", str(text)).strip().rstrip(".").casefold()
 
 
@@ -94,7 +94,7 @@ def read_options(value) -> tuple[list[str], int | None]:
 
 def options_from_pool(answer: str, pool: list[str], question_id: str) -> list[str]:
     """Correct answer + distractor pool, in an order seeded by ``question_id`` (the release fixes none)."""
-    if _normalise(answer) in {_normalise(d) for d in pool}:
+    if normalise_option(answer) in {normalise_option(d) for d in pool}:
         raise OptionError(f"the answer {answer!r} is also listed among the distractors")
     return seeded_shuffle([answer, *pool], "options", question_id)
 
@@ -103,10 +103,10 @@ def resolve_answer(answer: str, options: list[str], flagged: int | None) -> int:
     """Index of the correct option, from the answer's text or letter; raise :class:`OptionError` if none matches."""
     if not options:
         return -1
-    normalised = [_normalise(o) for o in options]
+    normalised = [normalise_option(o) for o in options]
     if len(set(normalised)) != len(normalised):
         raise OptionError(f"two options have the same text: {options}")
-    by_text = [i for i, option in enumerate(normalised) if option == _normalise(answer)]
+    by_text = [i for i, option in enumerate(normalised) if option == normalise_option(answer)]
     letter = _LETTER_ANSWER.match(str(answer).strip())
     if by_text:
         index = by_text[0]
