@@ -10,6 +10,7 @@
     sureon report surgiq RUN [RUN ...] [--out DIR]
     sureon near-duplicates surgiq --source FILE --against EXTERNAL [...] --out DIR
     sureon shortcuts surgiq --dataset DIR_OR_ID [--config default] [--out DIR]
+    sureon review add-user|assign|serve|export|agreement --db review.sqlite ...
 
 Each builder registers its own sub-command here; heavy imports happen inside the handlers so ``--help`` is fast.
 """
@@ -316,6 +317,79 @@ def run_report_public(args) -> int:
     return 0
 
 
+def add_review(commands) -> None:
+    from builders.review.samples import DEFAULT_CONFIG
+
+    review = commands.add_parser("review", help="expert review of the validation pool: accounts, app, exports")
+    actions = review.add_subparsers(dest="action", required=True)
+
+    def action(name: str, help_text: str, handler, dataset: bool = False):
+        parser = actions.add_parser(name, help=help_text, description=help_text)
+        parser.add_argument("--db", required=True, type=Path, help="the review database (SQLite, created if absent)")
+        if dataset:
+            parser.add_argument("--dataset", required=True, type=Path, help="a built Sureon dataset folder")
+            parser.add_argument("--config", default=DEFAULT_CONFIG, help="the config under review")
+        parser.set_defaults(handler=handler)
+        return parser
+
+    add_user = action(
+        "add-user", "create a reviewer account (the password is read from stdin or a prompt)", run_review
+    )
+    add_user.add_argument("username")
+    add_user.add_argument("--admin", action="store_true")
+    add_user.add_argument("--reset-password", action="store_true", help="set a new password of an existing account")
+    assign = action("assign", "assign unassigned samples to reviewers (balanced, seeded)", run_review, dataset=True)
+    assign.add_argument("--reviewers", nargs="+", help="usernames (default: every account)")
+    assign.add_argument("--dual-fraction", type=float, default=0.0, help="share of each type reviewed twice")
+    assign.add_argument("--seed", default="sureon-review")
+    serve = action("serve", "start the review web app", run_review, dataset=True)
+    serve.add_argument("--videos", type=Path, help="folder of source videos named <source_id>.<ext>")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=7860)
+    export = action("export", "write the approved bench config and the review reports", run_review, dataset=True)
+    export.add_argument("--out", required=True, type=Path)
+    export.add_argument("--overwrite", action="store_true")
+    action("agreement", "print inter-rater agreement on the dual-reviewed subset (JSON)", run_review)
+
+
+def run_review(args) -> int:
+    import getpass
+    import json
+
+    from builders.review.store import ReviewStore
+
+    store = ReviewStore(args.db)
+    if args.action == "add-user":
+        password = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
+        if args.reset_password:
+            store.set_password(args.username, password)
+        else:
+            store.add_user(args.username, password, admin=args.admin)
+        print(f"{'updated' if args.reset_password else 'created'} {args.username} in {args.db}")
+    elif args.action == "assign":
+        from builders.review.assignment import assign
+        from builders.review.samples import load_samples
+
+        samples = load_samples(args.dataset, args.config)
+        taken = {a.sample_id for a in store.assignments()}
+        todo = {sample_id: r["category"] for sample_id, r in samples.items() if sample_id not in taken}
+        added = store.add_assignments(assign(todo, args.reviewers or store.users(), args.dual_fraction, args.seed))
+        print(f"assigned {len(todo)} sample(s) ({added} assignments); {len(taken)} were already assigned")
+    elif args.action == "serve":
+        from builders.review.app import serve
+
+        serve(args.dataset, args.db, args.videos, args.config, args.host, args.port)
+    elif args.action == "export":
+        from builders.review.export import export_review
+
+        print(export_review(args.dataset, store, args.out, args.config, args.overwrite).summary())
+    else:
+        from builders.review.reliability import agreement_report, rated_pairs
+
+        print(json.dumps(agreement_report(rated_pairs(store.assignments(), store.latest())), indent=2))
+    return 0
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sureon", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -335,6 +409,7 @@ def make_parser() -> argparse.ArgumentParser:
     add_near_duplicates(commands)
     add_shortcuts(commands)
     add_push(commands)
+    add_review(commands)
     return parser
 
 

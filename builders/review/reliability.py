@@ -76,8 +76,10 @@ def agreement(first: list[str], second: list[str], labels: list[str]) -> Agreeme
     kappa = ci = alpha = fleiss = None
     if len(used) > 1:
         kappa = _finite(cohen_kappa_score(first, second, labels=labels))
-        result = cohens_kappa(confusion_matrix(first, second, labels=labels), return_results=True)
-        ci = [float(result.kappa_low), float(result.kappa_upp)]
+        with np.errstate(invalid="ignore", divide="ignore"):  # a degenerate table has no variance: no interval
+            result = cohens_kappa(confusion_matrix(first, second, labels=labels), return_results=True)
+        if np.isfinite([result.kappa_low, result.kappa_upp]).all():
+            ci = [float(result.kappa_low), float(result.kappa_upp)]
         codes = np.array([[labels.index(x) for x in first], [labels.index(x) for x in second]])
         fleiss = _finite(fleiss_kappa(aggregate_raters(codes.T, n_cat=len(labels))[0], method="fleiss"))
         alpha = _finite(krippendorff.alpha(reliability_data=codes, level_of_measurement="nominal"))
