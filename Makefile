@@ -51,6 +51,11 @@ demo: $(STAMP)
 	$(VENV)/bin/sureon report surgiq $(DEMO_DIR)/surgiq_runs/tiny-default $(DEMO_DIR)/surgiq_runs/tiny-shuffled \
 		--out $(DEMO_DIR)/surgiq_tables
 	$(VENV)/bin/sureon shortcuts surgiq --dataset $(DEMO_DIR)/surgiq --out $(DEMO_DIR)/surgiq_shortcuts
+	rm -f $(DEMO_DIR)/review.sqlite $(DEMO_DIR)/review.sqlite-wal $(DEMO_DIR)/review.sqlite-shm
+	echo "demo-password" | $(VENV)/bin/sureon review add-user demo --db $(DEMO_DIR)/review.sqlite
+	$(VENV)/bin/sureon review assign --db $(DEMO_DIR)/review.sqlite --dataset $(DEMO_DIR)/sureon
+	@echo "Expert review app (log in as demo / demo-password): $(VENV)/bin/sureon review serve \
+		--dataset $(DEMO_DIR)/sureon --db $(DEMO_DIR)/review.sqlite --videos $(DEMO_DIR)/videos"
 
 test: $(STAMP)
 	$(PY) -m pytest -m "not slow and not gpu and not network" -q

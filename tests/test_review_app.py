@@ -1,0 +1,120 @@
+"""The review app's handlers, on the demo build, without a server (skipped without the ``review`` extra)."""
+
+import pytest
+
+from builders.frames import index_videos
+from builders.review.app import ALL, Filters, ReviewUI, build_blocks, new_session
+from builders.review.samples import load_samples
+from builders.review.store import Assignment, ReviewStore
+
+
+gr = pytest.importorskip("gradio")
+
+PASSWORD = "correct horse battery"
+HOSTILE = "<img src=x onerror=alert(1)> & done"
+
+
+@pytest.fixture
+def ui(sureon_build, sample_videos, tmp_path):
+    samples = load_samples(sureon_build.out)
+    store = ReviewStore(tmp_path / "review.sqlite")
+    for name in ("alice", "bob"):
+        store.add_user(name, PASSWORD)
+    store.add_assignments([Assignment(s, "alice", "single") for s in samples])
+    store.add_assignments([Assignment(s, "bob", "dual") for s in list(samples)[:2]])
+    return ReviewUI(store, samples, index_videos(sample_videos))
+
+
+def logged_in(ui, name="alice"):
+    session, message = ui.login(new_session(), name, PASSWORD)
+    assert session["user"] == name, message
+    return session
+
+
+def test_blocks_build_and_the_login_handler_is_wired(ui):
+    blocks = build_blocks(ui)
+    assert isinstance(blocks, gr.Blocks)
+    handlers = {fn.fn.__name__: fn.fn for fn in blocks.fns.values()}
+    state, message, clip, question, *_ = handlers["on_login"](new_session(), "alice", PASSWORD)
+    assert state["user"] == "alice" and state["current"] in ui.samples and "<video" in clip
+    assert ui.samples[state["current"]]["question_id"] in question
+    refused, message, *_ = handlers["on_login"](new_session(), "alice", "wrong password")
+    assert refused["user"] is None and "wrong password" in message
+
+
+def test_login_refuses_wrong_credentials_and_nothing_is_written_anonymously(ui):
+    for name, password in (("alice", "nope nope nope"), ("mallory", PASSWORD), ("", "")):
+        session, message = ui.login(new_session(), name, password)
+        assert session["user"] is None and "wrong password" in message
+        anonymous = session | {"current": next(iter(ui.samples))}
+        _, message, recorded = ui.decide(anonymous, "approve", [], "", Filters())
+        assert not recorded and "Log in" in message
+    assert ui.store.log() == [] and ui.panels(new_session()) == ("", "", "")
+
+
+def test_decide_records_refuses_a_rejection_without_a_note_and_moves_on(ui):
+    session = logged_in(ui)
+    first = session["current"]
+    session, message, recorded = ui.decide(session, "reject", ["inaccurate"], "  ", Filters())
+    assert not recorded and "note" in message and session["current"] == first and ui.store.log() == []
+    session, message, recorded = ui.decide(session, "reject", ["inaccurate"], HOSTILE, Filters())
+    assert recorded and session["current"] != first
+    second = session["current"]
+    session, _, recorded = ui.decide(session, "approve", [], "", Filters())
+    assert recorded
+    assert [(d.sample_id, d.decision, d.note) for d in ui.store.log()] == [
+        (first, "reject", HOSTILE),
+        (second, "approve", ""),
+    ]
+    rows = ui.my_decisions(session)
+    assert [row[:3] for row in rows] == [
+        [second, ui.samples[second]["category"], "approve"],
+        [first, ui.samples[first]["category"], "reject"],
+    ]
+    assert rows[1][4] == HOSTILE  # the table component shows it as text
+    assert first not in ui.queue(session, Filters()) and first in ui.queue(session, Filters(include_decided=True))
+
+
+def test_a_reviewer_sees_only_their_own_decisions_and_not_the_other_dual_reviewer(ui):
+    alice = logged_in(ui)
+    shared = alice["current"]
+    ui.decide(alice, "reject", ["other"], "alice's private reason", Filters())
+    bob = logged_in(ui, "bob")
+    assert bob["current"] == shared  # blind: the same sample, nothing of alice's decision on screen
+    assert ui.my_decisions(bob) == []
+    assert "alice" not in "".join(ui.panels(bob)) and "private reason" not in "".join(ui.panels(bob))
+    assert set(ui.queue(bob, Filters())) == {a.sample_id for a in ui.store.assignments("bob")}
+
+
+def test_skip_sends_the_sample_to_the_end_and_filters_narrow_the_queue(ui):
+    session = logged_in(ui)
+    queue = ui.queue(session, Filters())
+    session, _ = ui.skip(session, Filters())
+    assert session["current"] == queue[1] and ui.queue(session, Filters())[-1] == queue[0]
+    assert ui.store.log() == []
+    choices = ui.filter_choices(session)
+    assert choices["category"][0] == ALL and set(choices["category"][1:]) == {
+        r["category"] for r in ui.samples.values()
+    }
+    only_f = Filters(qa_type="F")
+    assert ui.queue(session, only_f) == [s for s in queue if ui.samples[s]["category"] == "F"]
+    session = ui.advance(session, only_f)
+    _, question, _ = ui.panels(session)
+    assert "check the step right after the clip's end" in question
+    assert ui.queue(session, Filters(specialty="No such specialty")) == []
+
+
+def test_panels_show_clip_window_full_video_green_answer_and_escape_dataset_text(ui):
+    session = logged_in(ui)
+    record = ui.samples[session["current"]]
+    clip, question, context = ui.panels(session)
+    assert f"#t={record['start']:.3f},{record['end']:.3f}" in clip
+    assert f"#t={record['start']:.3f}'" in context  # the full video, from the clip's start
+    assert str(ui.videos[record["source_id"]].resolve()) in clip
+    if record["answer_format"] == "mcq":
+        correct = record["options"][record["answer_index"]]
+        assert "16a34a" in question.split(correct)[0].rsplit("<li", 1)[1]
+    assert record["procedure"] in context and record["specialty"] in context
+    ui.samples[session["current"]] = record | {"question": HOSTILE, "transcript": HOSTILE}
+    _, question, context = ui.panels(session)
+    assert "<img" not in question and "<img" not in context and "&lt;img src=x" in question
