@@ -252,7 +252,7 @@ def build_blocks(ui: ReviewUI):
             )
 
         login_outputs = [*view, login_box, review_box, password, specialty, procedure, qa_type]
-        login_button.click(on_login, [session, username, password], login_outputs)
+        login_button.click(on_login, [session, username, password], login_outputs, api_name="login")
         password.submit(on_login, [session, username, password], login_outputs)
 
         def on_filter(state, *values):
@@ -264,7 +264,7 @@ def build_blocks(ui: ReviewUI):
         def on_skip(state, *values):
             return render(*ui.skip(state, Filters(*values)))
 
-        skip_button.click(on_skip, [session, *filter_inputs], view)
+        skip_button.click(on_skip, [session, *filter_inputs], view, api_name="skip")
 
         for decision, button in buttons.items():
 
@@ -274,7 +274,21 @@ def build_blocks(ui: ReviewUI):
                     return (state, message, *ui.panels(state), ui.my_decisions(state), text, chosen_tags)
                 return render(state, message)
 
-            button.click(on_decide, [session, tags, note, *filter_inputs], view)
+            button.click(on_decide, [session, tags, note, *filter_inputs], view, api_name=decision)
+    return blocks
+
+
+def launch_app(ui: ReviewUI, host: str, port: int, videos_dir: Path | None = None, block: bool = True):
+    """Serve ``ui``; only ``videos_dir`` is readable through the file route. ``block=False`` returns the Blocks
+    (close it with ``.close()``)."""
+    blocks = build_blocks(ui)
+    blocks.queue(default_concurrency_limit=8).launch(
+        server_name=host,
+        server_port=port,
+        allowed_paths=[str(Path(videos_dir).resolve())] if videos_dir else None,
+        prevent_thread_lock=not block,
+        quiet=not block,
+    )
     return blocks
 
 
@@ -289,10 +303,5 @@ def serve(
     from builders.frames import index_videos
     from builders.review.samples import DEFAULT_CONFIG, load_samples
 
-    ui = ReviewUI(
-        ReviewStore(db), load_samples(dataset, config or DEFAULT_CONFIG), index_videos(videos) if videos else {}
-    )
-    blocks = build_blocks(ui)
-    blocks.queue(default_concurrency_limit=8).launch(
-        server_name=host, server_port=port, allowed_paths=[str(Path(videos).resolve())] if videos else None
-    )
+    samples = load_samples(dataset, config or DEFAULT_CONFIG)
+    launch_app(ReviewUI(ReviewStore(db), samples, index_videos(videos) if videos else {}), host, port, videos)
