@@ -76,6 +76,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/llm_client.py
 	$(PY) benchmarks/surgiq_scoring.py
 	$(PY) benchmarks/sft_collator.py
+	$(PY) benchmarks/review_store.py
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache
