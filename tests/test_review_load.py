@@ -8,9 +8,11 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
+import httpx
 import pytest
 
-from builders.review.app import ALL, ReviewUI, launch_app
+from builders.frames import index_videos
+from builders.review.app import ALL, FILE_ROUTE, ReviewUI, launch_app
 from builders.review.samples import load_samples
 from builders.review.store import Assignment, ReviewStore
 
@@ -45,13 +47,13 @@ def review_for_a_while(url: str, name: str) -> list[tuple]:
         )
         recorded = re.fullmatch(rf"Recorded: {decision} on (\S+)\.", message)
         assert recorded, message
-        assert "<img" not in clip + question + context
+        assert "<img" not in clip + question + context and "<video" in clip
         acks.append((name, recorded.group(1), decision, note))
         step += 1
     return acks
 
 
-def test_twenty_concurrent_reviewers_lose_and_duplicate_nothing(sureon_build, tmp_path):
+def test_twenty_concurrent_reviewers_lose_and_duplicate_nothing(sureon_build, sample_videos, tmp_path):
     samples = load_samples(sureon_build.out)
     store = ReviewStore(tmp_path / "review.sqlite")
     names = [f"reviewer{i:02d}" for i in range(SESSIONS)]
@@ -59,8 +61,13 @@ def test_twenty_concurrent_reviewers_lose_and_duplicate_nothing(sureon_build, tm
         store.add_user(name, PASSWORD)
     store.add_assignments([Assignment(s, name, "single") for name in names for s in samples])
     port = free_port()
-    blocks = launch_app(ReviewUI(store, samples), "127.0.0.1", port, block=False)
+    videos = index_videos(sample_videos)
+    blocks = launch_app(ReviewUI(store, samples, videos), "127.0.0.1", port, sample_videos, block=False)
     try:
+        files = f"http://127.0.0.1:{port}{FILE_ROUTE}"
+        video = httpx.get(f"{files}{next(iter(videos.values())).resolve()}", headers={"Range": "bytes=0-99"})
+        assert video.status_code == 206 and video.headers["content-type"] == "video/mp4"
+        assert httpx.get(f"{files}{store.path.resolve()}").status_code == 403  # password hashes stay private
         with ThreadPoolExecutor(SESSIONS) as pool:
             acks = [
                 ack
