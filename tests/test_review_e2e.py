@@ -1,0 +1,120 @@
+"""End to end in a real browser: the served review app driven by headless Chromium through Playwright.
+
+Log in, approve one sample, try to reject the next without a note (refused), reject it with a note, restart the
+server, see both decisions again after logging back in, then check the database and the export. Needs the
+``review`` extra, ``pip install playwright`` and Debian's ``chromium`` (Playwright's own browser download is not
+used); skipped cleanly otherwise.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from builders.review.export import export_review
+from builders.review.samples import load_samples
+from builders.review.store import Assignment, ReviewStore
+
+
+pytest.importorskip("gradio")
+sync_api = pytest.importorskip("playwright.sync_api")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium"),
+]
+
+REPO = Path(__file__).resolve().parents[1]
+PASSWORD = "correct horse battery"
+NOTE = "Two options are correct: <b>B</b> & C — see 0:01:02"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_server(dataset: Path, db: Path, videos: Path, port: int) -> subprocess.Popen:
+    command = [sys.executable, "-m", "builders.cli", "review", "serve", "--dataset", str(dataset), "--db", str(db)]
+    command += ["--videos", str(videos), "--port", str(port)]
+    server = subprocess.Popen(command, cwd=REPO, env=os.environ | {"GRADIO_ANALYTICS_ENABLED": "False"})
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/", timeout=2).status_code == 200:
+                return server
+        except httpx.TransportError:
+            time.sleep(0.5)
+    server.terminate()
+    raise RuntimeError("the review server did not start within 90 s")
+
+
+def stop(server: subprocess.Popen) -> None:
+    server.terminate()
+    server.wait(timeout=30)
+
+
+def log_in(page, url: str) -> None:
+    page.goto(url)
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_text("Logged in as alice.").wait_for()
+
+
+def test_browser_review_session_survives_a_restart(sureon_build, sample_videos, tmp_path):
+    samples = list(load_samples(sureon_build.out))
+    db = tmp_path / "review.sqlite"
+    store = ReviewStore(db)
+    store.add_user("alice", PASSWORD)
+    store.add_assignments([Assignment(s, "alice", "single") for s in samples])
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+
+    server = start_server(sureon_build.out, db, sample_videos, port)
+    try:
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page()
+            log_in(page, url)
+            assert page.locator("video").count() >= 2  # the clip and the full video
+            page.get_by_role("button", name="Approve").click()
+            page.get_by_text(f"Recorded: approve on {samples[0]}.").wait_for()
+            page.get_by_role("button", name="Reject").click()
+            page.get_by_text("Not recorded: a rejection needs a written note").wait_for()
+            page.get_by_label("Note (required to reject, encouraged to flag)").fill(NOTE)
+            page.get_by_label("Inaccurate").check()
+            page.get_by_role("button", name="Reject").click()
+            page.get_by_text(f"Recorded: reject on {samples[1]}.").wait_for()
+            browser.close()
+    finally:
+        stop(server)
+    assert [(d.sample_id, d.decision, d.note) for d in store.log()] == [
+        (samples[0], "approve", ""),
+        (samples[1], "reject", NOTE),
+    ]
+
+    server = start_server(sureon_build.out, db, sample_videos, port)
+    try:
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page()
+            log_in(page, url)
+            note_cell = page.get_by_test_id("cell-0-4")  # "My decisions", newest first: the rejection's note
+            note_cell.get_by_text(NOTE).wait_for()  # shown as text ...
+            assert note_cell.locator("b").count() == 0  # ... never as markup
+            assert page.get_by_text(samples[2]).count() >= 1  # the queue resumes after the decided samples
+            browser.close()
+    finally:
+        stop(server)
+
+    report = export_review(sureon_build.out, ReviewStore(db), tmp_path / "verified")
+    assert report.counts["approved"] == 1 and report.counts["rejected"] == 1
+    assert report.counts["pending"] == len(samples) - 2
