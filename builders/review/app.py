@@ -56,7 +56,8 @@ def video_tag(path: Path | None, start: float, end: float | None, label: str) ->
         return f"<p class='missing-video'>{html.escape(label)}: video not found in --videos</p>"
     fragment = f"#t={start:.3f}" + (f",{end:.3f}" if end is not None else "")
     src = html.escape(f"{FILE_ROUTE}{path.resolve()}{fragment}", quote=True)
-    return f"<video controls preload='metadata' width='100%' src='{src}' aria-label='{html.escape(label)}'></video>"
+    style = "width:100%;max-height:60vh"
+    return f"<video controls preload='metadata' style='{style}' src='{src}' aria-label='{html.escape(label)}'></video>"
 
 
 def options_html(record: dict) -> str:
