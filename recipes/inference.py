@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from recipes.chat_inputs import flatten_text, media_kwargs, split_visuals
+from recipes.chat_inputs import flatten_text, media_kwargs, render_chat, split_visuals
 
 
 logger = logging.getLogger(__name__)
@@ -238,15 +238,10 @@ class TransformersBackend:
     def prepare(self, conversations: list[list[dict]]):
         """The processor inputs for a batch: rendered chat texts plus the frames, as ``generate`` receives them."""
         if not self.is_vision_language:
-            texts = [
-                self.processor.apply_chat_template(flatten_text(c), tokenize=False, add_generation_prompt=True)
-                for c in conversations
-            ]
+            texts = [render_chat(self.processor, flatten_text(c), add_generation_prompt=True) for c in conversations]
             return self.processor(texts, padding=True, return_tensors="pt", add_special_tokens=False)
         conversations, images, videos = _media(conversations)
-        texts = [
-            self.processor.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations
-        ]
+        texts = [render_chat(self.processor, c, add_generation_prompt=True) for c in conversations]
         kwargs = media_kwargs(images, videos)
         if videos and hasattr(type(self.processor.video_processor), "cap_pixels_per_frame"):
             kwargs["cap_pixels_per_frame"] = True  # qwen-vl-utils' per-frame pixel cap, as Qwen3-VL was trained
