@@ -238,7 +238,9 @@ def run_stage1(
                 reason = f"validator call failed: {result.error}" if not result.ok else "validator gave no decision"
                 skipped.append({**entry, "reason": reason})
             elif not decision.keep:
-                duplicate = f" (duplicate of candidate {decision.duplicate_of})" if decision.duplicate_of else ""
+                duplicate = (
+                    f" (duplicate of candidate {decision.duplicate_of})" if decision.duplicate_of is not None else ""
+                )
                 skipped.append({**entry, "reason": f"rejected: {decision.reason}{duplicate}"})
             else:
                 record = make_record(sample, category, transcript, decision.reason)
