@@ -12,8 +12,9 @@ and exemplars (prompt ``prompts/distractors.md``, in the spirit of the seed's Fi
 each distractor's model (``distractor_pool`` column, read by the hardening stage); the final distractors are a draw
 seeded by ``question_id`` under the cross-model diversity constraint (:mod:`builders.distractor_pool`).
 
-The pools are exact: each (question type, field, value) group gets its own flat inner-product faiss index, so a
-filtered search scans only its group. ``benchmarks/radg.py`` times it against a brute-force numpy scan.
+The search is exact: answers are grouped by question type, a batch of same-type queries is scored with one matrix
+product and each pool takes its top-k through precomputed positions (``benchmarks/radg.py`` times it against a
+brute-force scan and against one flat faiss index per pool).
 """
 
 import json
@@ -50,51 +51,76 @@ class DistractorReply(BaseModel):
 
 @dataclass
 class AnswerIndex:
-    """Correct answers with their metadata, searchable within exact metadata-filtered pools."""
+    """Correct answers with their metadata, searchable exactly within metadata-filtered pools.
+
+    Answers are stored once, grouped by question type (every pool is a subset of the question's type); a batch of
+    queries of one type is scored with a single matrix product over that group, and each pool takes its top-k from
+    those scores through precomputed positions. Ties break by answer index, so results never depend on timing.
+    """
 
     embeddings: np.ndarray  # (n, d) float32, L2-normalised
     meta: list[dict]  # question_id, answer, category, procedure, specialty, subject
-    groups: dict = field(default_factory=dict, repr=False)
+    chunk: int = 256  # queries scored per matrix product
+    blocks: dict = field(default_factory=dict, repr=False)
+    positions: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
-        import faiss
-
         if len(self.embeddings) != len(self.meta):
             raise ValueError(f"{len(self.embeddings)} embeddings for {len(self.meta)} answers")
-        members: dict[tuple, list[int]] = {}
+        members: dict[str, list[int]] = {}
         for i, item in enumerate(self.meta):
-            for pool in POOLS:
-                value = "" if pool == "broad" else item.get(pool) or ""
-                if pool == "broad" or value:
-                    members.setdefault((item["category"], pool, value), []).append(i)
-        vectors = np.ascontiguousarray(self.embeddings, dtype=np.float32)
-        for key, ids in members.items():
+            members.setdefault(item["category"], []).append(i)
+        vectors = np.asarray(self.embeddings, dtype=np.float32)
+        for category, ids in members.items():
             ids = np.asarray(ids, dtype=np.int64)
-            index = faiss.IndexFlatIP(vectors.shape[1])
-            index.add(vectors[ids])
-            self.groups[key] = (index, ids)
+            self.blocks[category] = (ids, np.ascontiguousarray(vectors[ids]))
+            groups: dict[tuple, list[int]] = {}
+            for position, i in enumerate(ids):
+                for pool in POOLS[:3]:
+                    if self.meta[i].get(pool):
+                        groups.setdefault((pool, self.meta[i][pool]), []).append(position)
+            self.positions[category] = {key: np.asarray(p, dtype=np.int64) for key, p in groups.items()}
+
+    def _top(self, scores: np.ndarray, ids: np.ndarray, top_k: int) -> list[tuple[int, float]]:
+        if len(scores) > top_k:
+            keep = np.argpartition(-scores, top_k - 1)[:top_k]
+            scores, ids = scores[keep], ids[keep]
+        order = np.lexsort((ids, -scores))
+        return [(int(ids[j]), float(scores[j])) for j in order]
+
+    def search_many(self, queries: np.ndarray, items: list[dict], top_k: int = 100) -> list[dict]:
+        """Per query, per pool, ``(answer index, cosine)`` best first; a pool whose field is empty is empty."""
+        results: list[dict] = [{pool: [] for pool in POOLS} for _ in items]
+        by_category: dict[str, list[int]] = {}
+        for q, item in enumerate(items):
+            by_category.setdefault(item["category"], []).append(q)
+        queries = np.asarray(queries, dtype=np.float32).reshape(len(items), -1)
+        for category, members in by_category.items():
+            if category not in self.blocks:
+                continue
+            ids, block = self.blocks[category]
+            positions = self.positions[category]
+            for start in range(0, len(members), self.chunk):
+                batch = members[start : start + self.chunk]
+                scores = block @ queries[batch].T
+                for column, q in enumerate(batch):
+                    column_scores = scores[:, column]
+                    for pool in POOLS:
+                        if pool == "broad":
+                            results[q][pool] = self._top(column_scores, ids, top_k)
+                        elif (found := positions.get((pool, items[q].get(pool) or ""))) is not None:
+                            results[q][pool] = self._top(column_scores[found], ids[found], top_k)
+        return results
 
     def search(self, query: np.ndarray, item: dict, top_k: int = 100) -> dict[str, list[tuple[int, float]]]:
-        """Per pool, ``(answer index, cosine)`` best first; a pool whose field is empty for ``item`` is empty."""
-        hits = {}
-        query = np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32)
-        for pool in POOLS:
-            value = "" if pool == "broad" else item.get(pool) or ""
-            group = self.groups.get((item["category"], pool, value)) if pool == "broad" or value else None
-            if group is None:
-                hits[pool] = []
-                continue
-            index, ids = group
-            scores, found = index.search(query, min(top_k, len(ids)))
-            hits[pool] = [(int(ids[j]), float(s)) for j, s in zip(found[0], scores[0], strict=True) if j >= 0]
-        return hits
+        return self.search_many(query.reshape(1, -1), [item], top_k)[0]
 
-    def exemplars(self, query: np.ndarray, item: dict, top_k: int = 100, limit: int = 100) -> list[str]:
-        """The merged exemplar set: pools in priority order, repeats and the item's own answer dropped."""
+    def merge(self, hits: dict[str, list[tuple[int, float]]], item: dict, limit: int = 100) -> list[str]:
+        """The exemplar set: pools in priority order, repeats and the item's own answer dropped, at most ``limit``."""
         seen = {normalise_option(item["answer"])}
         merged = []
-        for hits in self.search(query, item, top_k).values():
-            for i, _ in hits:
+        for pool in POOLS:
+            for i, _ in hits[pool]:
                 other = self.meta[i]
                 key = normalise_option(other["answer"])
                 if other["question_id"] == item["question_id"] or key in seen:
@@ -104,6 +130,9 @@ class AnswerIndex:
                 if len(merged) == limit:
                     return merged
         return merged
+
+    def exemplars(self, query: np.ndarray, item: dict, top_k: int = 100, limit: int = 100) -> list[str]:
+        return self.merge(self.search(query, item, top_k), item, limit)
 
 
 def embed(model, texts: list[str], batch_size: int = 64) -> np.ndarray:
@@ -179,8 +208,9 @@ def run_radg(
     query_vectors = embed(embedder, [r["answer"] for _, r in queries])
     system = _prompt("distractors.md").format(num_distractors=config.per_model)
     requests = []
-    for (_, record), vector in zip(queries, query_vectors, strict=True):
-        user = distractor_message(record, index.exemplars(vector, record, config.top_k, config.exemplars))
+    hits = index.search_many(query_vectors, [r for _, r in queries], config.top_k)
+    for (_, record), found in zip(queries, hits, strict=True):
+        user = distractor_message(record, index.merge(found, record, config.exemplars))
         for model in config.generators:
             messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
             requests.append(
