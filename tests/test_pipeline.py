@@ -9,6 +9,7 @@ import httpx
 import numpy as np
 import pytest
 from datasets import load_dataset
+from fake_chat_server import FakeChatServer, Reply
 
 from builders.categories import BY_CODE, CATEGORIES, MCQ
 from builders.cli import main as cli_main
@@ -96,8 +97,23 @@ def distractors(model: str, answer: str) -> list[str]:
     return texts
 
 
+def scripted_reply(body: dict) -> str:
+    """The fixed JSON answer of the scripted backend to one chat-completions request."""
+    system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
+    if agent := re.search(r"\((\w+)\) generator agent", system):
+        source_id = re.search(r"^Video (\S+):", user, re.MULTILINE).group(1)
+        reply = {"samples": generated(agent.group(1), source_id, body["seed"])}
+    elif "validator agent" in system:
+        candidates = [json.loads(m) for m in re.findall(r"^\[\d+\] (.*)$", user, re.MULTILINE)]
+        reply = {"decisions": validate(candidates)}
+    else:
+        answer = re.search(r"^Correct answer: (.*)$", user, re.MULTILINE).group(1)
+        reply = {"distractors": distractors(body["model"], answer)}
+    return json.dumps(reply)
+
+
 class ScriptedBackend:
-    """An httpx transport answering chat completions with fixed JSON per prompt; records every request body."""
+    """An httpx transport answering with :func:`scripted_reply`; records every request body; can die midway."""
 
     def __init__(self, fail_after: int | None = None):
         self.bodies: list[dict] = []
@@ -108,26 +124,9 @@ class ScriptedBackend:
             raise KeyboardInterrupt("killed midway")
         body = json.loads(request.content)
         self.bodies.append(body)
-        system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
-        if agent := re.search(r"\((\w+)\) generator agent", system):
-            source_id = re.search(r"^Video (\S+):", user, re.MULTILINE).group(1)
-            reply = {"samples": generated(agent.group(1), source_id, body["seed"])}
-        elif "validator agent" in system:
-            candidates = [json.loads(m) for m in re.findall(r"^\[\d+\] (.*)$", user, re.MULTILINE)]
-            reply = {"decisions": validate(candidates)}
-        else:
-            answer = re.search(r"^Correct answer: (.*)$", user, re.MULTILINE).group(1)
-            reply = {"distractors": distractors(body["model"], answer)}
-        content = json.dumps(reply)
-        return httpx.Response(
-            200,
-            json={
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-                ],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 20},
-            },
-        )
+        message = {"role": "assistant", "content": scripted_reply(body)}
+        usage = {"prompt_tokens": 100, "completion_tokens": 20}
+        return httpx.Response(200, json={"choices": [{"message": message, "finish_reason": "stop"}], "usage": usage})
 
 
 def client_for(backend: ScriptedBackend, cache) -> LLMClient:
@@ -457,3 +456,30 @@ def test_cli_split_and_resampled_stage2(stage1, tmp_path, capsys):
     args = ["pipeline", "stage2", "--input", str(stage1[0]), "--out", str(out), "--method", "resampled"]
     assert cli_main([*args, "--num-distractors", "3"]) == 0
     assert "sureon build sureon --release" in capsys.readouterr().out
+
+
+def test_cli_stage1_over_http_respects_the_cap_and_retries(tmp_path, monkeypatch, capsys):
+    source = tmp_path / "transcripts.jsonl"
+    rows = [
+        {"source_id": t.source_id, "subject": t.subject, "procedure": t.procedure, "title": t.title,
+         "segments": [{"text": x.text, "start": x.start, "end": x.end} for x in t.lines]}
+        for t in TRANSCRIPTS[:3]
+    ]  # fmt: skip
+    source.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+
+    def script(body, index):
+        if index in (0, 7):
+            return Reply(status=429, raw="slow down", headers={"Retry-After": "0"})
+        return Reply(content=scripted_reply(body), delay=0.01)
+
+    monkeypatch.setenv("OPENAI_API_KEY", "secret-key")
+    out = tmp_path / "stage1"
+    with FakeChatServer(script) as server:
+        args = ["pipeline", "stage1", "--transcripts", str(source), "--split-file", str(tmp_path / "splits.json")]
+        args += ["--model", "agent", "--out", str(out), "--base-url", server.url, "--max-concurrency", "3"]
+        assert cli_main([*args, "--categories", "AD", "TO"]) == 0
+    assert server.max_in_flight <= 3 and len(server.requests) == 3 * 2 * 4 + 2
+    printed = capsys.readouterr().out
+    assert "2 retries" in printed and "secret-key" not in printed
+    assert json.loads((out / "manifest.json").read_text())["written"] == {"train": 4, "validation": 2}
+    assert (tmp_path / "stage1.llm_cache.sqlite").exists()
