@@ -477,9 +477,13 @@ def test_cli_stage1_over_http_respects_the_cap_and_retries(tmp_path, monkeypatch
     with FakeChatServer(script) as server:
         args = ["pipeline", "stage1", "--transcripts", str(source), "--split-file", str(tmp_path / "splits.json")]
         args += ["--model", "agent", "--out", str(out), "--base-url", server.url, "--max-concurrency", "3"]
-        assert cli_main([*args, "--categories", "AD", "TO"]) == 0
+        prices = tmp_path / "prices.yaml"
+        prices.write_text("agent: {input: 1.0, output: 2.0}\n")
+        assert cli_main([*args, "--categories", "AD", "TO", "--prices", str(prices)]) == 0
     assert server.max_in_flight <= 3 and len(server.requests) == 3 * 2 * 4 + 2
     printed = capsys.readouterr().out
     assert "2 retries" in printed and "secret-key" not in printed
+    # 18 generator calls x (10 prompt tokens x $1 + 2 completion tokens x $2) per million
+    assert "stage1-generator: 18 calls" in printed and "$0.0003" in printed
     assert json.loads((out / "manifest.json").read_text())["written"] == {"train": 4, "validation": 2}
     assert (tmp_path / "stage1.llm_cache.sqlite").exists()

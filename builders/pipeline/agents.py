@@ -132,13 +132,14 @@ def dashed(seconds: float) -> str:
 
 def make_record(sample: Sample, category: Category, transcript: Transcript, reason: str) -> dict:
     """A release record; ``question_id`` is a digest of the sample's content, so reruns give the same ids."""
+    sample = sample.model_copy(update={"question": sample.question.strip(), "answer": sample.answer.strip()})
     content = json.dumps([transcript.source_id, category.code, sample.start, sample.end, sample.question])
     question_id = f"{transcript.source_id}_{category.slug}_{hashlib.sha256(content.encode()).hexdigest()[:12]}"
     options: list[dict] = []
     if category.answer_format == MCQ:
         pool = clean_pool([{"text": d} for d in sample.distractors], sample.answer)[:STAGE1_DISTRACTORS]
         options = lettered(options_from_pool(sample.answer, [d["text"] for d in pool], question_id), sample.answer)
-    answer = ",".join(parse_order(sample.answer, 3)) if category.answer_format == ORDERING else sample.answer.strip()
+    answer = ",".join(parse_order(sample.answer, 3)) if category.answer_format == ORDERING else sample.answer
     return {
         "question_id": question_id,
         "clip_id": f"{transcript.source_id}_{category.slug}_{dashed(sample.start)}_{dashed(sample.end)}",
@@ -146,7 +147,7 @@ def make_record(sample: Sample, category: Category, transcript: Transcript, reas
         "start": float(sample.start),
         "end": float(sample.end),
         "category": category.slug,
-        "question": sample.question.strip(),
+        "question": sample.question,
         "answer": answer,
         "options": options,
         "specialty": transcript.specialty,

@@ -25,14 +25,20 @@ def _client_arguments(parser) -> None:
     parser.add_argument("--cache", type=Path, help="SQLite LLM cache (default: <out>.llm_cache.sqlite)")
     parser.add_argument("--max-concurrency", type=int, default=64, help="requests in flight (seed: 128 / 64)")
     parser.add_argument("--max-tokens", type=int)
+    parser.add_argument("--prices", type=Path, help="YAML of model: {input, output} USD per million tokens")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
 
 
 def _client(args, model: str | None = None):
+    import yaml
+
     from builders.llm import LLMClient
 
+    prices = yaml.safe_load(args.prices.read_text()) if args.prices else None
     cache = args.cache or args.out.with_name(f"{args.out.name}.llm_cache.sqlite")
-    return LLMClient(model, base_url=args.base_url, cache=cache, max_concurrency=args.max_concurrency, progress=True)
+    return LLMClient(
+        model, base_url=args.base_url, cache=cache, max_concurrency=args.max_concurrency, prices=prices, progress=True
+    )
 
 
 def _split(args):
