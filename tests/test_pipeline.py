@@ -272,11 +272,19 @@ def test_radg_prompts_carry_same_type_exemplars_without_the_own_answer(stage2, s
         assert {train_answers[e] for e in exemplars} == {category}
 
 
+class _Unused:
+    def encode(self, *args, **kwargs):
+        raise AssertionError("embeddings should come from the cache")
+
+
 def test_radg_rerun_hits_the_cache_and_is_byte_identical(stage2, stage1, embedder, tmp_path):
     backend = ScriptedBackend()
     client = client_for(backend, stage1[0].parent / "stage2.sqlite")
-    write_stage2(stage1[0], tmp_path / "again", "radg", Stage2Config(generators=GENERATORS), client, embedder)
-    assert backend.bodies == [] and client.ledger.as_dict()["stage2-radg"]["cached"] == len(stage2[2].bodies)
+    config = Stage2Config(generators=GENERATORS)
+    write_stage2(stage1[0], tmp_path / "again", "radg", config, client, embedder, embedding_cache=tmp_path / "emb")
+    assert len(list((tmp_path / "emb").glob("*.npy"))) == 2  # the training answers and the queries
+    write_stage2(stage1[0], tmp_path / "again", "radg", config, client, _Unused(), True, tmp_path / "emb")
+    assert backend.bodies == [] and client.ledger.as_dict()["stage2-radg"]["cached"] == 2 * len(stage2[2].bodies)
     assert parquet_bytes(tmp_path / "again") == parquet_bytes(stage2[0])
 
 

@@ -68,13 +68,13 @@ class Stage1Config:
     max_tokens: int | None = None
 
 
-def _prompt(name: str) -> str:
+def read_prompt(name: str) -> str:
     return files("builders.pipeline").joinpath("prompts", name).read_text(encoding="utf-8")
 
 
 def category_rules(category: Category) -> tuple[str, str]:
     """(generator rules, validator rules) from the category's prompt file (``# Generator`` / ``# Validator``)."""
-    text = _prompt(f"{category.slug}.md")
+    text = read_prompt(f"{category.slug}.md")
     head, _, validator = text.partition("# Validator")
     generator = head.partition("# Generator")[2]
     if not generator.strip() or not validator.strip():
@@ -87,8 +87,8 @@ def system_prompts(category: Category) -> tuple[str, str]:
     note = "Leave distractors empty." if category.answer_format != MCQ else "Give exactly 3 distractors."
     fields = {"name": category.name, "code": category.code, "answer_format": category.answer_format}
     return (
-        _prompt("generator.md").format(**fields, rules=generator_rules, format_note=note),
-        _prompt("validator.md").format(**fields, rules=validator_rules),
+        read_prompt("generator.md").format(**fields, rules=generator_rules, format_note=note),
+        read_prompt("validator.md").format(**fields, rules=validator_rules),
     )
 
 

@@ -6,7 +6,8 @@
 
 The endpoint comes from ``--base-url`` or ``OPENAI_BASE_URL``, the key from ``OPENAI_API_KEY`` only (never a flag,
 so it stays out of shell history and process lists). Every LLM reply is cached in ``--cache`` (default
-``<out>.llm_cache.sqlite``): a killed run, rerun, pays for nothing twice.
+``<out>.llm_cache.sqlite``), and stage 2's embeddings in ``<out>.embeddings/``: a killed run, rerun, pays for
+nothing twice.
 """
 
 from pathlib import Path
@@ -88,7 +89,10 @@ def run_stage2(args) -> int:
         max_tokens=args.max_tokens,
     )
     client = _client(args) if args.method == "radg" else None
-    manifest = write_stage2(args.input, args.out, args.method, config, client, overwrite=args.overwrite)
+    embeddings = args.out.with_name(f"{args.out.name}.embeddings")
+    manifest = write_stage2(
+        args.input, args.out, args.method, config, client, overwrite=args.overwrite, embedding_cache=embeddings
+    )
     if client is not None:
         print(client.ledger.summary())
     print(f"Wrote {args.out}: {manifest['written']} questions, {manifest['skipped']} skipped (see skipped.jsonl)")

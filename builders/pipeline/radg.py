@@ -17,6 +17,7 @@ product and each pool takes its top-k through precomputed positions (``benchmark
 brute-force scan and against one flat faiss index per pool).
 """
 
+import hashlib
 import json
 import random
 from dataclasses import asdict, dataclass, field
@@ -31,7 +32,7 @@ from builders.categories import MCQ, resolve_category
 from builders.distractor_pool import POOL_FEATURE, clean_pool, draw_distractors
 from builders.llm import ChatRequest, LLMClient
 from builders.options import normalise_option, options_from_pool, stable_seed
-from builders.pipeline.agents import STAGE1_FIELDS, _prompt
+from builders.pipeline.agents import STAGE1_FIELDS, read_prompt
 from builders.pipeline.output import lettered, read_stage_output, write_stage_output
 
 
@@ -135,10 +136,23 @@ class AnswerIndex:
         return self.merge(self.search(query, item, top_k), item, limit)
 
 
-def embed(model, texts: list[str], batch_size: int = 64) -> np.ndarray:
-    """L2-normalised float32 embeddings (so inner product is cosine)."""
-    vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True)
-    return np.asarray(vectors, dtype=np.float32)
+def embed(model, texts: list[str], cache_dir: Path | None = None, model_name: str = "") -> np.ndarray:
+    """L2-normalised float32 embeddings (so inner product is cosine), kept in ``cache_dir`` as ``.npy`` keyed by
+    ``model_name`` and the texts: a rerun of stage 2 does not embed the training answers again."""
+    path = None
+    if cache_dir is not None:
+        key = hashlib.sha256(json.dumps([model_name, texts], ensure_ascii=False).encode()).hexdigest()
+        path = Path(cache_dir) / f"{key}.npy"
+        if path.exists():
+            return np.load(path)
+    vectors = model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial.npy")
+        np.save(partial, vectors)
+        partial.replace(path)
+    return vectors
 
 
 def load_embedder(name: str):
@@ -197,16 +211,17 @@ def _with_options(record: dict, pool: list[dict], drawn: list[dict]) -> dict:
 
 
 def run_radg(
-    records: dict[str, list[dict]], client: LLMClient, config: Stage2Config, embedder
+    records: dict[str, list[dict]], client: LLMClient, config: Stage2Config, embedder, embedding_cache=None
 ) -> tuple[dict[str, list[dict]], list[dict]]:
     """RADG on every MCQ record; other records pass through with an empty pool."""
     items = index_items(records.get("train", []))
     if not items:
         raise ValueError("no MCQ answers in the train split to retrieve exemplars from")
-    index = AnswerIndex(embed(embedder, [i["answer"] for i in items]), items)
+    vectors = embed(embedder, [i["answer"] for i in items], embedding_cache, config.embedding_model)
+    index = AnswerIndex(vectors, items)
     queries = [(split, r) for split, rows in sorted(records.items()) for r in rows if is_mcq(r)]
-    query_vectors = embed(embedder, [r["answer"] for _, r in queries])
-    system = _prompt("distractors.md").format(num_distractors=config.per_model)
+    query_vectors = embed(embedder, [r["answer"] for _, r in queries], embedding_cache, config.embedding_model)
+    system = read_prompt("distractors.md").format(num_distractors=config.per_model)
     requests = []
     hits = index.search_many(query_vectors, [r for _, r in queries], config.top_k)
     for (_, record), found in zip(queries, hits, strict=True):
@@ -285,12 +300,13 @@ def write_stage2(
     client: LLMClient | None = None,
     embedder=None,
     overwrite: bool = False,
+    embedding_cache: Path | None = None,
 ) -> dict:
     """Read a stage-1 folder, refine its distractors (``radg`` / ``resampled``), write D_ref; return the manifest."""
     records = read_stage_output(stage1)
     if method == "radg":
         embedder = embedder if embedder is not None else load_embedder(config.embedding_model)
-        refined, skipped = run_radg(records, client, config, embedder)
+        refined, skipped = run_radg(records, client, config, embedder, embedding_cache)
     elif method == "resampled":
         refined, skipped = run_resampled(records, config.num_distractors)
     else:
