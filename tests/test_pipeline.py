@@ -272,6 +272,29 @@ def test_radg_prompts_carry_same_type_exemplars_without_the_own_answer(stage2, s
         assert {train_answers[e] for e in exemplars} == {category}
 
 
+def test_radg_a_failing_generator_costs_no_question(stage1, embedder, tmp_path):
+    """One model always answers invalid JSON: it is retried, counted as failed, and the two others fill the pools."""
+
+    def handler(request):
+        body = json.loads(request.content)
+        content = "no JSON here" if body["model"] == "qwen-35b" else scripted_reply(body)
+        message = {"role": "assistant", "content": content}
+        return httpx.Response(200, json={"choices": [{"message": message, "finish_reason": "stop"}], "usage": {}})
+
+    client = LLMClient(
+        base_url="http://scripted/v1", cache=tmp_path / "c.sqlite", transport=httpx.MockTransport(handler)
+    )
+    write_stage2(stage1[0], tmp_path / "out", "radg", Stage2Config(generators=GENERATORS), client, embedder)
+    usage = client.ledger.as_dict()["stage2-radg"]
+    questions = len(MCQ_CODES) * len(TRANSCRIPTS)
+    assert usage["failed"] == questions and usage["invalid_json"] == 3 * questions
+    for record in [r for rows in read_stage_output(tmp_path / "out").values() for r in rows if r["distractor_pool"]]:
+        pool = record["distractor_pool"]
+        assert {p["model"] for p in pool} == {"med-27b", "llama-70b"} and len(pool) == 2 * 6 - 1 - 2
+        drawn = [p for p in pool if p["text"] in {o["text"] for o in record["options"]}]
+        assert len(drawn) == 6 and is_diverse(drawn, pool)
+
+
 class _Unused:
     def encode(self, *args, **kwargs):
         raise AssertionError("embeddings should come from the cache")
@@ -495,3 +518,15 @@ def test_cli_stage1_over_http_respects_the_cap_and_retries(tmp_path, monkeypatch
     assert "stage1-generator: 18 calls" in printed and "$0.0003" in printed
     assert json.loads((out / "manifest.json").read_text())["written"] == {"train": 4, "validation": 2}
     assert (tmp_path / "stage1.llm_cache.sqlite").exists()
+
+
+def test_stage1_reports_a_transcript_without_lines(tmp_path):
+    transcripts = [TRANSCRIPTS[0], Transcript("empty000001", [], subject="Colon")]
+    split = {"chol0000001": "train", "empty000001": "validation"}
+    backend = ScriptedBackend()
+    manifest = write_stage1(
+        tmp_path / "out", transcripts, split, client_for(backend, None), Stage1Config("m", categories=["SM"])
+    )
+    skipped = [json.loads(line) for line in (tmp_path / "out" / "skipped.jsonl").read_text().splitlines()]
+    assert {"source_id": "empty000001", "stage": "input", "reason": "the transcript has no lines"} in skipped
+    assert manifest["written"] == {"train": 1} and all("empty000001" not in json.dumps(b) for b in backend.bodies)

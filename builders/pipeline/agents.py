@@ -195,7 +195,12 @@ def run_stage1(
     unknown = [c for c in config.categories if c not in BY_CODE]
     if unknown:
         raise ValueError(f"unknown categories {unknown}; choose among {list(BY_CODE)}")
-    skipped: list[dict] = []
+    skipped = [
+        {"source_id": t.source_id, "stage": "input", "reason": "the transcript has no lines"}
+        for t in transcripts
+        if not t.lines
+    ]
+    transcripts = [t for t in transcripts if t.lines]
     candidates: dict[tuple[int, str], list[Sample]] = {}
     planned = generator_requests(transcripts, config)
     for (index, code, _), result in zip(planned, client.chat_many([r for _, _, r in planned]), strict=True):
