@@ -195,6 +195,9 @@ def run_stage1(
     unknown = [c for c in config.categories if c not in BY_CODE]
     if unknown:
         raise ValueError(f"unknown categories {unknown}; choose among {list(BY_CODE)}")
+    unassigned = sorted(t.source_id for t in transcripts if split.get(t.source_id) not in ("train", "validation"))
+    if unassigned:
+        raise ValueError(f"{len(unassigned)} video(s) have no train / validation split: {unassigned[:5]}")
     skipped = [
         {"source_id": t.source_id, "stage": "input", "reason": "the transcript has no lines"}
         for t in transcripts
