@@ -71,6 +71,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/llm_client.py
 	$(PY) benchmarks/surgiq_scoring.py
 	$(PY) benchmarks/sft_collator.py
+	$(PY) benchmarks/radg.py
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -10,6 +10,7 @@
     sureon report surgiq RUN [RUN ...] [--out DIR]
     sureon near-duplicates surgiq --source FILE --against EXTERNAL [...] --out DIR
     sureon shortcuts surgiq --dataset DIR_OR_ID [--config default] [--out DIR]
+    sureon pipeline split|stage1|stage2 ...  (the construction pipeline, see builders/pipeline/cli.py)
 
 Each builder registers its own sub-command here; heavy imports happen inside the handlers so ``--help`` is fast.
 """
@@ -316,6 +317,13 @@ def run_report_public(args) -> int:
     return 0
 
 
+def add_pipeline(commands) -> None:
+    from builders.pipeline.cli import add_subcommands
+
+    group = commands.add_parser("pipeline", help="the construction pipeline: transcripts -> QA -> distractors")
+    add_subcommands(group)
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sureon", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -335,6 +343,7 @@ def make_parser() -> argparse.ArgumentParser:
     add_near_duplicates(commands)
     add_shortcuts(commands)
     add_push(commands)
+    add_pipeline(commands)
     return parser
 
 
