@@ -510,12 +510,28 @@ def load_records(dataset: str, config: str | None, split: str) -> tuple[list[dic
     return ds.to_list(), ds.features
 
 
-def write_records(records: list[dict], features, folder: Path, split: str, extra: dict) -> None:
+def write_records(records: list[dict], features, folder: Path, split: str, extra: dict):
+    """One config of the output through the project's writer; returns its ``dataset_info``."""
     from datasets import Features
 
     from builders.hub import write_split
 
-    write_split(records, Features(dict(features) | extra), folder, split)
+    features = Features(dict(features) | extra)
+    return write_split(records, features, folder, split).info(features)
+
+
+def write_card(staging: Path, split: str, infos: dict, report_markdown_text: str) -> None:
+    """A README whose YAML header declares the configs (so ``load_dataset(OUT, config)`` works) and their
+    ``dataset_info``, followed by the curation report."""
+    from datasets.info import DatasetInfosDict
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    from builders.hub import configs_metadata
+
+    card_data = DatasetCardData(configs=configs_metadata({name: [split] for name in infos}, default=next(iter(infos))))
+    DatasetInfosDict(infos).to_dataset_card_data(card_data)
+    card = DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n{report_markdown_text}")
+    (staging / "README.md").write_text(str(card))
 
 
 def run(args) -> int:
@@ -570,11 +586,15 @@ def run(args) -> int:
         }
     report["survival"] = survival_table(stages, records)
     with staged_output(args.out, args.overwrite) as staging:
-        write_records(flagged, features, staging / config, args.split, {"blind_consistency": Value("float64")})
+        extra = {"blind_consistency": Value("float64")}
+        infos = {config: write_records(flagged, features, staging / config, args.split, extra)}
         if hardened is not None:
-            extra = {"blind_consistency": Value("float64"), "hardening_attempts": Value("int32")}
-            write_records(hardened, features, staging / f"{config}_hardened", args.split, extra)
+            extra["hardening_attempts"] = Value("int32")
+            infos[f"{config}_hardened"] = write_records(
+                hardened, features, staging / f"{config}_hardened", args.split, extra
+            )
             (staging / "hardening_discarded.jsonl").write_text("".join(json.dumps(d) + "\n" for d in discarded))
+        write_card(staging, args.split, infos, report_markdown(report))
         decisions = [
             {
                 "question_id": qid,
