@@ -202,7 +202,9 @@ def score_records(
 ) -> dict[str, dict]:
     """``{question_id: entry}`` with ``consistency`` = hits / trials; cached entries reused, the rest generated
     ``batch_size`` questions at a time, R answers each from one ``sample`` call, each batch cached when done.
-    A question the endpoint failed to answer R times is scored on the answers it got and marked ``failed``."""
+    A question the endpoint failed to answer R times is scored on the answers it got and marked ``failed`` (and not
+    cached). The sampling RNG is seeded per batch (from the seed and the batch's question ids): two identical runs
+    give identical answers, while a resumed run samples its not-yet-cached questions in new batches."""
     from recipes.answers import parse_answer
 
     scores: dict[str, dict] = {}
@@ -542,7 +544,10 @@ def run(args) -> int:
     records, features = load_records(args.dataset, args.config, args.split)
     cache = ScoreCache(args.cache or Path(f"{args.out}.cache") / "scores.jsonl")
     sampling = Sampling(args.trials, args.temperature, args.seed)
-    load = lambda spec: load_guesser(spec, cache_dir=cache.path.parent, max_new_tokens=args.max_new_tokens)  # noqa: E731
+
+    def load(spec: str) -> Guesser:
+        return load_guesser(spec, cache_dir=cache.path.parent, max_new_tokens=args.max_new_tokens)
+
     guessers = [load(spec) for spec in args.guesser]
     curation = curate(
         records, guessers, cache, sampling=sampling, tau=args.tau, num_folds=args.num_folds, fold_seed=args.fold_seed

@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 from builders.curation import DEFAULT_TAU, DEFAULT_TEMPERATURE, DEFAULT_TRIALS, Sampling, ScoreCache, is_scored
-from builders.options import LETTERS, OptionError, read_options, resolve_answer
+from builders.options import LETTERS, OptionError, parse_order, read_options, resolve_answer
 
 
 def category_of(row: dict) -> str:
@@ -54,6 +54,11 @@ def normalise_row(row: dict, position: int, source: str) -> dict:
         "answer_format": row.get("answer_format"),
         "category": category_of(row),
     }
+    if record["category"] == "TO" and not options and not record["answer_order"]:  # a release row: "C,A,B"
+        try:
+            record["answer_order"] = parse_order(record["answer"])
+        except OptionError as err:
+            raise ValueError(f"{source} row {position}: {err}") from None
     for key in ("start", "end", "source_id"):
         if row.get(key) is not None:
             record[key] = row[key]

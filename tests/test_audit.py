@@ -143,3 +143,82 @@ def test_curate_validation_with_hardening_writes_flags_and_tables(sureon_demo, t
         1 <= a <= 4 for a, c in zip(hardened["hardening_attempts"], hardened["category"], strict=True) if c != "SM"
     )
     assert "Survival per category" in (out / "curation_report.md").read_text()
+
+
+def test_an_openai_guesser_answers_r_seeded_requests_per_question(sureon_demo, tmp_path, monkeypatch):
+    from fake_chat_server import FakeChatServer, Reply, last_user_text
+
+    monkeypatch.setenv("TEST_GUESSER_KEY", "sk-guesser-secret")
+
+    def script(body, index):  # knows the answer to the "Irrigating" question only; everything else: B
+        text = last_user_text(body)
+        assert "Frame at" not in text and all(p["type"] == "text" for p in body["messages"][-1]["content"])
+        letter = next((line[0] for line in text.splitlines() if line[1:] == ". Irrigating"), "B")
+        return Reply(content=f"Answer: {letter}")
+
+    out = tmp_path / "audit"
+    with FakeChatServer(script) as server:
+        spec = f"model=fake-llm,backend=openai,base_url={server.url},api_key_env=TEST_GUESSER_KEY,name=hosted"
+        argv = ["audit", "--dataset", str(sureon_demo), "--config", "validation", "--split", "validation"]
+        argv += ["--guesser", spec, "--temperature", "0.7", "--out", str(out)]
+        assert cli_main(argv) == 0
+        first_round = len(server.requests)
+        assert cli_main([*argv, "--overwrite"]) == 0
+        assert len(server.requests) == first_round  # everything cached
+    report = json.loads((out / "audit.json").read_text())
+    assert first_round == 5 * report["audited"]
+    prompts: dict[str, list] = {}
+    for body in server.requests:
+        prompts.setdefault(last_user_text(body), []).append(body)
+    assert all(len(bodies) == 5 and len({b["seed"] for b in bodies}) == 5 for bodies in prompts.values())
+    assert {b["temperature"] for b in server.requests} == {0.7}
+    assert {h["Authorization"] for h in server.headers} == {"Bearer sk-guesser-secret"}
+    assert "sk-guesser-secret" not in "".join(p.read_text() for p in out.glob("*.*") if p.suffix in (".md", ".json"))
+    flagged = [json.loads(line)["consistency"] for line in (out / "flagged.jsonl").read_text().splitlines()]
+    assert report["guessers"]["hosted"]["flagged"] == len(flagged) >= 1 and set(flagged) == {1.0}
+
+
+def test_curate_training_folds_from_guessers_trained_with_the_recipe(sureon_demo, tiny_causal_lm, tmp_path):
+    import shutil
+
+    from datasets import load_dataset
+
+    from builders.folds import assign_folds
+
+    rows = load_dataset(str(sureon_demo), "train_all", split="train")
+    videos = dict(zip(rows["source_id"], rows["subject"], strict=True))
+    with pytest.warns(UserWarning, match="not stratified"):  # the demo has three videos of three subjects
+        folds = assign_folds(videos, 2, 42)
+    specs = []
+    for fold in (0, 1):  # what `recipes/sft.py --fold k --num-folds 2` leaves next to the weights
+        folder = tmp_path / f"guesser-f{fold}"
+        shutil.copytree(tiny_causal_lm, folder)
+        (folder / "training_complete.json").write_text(json.dumps({"fold": fold, "num_folds": 2}))
+        (folder / "folds.json").write_text(json.dumps(folds))
+        specs += ["--guesser", f"model={folder},max_new_tokens=4,device=cpu"]
+    out = tmp_path / "db"
+    argv = ["curate", "--dataset", str(sureon_demo), "--config", "train_all", "--split", "train", "--num-folds", "2"]
+    assert cli_main([*argv, *specs, "--out", str(out)]) == 0
+    report = json.loads((out / "curation_report.json").read_text())
+    assert {f: (r["videos"], r["questions"]) for f, r in report["folds"].items()} == {
+        str(f): (sum(v == f for v in folds.values()), sum(folds[s] == f for s in rows["source_id"])) for f in (0, 1)
+    }
+    for decision in map(json.loads, (out / "decisions.jsonl").read_text().splitlines()):
+        fold = folds[rows["source_id"][rows["question_id"].index(decision["question_id"])]]
+        assert decision["fold"] == fold
+        assert set(decision["scores"]) in (set(), {f"guesser-f{fold}"})  # SM: unscored; else only its fold's guesser
+    curated = load_dataset(str(out), "train_all", split="train")
+    assert len(curated) == len(rows) and None not in curated["passes_blind_curation"]
+
+
+def test_audit_reads_the_raw_release_and_names_a_bad_row(tmp_path):
+    from recipes.audit import load_mcq, normalise_row
+
+    records = load_mcq(str(SAMPLE_RELEASE), None, "validation")
+    mcq = [r for r in records if r["options"]]
+    assert mcq and all(r["options"][r["answer_index"]] == r["answer"] for r in mcq)  # from the structs' flags
+    ordering = [r for r in records if r["category"] == "TO"]
+    assert ordering and all(sorted(r["answer_order"]) == list("ABC"[: len(r["answer_order"])]) for r in ordering)
+    assert [r["category"] for r in records if not r["options"] and not r["answer_order"]] == ["SM"]
+    with pytest.raises(ValueError, match=r"data.jsonl row 3: answer 'E' matches no option"):
+        normalise_row({"question": "Q?", "options": ["a", "b"], "answer": "E"}, 3, "data.jsonl")
