@@ -11,6 +11,12 @@ Every backend takes the chat messages of :func:`builders.prompt.format_messages`
   vLLM's documented API but untested here: vLLM needs a GPU.]
 - ``openai``: any OpenAI-compatible endpoint through :mod:`builders.llm` (frames as base64 images, calls cached).
 
+Blind-test curation (:mod:`builders.curation`) also needs R answers per question at a non-zero temperature:
+``backend.sample(conversations, num_samples, temperature, seed)`` returns ``num_samples`` texts per conversation from
+one batched generation (transformers: ``num_return_sequences`` under a seeded RNG; vLLM: ``SamplingParams(n=...,
+seed=...)``; OpenAI: ``num_samples`` concurrent requests with distinct ``seed`` values ``seed + r``, each cached by
+the client, since many compatible servers ignore ``n``). Greedy ``generate`` is unchanged.
+
 Generations are cached per (model, question_id, mode) in an append-only JSONL file, each entry stamped with a
 fingerprint of the prompt (text, frame bytes, timestamps), the generation settings and the checkpoint's files (name,
 size, mtime): a changed prompt, setting or checkpoint regenerates, anything else is reused.
@@ -266,6 +272,36 @@ class TransformersBackend:
         new_tokens = output[:, inputs["input_ids"].shape[1] :]
         return tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
 
+    def sample(
+        self, conversations: list[list[dict]], num_samples: int, temperature: float, seed: int
+    ) -> list[list[str]]:
+        """``num_samples`` sampled answers per conversation from one ``generate`` call (pure temperature sampling,
+        no top-k/top-p), under a torch RNG seeded with ``seed`` and restored afterwards."""
+        import torch
+        from transformers import GenerationConfig
+
+        from recipes.modeling import tokenizer_of
+
+        if temperature <= 0:
+            raise ValueError(f"sampling needs a temperature above 0, got {temperature}")
+        tokenizer = tokenizer_of(self.processor)
+        inputs = self.prepare(conversations).to(self.model.device)
+        config = GenerationConfig(
+            max_new_tokens=self.max_new_tokens,
+            do_sample=True,
+            temperature=temperature,
+            top_p=1.0,
+            num_return_sequences=num_samples,
+            eos_token_id=self.model.generation_config.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+        devices = [self.model.device] if self.model.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices), torch.inference_mode():
+            torch.manual_seed(seed % 2**63)
+            output = self.model.generate(**inputs, generation_config=config)
+        texts = tokenizer.batch_decode(output[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+        return [texts[i : i + num_samples] for i in range(0, len(texts), num_samples)]
+
 
 class VLLMBackend:
     name = "vllm"
@@ -317,6 +353,19 @@ class VLLMBackend:
         outputs = self.llm.chat([to_openai_messages(c) for c in conversations], self.sampling, use_tqdm=False)
         return [output.outputs[0].text for output in outputs]
 
+    def sample(
+        self, conversations: list[list[dict]], num_samples: int, temperature: float, seed: int
+    ) -> list[list[str]]:
+        from vllm import SamplingParams
+
+        from builders.llm import to_openai_messages
+
+        params = SamplingParams(
+            n=num_samples, temperature=temperature, seed=seed % 2**31, max_tokens=self.max_new_tokens
+        )
+        outputs = self.llm.chat([to_openai_messages(c) for c in conversations], params, use_tqdm=False)
+        return [[choice.text for choice in output.outputs] for output in outputs]
+
 
 class OpenAIBackend:
     """Hosted or served models through :class:`builders.llm.LLMClient`; every call is also cached by the client."""
@@ -362,6 +411,25 @@ class OpenAIBackend:
             for c in conversations
         ]
         return [result.text if result.ok else None for result in self.client.chat_many(requests)]
+
+    def sample(
+        self, conversations: list[list[dict]], num_samples: int, temperature: float, seed: int
+    ) -> list[list[str | None]]:
+        from builders.llm import ChatRequest
+
+        requests = [
+            ChatRequest(
+                c,
+                stage="blind-curation",
+                temperature=temperature,
+                max_tokens=self.max_new_tokens,
+                params=self.params | {"seed": (seed + r) % 2**31},
+            )
+            for c in conversations
+            for r in range(num_samples)
+        ]
+        texts = [result.text if result.ok else None for result in self.client.chat_many(requests)]
+        return [texts[i : i + num_samples] for i in range(0, len(texts), num_samples)]
 
 
 def make_backend(name: str, model: str, **options):
