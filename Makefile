@@ -51,6 +51,13 @@ demo: $(STAMP)
 	$(VENV)/bin/sureon report surgiq $(DEMO_DIR)/surgiq_runs/tiny-default $(DEMO_DIR)/surgiq_runs/tiny-shuffled \
 		--out $(DEMO_DIR)/surgiq_tables
 	$(VENV)/bin/sureon shortcuts surgiq --dataset $(DEMO_DIR)/surgiq --out $(DEMO_DIR)/surgiq_shortcuts
+	$(VENV)/bin/sureon audit --dataset $(DEMO_DIR)/surgiq --config default --split test \
+		--guesser model=$(DEMO_DIR)/tiny-causal-lm,name=tiny --out $(DEMO_DIR)/surgiq_audit --overwrite
+	$(VENV)/bin/sureon audit --dataset $(DEMO_DIR)/sureon --config validation --split validation \
+		--guesser model=$(DEMO_DIR)/sft-smoke,name=sft-smoke --out $(DEMO_DIR)/sureon_audit --overwrite
+	$(VENV)/bin/sureon curate --dataset $(DEMO_DIR)/sureon --config validation --split validation \
+		--guesser model=$(DEMO_DIR)/sft-smoke,name=sft-smoke --harden-guesser model=$(DEMO_DIR)/tiny-causal-lm \
+		--out $(DEMO_DIR)/validation_curated --overwrite
 	rm -f $(DEMO_DIR)/review.sqlite $(DEMO_DIR)/review.sqlite-wal $(DEMO_DIR)/review.sqlite-shm
 	echo "demo-password" | $(VENV)/bin/sureon review add-user demo --db $(DEMO_DIR)/review.sqlite
 	$(VENV)/bin/sureon review assign --db $(DEMO_DIR)/review.sqlite --dataset $(DEMO_DIR)/sureon
@@ -76,6 +83,8 @@ bench: $(STAMP)
 	$(PY) benchmarks/llm_client.py
 	$(PY) benchmarks/surgiq_scoring.py
 	$(PY) benchmarks/sft_collator.py
+	$(PY) benchmarks/radg.py
+	$(PY) benchmarks/blind_scoring.py
 	$(PY) benchmarks/review_store.py
 
 clean:

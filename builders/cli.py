@@ -10,6 +10,9 @@
     sureon report surgiq RUN [RUN ...] [--out DIR]
     sureon near-duplicates surgiq --source FILE --against EXTERNAL [...] --out DIR
     sureon shortcuts surgiq --dataset DIR_OR_ID [--config default] [--out DIR]
+    sureon pipeline split|stage1|stage2 ...  (the construction pipeline, see builders/pipeline/cli.py)
+    sureon curate --dataset DIR_OR_ID --config train_all|validation --guesser SPEC [...] --out DIR
+    sureon audit --dataset DIR_OR_ID --guesser SPEC [--guesser SPEC ...] --out DIR
     sureon review add-user|assign|serve|export|agreement --db review.sqlite ...
 
 Each builder registers its own sub-command here; heavy imports happen inside the handlers so ``--help`` is fast.
@@ -317,6 +320,47 @@ def run_report_public(args) -> int:
     return 0
 
 
+def add_pipeline(commands) -> None:
+    from builders.pipeline.cli import add_subcommands
+
+    group = commands.add_parser("pipeline", help="the construction pipeline: transcripts -> QA -> distractors")
+    add_subcommands(group)
+
+
+def add_curate(commands) -> None:
+    from builders.curation import add_arguments
+
+    parser = commands.add_parser(
+        "curate",
+        help="stage 3: blind-test curation by a guesser ensemble (folds for training), then distractor hardening",
+        description="Flag questions answerable without the video (seed 3.1 Stage 3, B.4); see builders/curation.py.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(handler=run_curate)
+
+
+def run_curate(args) -> int:
+    from builders.curation import run
+
+    return run(args)
+
+
+def add_audit(commands) -> None:
+    from recipes.audit import add_arguments
+
+    parser = commands.add_parser(
+        "audit",
+        help="blind-answerability audit of any MCQ dataset: guesser consistency, shortcuts, positions, length gap",
+        description="Can the questions be answered without the video? See recipes/audit.py.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(handler=run_audit)
+
+
+def run_audit(args) -> int:
+    from recipes.audit import run
+
+    return run(args)
 def add_review(commands) -> None:
     from builders.review.samples import DEFAULT_CONFIG
 
@@ -408,7 +452,10 @@ def make_parser() -> argparse.ArgumentParser:
     add_report_surgiq(reports)
     add_near_duplicates(commands)
     add_shortcuts(commands)
+    add_curate(commands)
+    add_audit(commands)
     add_push(commands)
+    add_pipeline(commands)
     add_review(commands)
     return parser
 

@@ -55,12 +55,13 @@ def draw_configurations(pool: Sequence[dict], size: int, limit: int, *seed_parts
         rng.shuffle(candidates)
         draws = [sorted(c) for c in candidates]
     else:
-        draws, seen = [], set()
-        while len(draws) < limit and len(seen) < total:
+        draws, seen, diverse = [], set(), 0
+        while diverse < limit and len(seen) < total:  # count diverse draws only, so `limit` is met when it can be
             indices = tuple(sorted(rng.sample(range(len(pool)), size)))
             if indices not in seen:
                 seen.add(indices)
                 draws.append(list(indices))
+                diverse += is_diverse([pool[i] for i in indices], pool)
     configurations = []
     for indices in draws:
         draw = [pool[i] for i in indices]

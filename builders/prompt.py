@@ -8,7 +8,8 @@ Chat templates join content parts without separators, so each part after the hea
 the rendered blind prompt reads ``Clip: ...\nQuestion: ...``. ``frames_as="images"`` interleaves each frame as an
 image after a ``Frame at HH:MM:SS.ss`` tag (any VLM or OpenAI-compatible endpoint); ``frames_as="video"`` passes the
 frames as one video block carrying its timestamps, for processors such as Qwen3-VL's that insert their own time
-markers from the video metadata.
+markers from the video metadata. A text-only record (no ``start``, e.g. a SurgiQ question audited blind) has no clip
+header: its prompt is the question text alone.
 """
 
 from builders.categories import MCQ, ORDERING
@@ -70,7 +71,8 @@ def format_messages(
     """Chat messages for one record. ``record["frames"]`` may hold PIL images, bytes or paths; it is passed through."""
     if frames_as not in ("images", "video"):
         raise ValueError(f"frames_as must be 'images' or 'video', got {frames_as!r}")
-    content: list[dict] = [{"type": "text", "text": clip_header(record)}]
+    has_clip = record.get("start") is not None
+    content: list[dict] = [{"type": "text", "text": clip_header(record)}] if has_clip else []
     frames = [] if blind else list(record.get("frames") or [])
     timestamps = list(record.get("frame_timestamps") or []) if frames else []
     if len(timestamps) != len(frames):
@@ -81,7 +83,7 @@ def format_messages(
         for frame, timestamp in zip(frames, timestamps, strict=True):
             content.append({"type": "text", "text": f"\nFrame at {format_clock(timestamp)}: "})
             content.append({"type": "image", "image": frame})
-    content.append({"type": "text", "text": "\n" + question_text(record)})
+    content.append({"type": "text", "text": ("\n" if has_clip else "") + question_text(record)})
     messages = [{"role": "system", "content": [{"type": "text", "text": system_prompt}]}] if system_prompt else []
     messages.append({"role": "user", "content": content})
     if with_answer:

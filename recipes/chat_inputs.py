@@ -94,3 +94,25 @@ def media_kwargs(images: list, videos: list[dict]) -> dict:
         kwargs["video_metadata"] = [video_metadata(video["timestamps"]) for video in videos]
         kwargs["do_sample_frames"] = False
     return kwargs
+
+
+def render_chat(processor, messages: list[dict], *, add_generation_prompt: bool) -> str:
+    """The chat template's text for ``messages``, with a video placeholder the processor can expand.
+
+    Qwen3-VL's processor writes every frame as ``<t seconds><|vision_start|>pads<|vision_end|>`` itself, so a chat
+    template that also wraps the video placeholder in vision markers (as Qwen2.5-VL-style templates do) would nest
+    them; the wrapped placeholder is collapsed to the bare video token for such processors. [Whether the published
+    Qwen3-VL template wraps it under this transformers version could not be checked offline; this keeps either
+    form correct.]
+    """
+    text = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
+    if _expands_frames_itself(processor):
+        wrapped = f"{processor.vision_start_token}{processor.video_token}{processor.vision_end_token}"
+        text = text.replace(wrapped, processor.video_token)
+    return text
+
+
+def _expands_frames_itself(processor) -> bool:
+    return type(processor).__name__.startswith("Qwen3VL") and all(
+        getattr(processor, name, None) for name in ("vision_start_token", "vision_end_token", "video_token")
+    )

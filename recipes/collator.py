@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from recipes.chat_inputs import flatten_text, media_kwargs, split_visuals
+from recipes.chat_inputs import flatten_text, media_kwargs, render_chat, split_visuals
 from recipes.data import Example, LoadedSource, to_example
 from recipes.modeling import tokenizer_of
 
@@ -66,7 +66,7 @@ class SFTCollator:
         answer = {"role": "assistant", "content": target}
         if self.is_vlm:
             answer = {"role": "assistant", "content": [{"type": "text", "text": target}]}
-        full = self.processor.apply_chat_template(prompt_messages + [answer], tokenize=False)
+        full = render_chat(self.processor, prompt_messages + [answer], add_generation_prompt=False)
         if full.startswith(prompt_text):
             return full[len(prompt_text) :]
         return target + (self.tokenizer.eos_token or "")
@@ -75,7 +75,7 @@ class SFTCollator:
         messages, images, videos = split_visuals(example.prompt, self.max_frames)
         if not self.is_vlm:
             messages = flatten_text(messages)
-        prompt_text = self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        prompt_text = render_chat(self.processor, messages, add_generation_prompt=True)
         completion = self.completion_text(messages, prompt_text, example.target)
         completion_ids = self.tokenizer(completion, add_special_tokens=False)["input_ids"]
         if self.is_vlm:

@@ -11,6 +11,12 @@ Every backend takes the chat messages of :func:`builders.prompt.format_messages`
   vLLM's documented API but untested here: vLLM needs a GPU.]
 - ``openai``: any OpenAI-compatible endpoint through :mod:`builders.llm` (frames as base64 images, calls cached).
 
+Blind-test curation (:mod:`builders.curation`) also needs R answers per question at a non-zero temperature:
+``backend.sample(conversations, num_samples, temperature, seed)`` returns ``num_samples`` texts per conversation from
+one batched generation (transformers: ``num_return_sequences`` under a seeded RNG; vLLM: ``SamplingParams(n=...,
+seed=...)``; OpenAI: ``num_samples`` concurrent requests with distinct ``seed`` values ``seed + r``, each cached by
+the client, since many compatible servers ignore ``n``). Greedy ``generate`` is unchanged.
+
 Generations are cached per (model, question_id, mode) in an append-only JSONL file, each entry stamped with a
 fingerprint of the prompt (text, frame bytes, timestamps), the generation settings and the checkpoint's files (name,
 size, mtime): a changed prompt, setting or checkpoint regenerates, anything else is reused.
@@ -24,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from recipes.chat_inputs import flatten_text, media_kwargs, split_visuals
+from recipes.chat_inputs import flatten_text, media_kwargs, render_chat, split_visuals
 
 
 logger = logging.getLogger(__name__)
@@ -238,15 +244,10 @@ class TransformersBackend:
     def prepare(self, conversations: list[list[dict]]):
         """The processor inputs for a batch: rendered chat texts plus the frames, as ``generate`` receives them."""
         if not self.is_vision_language:
-            texts = [
-                self.processor.apply_chat_template(flatten_text(c), tokenize=False, add_generation_prompt=True)
-                for c in conversations
-            ]
+            texts = [render_chat(self.processor, flatten_text(c), add_generation_prompt=True) for c in conversations]
             return self.processor(texts, padding=True, return_tensors="pt", add_special_tokens=False)
         conversations, images, videos = _media(conversations)
-        texts = [
-            self.processor.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations
-        ]
+        texts = [render_chat(self.processor, c, add_generation_prompt=True) for c in conversations]
         kwargs = media_kwargs(images, videos)
         if videos and hasattr(type(self.processor.video_processor), "cap_pixels_per_frame"):
             kwargs["cap_pixels_per_frame"] = True  # qwen-vl-utils' per-frame pixel cap, as Qwen3-VL was trained
@@ -270,6 +271,36 @@ class TransformersBackend:
             output = self.model.generate(**inputs, generation_config=config)
         new_tokens = output[:, inputs["input_ids"].shape[1] :]
         return tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+
+    def sample(
+        self, conversations: list[list[dict]], num_samples: int, temperature: float, seed: int
+    ) -> list[list[str]]:
+        """``num_samples`` sampled answers per conversation from one ``generate`` call (pure temperature sampling,
+        no top-k/top-p), under a torch RNG seeded with ``seed`` and restored afterwards."""
+        import torch
+        from transformers import GenerationConfig
+
+        from recipes.modeling import tokenizer_of
+
+        if temperature <= 0:
+            raise ValueError(f"sampling needs a temperature above 0, got {temperature}")
+        tokenizer = tokenizer_of(self.processor)
+        inputs = self.prepare(conversations).to(self.model.device)
+        config = GenerationConfig(
+            max_new_tokens=self.max_new_tokens,
+            do_sample=True,
+            temperature=temperature,
+            top_p=1.0,
+            num_return_sequences=num_samples,
+            eos_token_id=self.model.generation_config.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+        devices = [self.model.device] if self.model.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices), torch.inference_mode():
+            torch.manual_seed(seed % 2**63)
+            output = self.model.generate(**inputs, generation_config=config)
+        texts = tokenizer.batch_decode(output[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+        return [texts[i : i + num_samples] for i in range(0, len(texts), num_samples)]
 
 
 class VLLMBackend:
@@ -322,6 +353,19 @@ class VLLMBackend:
         outputs = self.llm.chat([to_openai_messages(c) for c in conversations], self.sampling, use_tqdm=False)
         return [output.outputs[0].text for output in outputs]
 
+    def sample(
+        self, conversations: list[list[dict]], num_samples: int, temperature: float, seed: int
+    ) -> list[list[str]]:
+        from vllm import SamplingParams
+
+        from builders.llm import to_openai_messages
+
+        params = SamplingParams(
+            n=num_samples, temperature=temperature, seed=seed % 2**31, max_tokens=self.max_new_tokens
+        )
+        outputs = self.llm.chat([to_openai_messages(c) for c in conversations], params, use_tqdm=False)
+        return [[choice.text for choice in output.outputs] for output in outputs]
+
 
 class OpenAIBackend:
     """Hosted or served models through :class:`builders.llm.LLMClient`; every call is also cached by the client."""
@@ -367,6 +411,25 @@ class OpenAIBackend:
             for c in conversations
         ]
         return [result.text if result.ok else None for result in self.client.chat_many(requests)]
+
+    def sample(
+        self, conversations: list[list[dict]], num_samples: int, temperature: float, seed: int
+    ) -> list[list[str | None]]:
+        from builders.llm import ChatRequest
+
+        requests = [
+            ChatRequest(
+                c,
+                stage="blind-curation",
+                temperature=temperature,
+                max_tokens=self.max_new_tokens,
+                params=self.params | {"seed": (seed + r) % 2**31},
+            )
+            for c in conversations
+            for r in range(num_samples)
+        ]
+        texts = [result.text if result.ok else None for result in self.client.chat_many(requests)]
+        return [texts[i : i + num_samples] for i in range(0, len(texts), num_samples)]
 
 
 def make_backend(name: str, model: str, **options):

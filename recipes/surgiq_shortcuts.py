@@ -9,7 +9,7 @@
 Words are lower-cased alphanumeric runs; content words drop scikit-learn's English stop words. Ties are not broken
 by position (that would reward a letter): a question whose best score is shared by ``m`` options, one of them
 correct, counts ``1 / m``, the expected accuracy of a uniform tie-break. Accuracy is reported overall and per
-question type, next to uniform guessing.
+question type (or any grouping column: ``sureon audit`` groups Sureon by category), next to uniform guessing.
 """
 
 import json
@@ -55,23 +55,25 @@ def expected_credit(scores: list[float], answer_index: int) -> float:
     return 1 / len(winners) if answer_index in winners else 0.0
 
 
-def shortcut_accuracy(records: list[dict]) -> dict:
-    """Accuracy of each baseline overall and per question type, plus uniform guessing."""
+def shortcut_accuracy(records: list[dict], group_key: str = "question_type") -> dict:
+    """Accuracy of each baseline overall and per ``group_key`` (SurgiQ's question type, Sureon's category...), next
+    to uniform guessing (the mean of 1 / number of options)."""
+    from builders.categories import BY_CODE
     from builders.surgiq import QUESTION_TYPES, in_vocabulary_order
 
     if not records:
         raise ValueError("no questions to score")
-    result: dict = {"num_questions": len(records), "random": 1 / len(records[0]["options"]), "baselines": {}}
+    vocabulary = {"question_type": QUESTION_TYPES, "category": BY_CODE}.get(group_key, {})
+    random = sum(1 / len(r["options"]) for r in records) / len(records)
+    result: dict = {"num_questions": len(records), "random": random, "group_key": group_key, "baselines": {}}
     for name, baseline in BASELINES.items():
         credits = [expected_credit(baseline(r["question"], r["options"]), r["answer_index"]) for r in records]
         per_type: dict[str, list[float]] = {}
         for record, credit in zip(records, credits, strict=True):
-            per_type.setdefault(record["question_type"], []).append(credit)
+            per_type.setdefault(record.get(group_key) or "unknown", []).append(credit)
         result["baselines"][name] = {
             "accuracy": sum(credits) / len(credits),
-            "per_type": {
-                t: sum(per_type[t]) / len(per_type[t]) for t in in_vocabulary_order(per_type, QUESTION_TYPES)
-            },
+            "per_type": {t: sum(per_type[t]) / len(per_type[t]) for t in in_vocabulary_order(per_type, vocabulary)},
         }
     return result
 

@@ -2,6 +2,7 @@
 a few real optimizer steps per modality, freezing, LoRA, folds, two-stage schedules, resume, and the model card."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -133,6 +134,17 @@ def test_video_frames_reach_the_processor_with_their_source_timestamps(tiny_qwen
     assert video_metadata([12.5, 13.25])["frames_indices"] == [12500, 13250]
 
 
+def test_a_template_that_wraps_the_video_does_not_nest_vision_markers(tiny_qwen3_vl, sureon_build):
+    collator, index, _ = collator_for(tiny_qwen3_vl, [video_source(sureon_build)])
+    bare = collator.tokenizer.decode(collator([index[0]])["input_ids"][0])
+    template = collator.processor.chat_template
+    assert "<|video_pad|>" in template
+    collator.processor.chat_template = template.replace("<|video_pad|>", "<|vision_start|><|video_pad|><|vision_end|>")
+    wrapped = collator.tokenizer.decode(collator([index[0]])["input_ids"][0])
+    assert not re.search(r"<\|vision_start\|><[\d.]+ seconds>", wrapped)
+    assert wrapped == bare
+
+
 def test_blind_batches_carry_no_visual_input_and_the_same_question(tiny_qwen3_vl, sureon_build):
     visual, index, _ = collator_for(tiny_qwen3_vl, [video_source(sureon_build)])
     blind, _, _ = collator_for(tiny_qwen3_vl, [video_source(sureon_build)], blind=True)
@@ -143,7 +155,6 @@ def test_blind_batches_carry_no_visual_input_and_the_same_question(tiny_qwen3_vl
     visual_text = decode(visual_batch["input_ids"][0])
     for token in ("<|video_pad|>", "<|vision_start|>", "<|vision_end|>"):
         visual_text = visual_text.replace(token, "")
-    import re
 
     assert re.sub(r"<[\d.]+ seconds>", "", visual_text) == blind_text
 

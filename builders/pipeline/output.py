@@ -1,0 +1,77 @@
+"""The pipeline's output folder: the release layout that ``sureon build sureon --release`` reads, plus a manifest.
+
+``data/<split>-00000-of-00001.parquet`` holds the records (release columns first, then the pipeline's own columns,
+which the Sureon builder carries through under their names); ``skipped.jsonl`` lists every sample not written, with
+the reason; ``manifest.json`` the counts (in = written + skipped) and settings; ``usage.json`` the LLM accounting
+(the only file that differs between a first run and a cached rerun). The folder is written atomically.
+"""
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from builders.hub import staged_output
+from builders.options import LETTERS
+
+
+OPTION_TYPE = pa.list_(pa.struct([("letter", pa.string()), ("text", pa.string()), ("correct", pa.bool_())]))
+RELEASE_FIELDS = [
+    ("question_id", pa.string()),
+    ("clip_id", pa.string()),
+    ("source_id", pa.string()),
+    ("start", pa.float64()),
+    ("end", pa.float64()),
+    ("category", pa.string()),
+    ("question", pa.string()),
+    ("answer", pa.string()),
+    ("options", OPTION_TYPE),
+    ("specialty", pa.string()),
+    ("subject", pa.string()),
+    ("procedure", pa.string()),
+    ("transcript", pa.string()),
+    ("reasoning", pa.string()),
+    ("passes_blind_curation", pa.bool_()),
+]
+SPLITS = ("train", "validation")
+
+
+def lettered(options: list[str], answer: str) -> list[dict]:
+    """Options as the release stores them: ``{letter, text, correct}`` structs."""
+    return [{"letter": LETTERS[i], "text": text, "correct": text == answer} for i, text in enumerate(options)]
+
+
+def read_stage_output(folder: Path) -> dict[str, list[dict]]:
+    """Records per split of a pipeline output folder (or any release folder in the same layout)."""
+    from builders.release import find_split_files
+
+    return {
+        split: [row for path in files for row in pq.read_table(path).to_pylist()]
+        for split, files in sorted(find_split_files(Path(folder)).items())
+    }
+
+
+def write_stage_output(
+    out: Path,
+    records: dict[str, list[dict]],
+    extra_fields: list[tuple[str, pa.DataType]],
+    skipped: list[dict],
+    manifest: dict,
+    usage: dict,
+    overwrite: bool = False,
+) -> Path:
+    """Write the folder atomically; records are sorted by ``question_id`` so the bytes never depend on timing."""
+    schema = pa.schema(RELEASE_FIELDS + extra_fields)
+    with staged_output(out, overwrite) as staging:
+        (staging / "data").mkdir()
+        for split in SPLITS:
+            rows = sorted(records.get(split, []), key=lambda r: r["question_id"])
+            table = pa.Table.from_pylist([{name: row.get(name) for name in schema.names} for row in rows], schema)
+            pq.write_table(table, staging / "data" / f"{split}-00000-of-00001.parquet")
+        with (staging / "skipped.jsonl").open("w") as handle:
+            for entry in skipped:
+                handle.write(json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n")
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        (staging / "usage.json").write_text(json.dumps(usage, indent=1, sort_keys=True) + "\n")
+    return Path(out)
