@@ -361,6 +361,8 @@ def run_audit(args) -> int:
     from recipes.audit import run
 
     return run(args)
+
+
 def add_review(commands) -> None:
     from builders.review.samples import DEFAULT_CONFIG
 
