@@ -61,8 +61,8 @@ demo: $(STAMP)
 	rm -f $(DEMO_DIR)/review.sqlite $(DEMO_DIR)/review.sqlite-wal $(DEMO_DIR)/review.sqlite-shm
 	echo "demo-password" | $(VENV)/bin/sureon review add-user demo --db $(DEMO_DIR)/review.sqlite
 	$(VENV)/bin/sureon review assign --db $(DEMO_DIR)/review.sqlite --dataset $(DEMO_DIR)/sureon
-	@echo "Expert review app (log in as demo / demo-password): $(VENV)/bin/sureon review serve \
-		--dataset $(DEMO_DIR)/sureon --db $(DEMO_DIR)/review.sqlite --videos $(DEMO_DIR)/videos"
+	@echo "Expert review app (log in as demo / demo-password):"
+	@echo "  $(VENV)/bin/sureon review serve --dataset $(DEMO_DIR)/sureon --db $(DEMO_DIR)/review.sqlite --videos $(DEMO_DIR)/videos"
 
 test: $(STAMP)
 	$(PY) -m pytest -m "not slow and not gpu and not network" -q
