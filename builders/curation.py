@@ -31,6 +31,7 @@ from pathlib import Path
 
 from builders.distractor_pool import clean_pool, draw_configurations
 from builders.folds import assign_folds
+from builders.jsonl_log import AppendOnlyJsonl
 from builders.options import seeded_shuffle, stable_seed
 from builders.prompt import answer_target, format_messages
 
@@ -144,34 +145,11 @@ def load_guesser(spec: str, *, cache_dir: Path | None = None, max_new_tokens: in
 # ------------------------------------------------------------------------------------------------------------ scores
 
 
-class ScoreCache:
-    """Append-only JSONL of scoring passes; a line cut short by a kill is ignored on load."""
+class ScoreCache(AppendOnlyJsonl):
+    """Scoring passes keyed by their ``key`` (guesser, item, option order, R, temperature, seed, fingerprint)."""
 
     def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.entries: dict[str, dict] = {}
-        if self.path.exists():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
-                try:
-                    entry = json.loads(line)
-                    self.entries[entry["key"]] = entry
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    logger.warning("%s: ignored an unreadable line (a run killed mid-write)", self.path)
-
-    def add(self, entries: list[dict]) -> None:
-        if not entries:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a+b") as handle:
-            if handle.tell() > 0:
-                handle.seek(-1, os.SEEK_END)
-                if handle.read(1) != b"\n":
-                    handle.write(b"\n")
-            for entry in entries:
-                handle.write((json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8"))
-                self.entries[entry["key"]] = entry
-            handle.flush()
-            os.fsync(handle.fileno())
+        super().__init__(path, key=lambda entry: entry["key"])
 
 
 @dataclass(frozen=True)

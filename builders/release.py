@@ -32,6 +32,10 @@ from builders.options import (
 )
 
 
+# The official release's option layout: one struct per option, the correct one flagged (sureon_release.md §1).
+RELEASE_OPTIONS_TYPE = pa.list_(pa.struct([("letter", pa.string()), ("text", pa.string()), ("correct", pa.bool_())]))
+
+
 SPLITS = ("train", "validation", "test")
 _SPLIT_WORDS = {
     "train": "train",

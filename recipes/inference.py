@@ -25,11 +25,11 @@ size, mtime): a changed prompt, setting or checkpoint regenerates, anything else
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from builders.jsonl_log import AppendOnlyJsonl
 from recipes.chat_inputs import flatten_text, media_kwargs, render_chat, split_visuals
 
 
@@ -80,42 +80,15 @@ def prompt_fingerprint(messages: list[dict], settings: dict) -> str:
 # ----------------------------------------------------------------------------------------------------------- caching
 
 
-class GenerationCache:
-    """Append-only JSONL of generations keyed by (model, question_id, mode). Each batch is flushed and fsynced as it
-    finishes; a line cut short by a kill is ignored on load (and terminated before the next append)."""
+class GenerationCache(AppendOnlyJsonl):
+    """Generations keyed by (model, question_id, mode), each stamped with its prompt fingerprint."""
 
     def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.entries: dict[tuple[str, str, str], dict] = {}
-        self.ignored_lines = 0
-        if self.path.exists():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
-                try:
-                    entry = json.loads(line)
-                    self.entries[(entry["model"], entry["question_id"], entry["mode"])] = entry
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    self.ignored_lines += 1
-        if self.ignored_lines:
-            logger.warning("%s: ignored %d unreadable line(s) (a run killed mid-write)", self.path, self.ignored_lines)
+        super().__init__(path, key=lambda entry: (entry["model"], entry["question_id"], entry["mode"]))
 
     def get(self, model: str, question_id: str, mode: str, fingerprint: str) -> str | None:
         entry = self.entries.get((model, question_id, mode))
         return entry["output"] if entry is not None and entry["fingerprint"] == fingerprint else None
-
-    def add(self, entries: list[dict]) -> None:
-        if not entries:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a+b") as handle:
-            if handle.tell() > 0:
-                handle.seek(-1, os.SEEK_END)
-                if handle.read(1) != b"\n":
-                    handle.write(b"\n")
-            for entry in entries:
-                handle.write((json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8"))
-                self.entries[(entry["model"], entry["question_id"], entry["mode"])] = entry
-            handle.flush()
-            os.fsync(handle.fileno())
 
 
 @dataclass

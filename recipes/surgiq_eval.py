@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from builders.jsonl_log import AppendOnlyJsonl
 from builders.options import LETTERS, stable_seed
 from builders.prompt import surgiq_prompt
 from recipes.calibration import DEFAULT_BINS
@@ -95,33 +96,14 @@ class LabelScorer:
         return torch.stack(scores, dim=-1).cpu().double().numpy()
 
 
-class ScoreCache:
-    """Append-only JSON Lines of ``{key, id, scores}``; a line cut short by a crash is dropped on opening."""
+class ScoreCache(AppendOnlyJsonl):
+    """Label scores as ``{key, id, scores}`` lines, keyed by model fingerprint + exact prompt."""
 
     def __init__(self, path: Path):
-        self.path = Path(path)
-        self.entries: dict[str, list[float]] = {}
-        if self.path.is_file():
-            data = self.path.read_bytes()
-            complete = data[: data.rfind(b"\n") + 1]
-            if len(complete) < len(data):
-                with self.path.open("r+b") as handle:
-                    handle.truncate(len(complete))
-            for line in complete.decode("utf-8").splitlines():
-                try:
-                    entry = json.loads(line)
-                    self.entries[entry["key"]] = entry["scores"]
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    continue
+        super().__init__(path, key=lambda entry: entry["key"])
 
     def add(self, items: list[tuple[str, str, list[float]]]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        lines = "".join(json.dumps({"key": key, "id": qid, "scores": scores}) + "\n" for key, qid, scores in items)
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(lines)
-            handle.flush()
-            os.fsync(handle.fileno())
-        self.entries.update({key: scores for key, _, scores in items})
+        super().add([{"key": key, "id": qid, "scores": scores} for key, qid, scores in items])
 
 
 def fewshot_pool(records: list[dict], size: int = FEWSHOT_POOL_SIZE) -> list[dict]:
@@ -176,7 +158,7 @@ def score_prompts(
     for batch in tqdm(todo, desc="scoring", unit="batch", disable=not progress):
         scores = scorer.score_ids([encoded[i] for i in batch])
         cache.add([(keys[i], ids[i], [float(s) for s in row]) for i, row in zip(batch, scores, strict=True)])
-    return {ids[i]: cache.entries[keys[i]] for i in range(len(ids))}, len(todo)
+    return {ids[i]: cache.entries[keys[i]]["scores"] for i in range(len(ids))}, len(todo)
 
 
 def predictions_from_scores(records: list[dict], scores: dict[str, list[float]]) -> list[dict]:

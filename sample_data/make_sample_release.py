@@ -18,6 +18,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from builders.release import RELEASE_OPTIONS_TYPE
+
 
 LETTERS = "ABCDEFG"
 
@@ -192,14 +194,13 @@ def release_rows() -> dict[str, list[dict]]:
 
 
 REASONING = "The events are ordered by when each is first seen in the clip."
-OPTION_TYPE = pa.list_(pa.struct([("letter", pa.string()), ("text", pa.string()), ("correct", pa.bool_())]))
 SCHEMA = pa.schema(
     [
         ("question_id", pa.string()),
         ("clip_id", pa.string()),
         ("question", pa.string()),
         ("answer", pa.string()),
-        ("options", OPTION_TYPE),
+        ("options", RELEASE_OPTIONS_TYPE),
         ("category", pa.string()),
         ("specialty", pa.string()),
         ("subject", pa.string()),

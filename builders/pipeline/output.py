@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 
 from builders.hub import staged_output
 from builders.options import LETTERS
+from builders.release import RELEASE_OPTIONS_TYPE
 
 
-OPTION_TYPE = pa.list_(pa.struct([("letter", pa.string()), ("text", pa.string()), ("correct", pa.bool_())]))
 RELEASE_FIELDS = [
     ("question_id", pa.string()),
     ("clip_id", pa.string()),
@@ -26,7 +26,7 @@ RELEASE_FIELDS = [
     ("category", pa.string()),
     ("question", pa.string()),
     ("answer", pa.string()),
-    ("options", OPTION_TYPE),
+    ("options", RELEASE_OPTIONS_TYPE),
     ("specialty", pa.string()),
     ("subject", pa.string()),
     ("procedure", pa.string()),
