@@ -12,13 +12,13 @@ Sureon release (``format_messages(record, blind=True)``), cycled to ``--question
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.timing import best_of  # noqa: E402
 from builders.prompt import format_messages  # noqa: E402
 from recipes.inference import TransformersBackend  # noqa: E402
 
@@ -33,15 +33,6 @@ def demo_conversations(n: int) -> list[list[dict]]:
         if options:
             records.append({"start": 0.0, "end": 10.0, "question": row["question"], "options": options})
     return [format_messages(records[i % len(records)], blind=True) for i in range(n)]
-
-
-def best_of(repeats: int, fn) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -26,6 +26,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.timing import best_of  # noqa: E402
 from builders.near_duplicates import NgramIndex, ngrams  # noqa: E402
 from recipes.surgiq_eval import LabelScorer, ScoreCache, render_prompts, score_prompts  # noqa: E402
 from sample_data.make_surgiq_sample import surgiq_rows  # noqa: E402
@@ -64,15 +65,6 @@ def vocabulary_of(size: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     made = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 10))) for _ in range(size)]
     return words + made[: size - len(words)]
-
-
-def best_of(repeats: int, fn) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def bench_scoring(args) -> None:

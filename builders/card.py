@@ -10,6 +10,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from builders.categories import BY_CODE, CATEGORIES, MCQ
 from builders.options import LETTERS
+from builders.plots import pyplot, save_figure
 from model_cards import SUREON_CITATION, template_path
 
 
@@ -98,10 +99,7 @@ def video_qa_stats(records: list[dict]) -> dict:
 def plot_category_distribution(config_stats: dict[str, dict], path: Path) -> None:
     """Horizontal bars of samples per category, one bar per config (log scale once counts span orders of magnitude,
     as bench's 340 next to db's 76K do)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     codes = [c.code for c in CATEGORIES]
     codes += sorted({k for s in config_stats.values() for k in s["per_category"]} - set(codes))
@@ -118,10 +116,7 @@ def plot_category_distribution(config_stats: dict[str, dict], path: Path) -> Non
         ax.set_xlim(left=0.5)
     ax.set_xlabel("samples")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", metadata={"Software": None})
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def render_card(
@@ -235,10 +230,7 @@ def mcq_stats(records: list[dict], num_options: int) -> dict:
 
 def plot_domain_type_distribution(stats: dict, domains: dict, question_types: dict, path: Path) -> None:
     """Stacked horizontal bars: questions per domain, split by question type."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = [d for d in domains if d in stats["domains"]] + sorted(set(stats["domains"]) - set(domains))
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.4), dpi=100)
@@ -251,10 +243,7 @@ def plot_domain_type_distribution(stats: dict, domains: dict, question_types: di
     ax.invert_yaxis()
     ax.set_xlabel("questions")
     ax.legend(fontsize=8, ncols=len(question_types), loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", metadata={"Software": None})
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def render_mcq_card(

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from builders.curation import DEFAULT_TAU, DEFAULT_TEMPERATURE, DEFAULT_TRIALS, Sampling, ScoreCache, is_scored
 from builders.options import LETTERS, OptionError, parse_order, read_options, resolve_answer
+from builders.plots import pyplot, save_figure
 
 
 def category_of(row: dict) -> str:
@@ -134,24 +135,9 @@ def consistency_summary(records: list[dict], scores: dict[str, dict], sampling: 
 # ------------------------------------------------------------------------------------------------------------- plots
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(fig, path: Path) -> None:
-    fig.tight_layout()
-    fig.savefig(path, format="png", metadata={"Software": None})
-    _pyplot().close(fig)
-
-
 def plot_length_gap(records: list[dict], path: Path) -> None:
     """Word-count distributions of correct answers and distractors (the seed's Fig. 9)."""
-    plt = _pyplot()
+    plt = pyplot()
     correct = [word_count(r["answer"]) for r in records]
     distractors = [word_count(o) for r in records for i, o in enumerate(r["options"]) if i != r["answer_index"]]
     fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
@@ -161,11 +147,11 @@ def plot_length_gap(records: list[dict], path: Path) -> None:
     ax.set_xlabel("words per option")
     ax.set_ylabel("density")
     ax.legend()
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def plot_consistency(summaries: dict[str, dict], tau: float, path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
     width = 0.8 / max(1, len(summaries))
     for i, (name, summary) in enumerate(summaries.items()):
@@ -175,11 +161,11 @@ def plot_consistency(summaries: dict[str, dict], tau: float, path: Path) -> None
     ax.set_xlabel(f"consistency S (flagged when S >= {tau:.2f})")
     ax.set_ylabel("questions")
     ax.legend(fontsize=8)
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def plot_positions(balance: dict, path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
     for size, row in balance.items():
         total = sum(row["counts"].values())
@@ -188,7 +174,7 @@ def plot_positions(balance: dict, path: Path) -> None:
     ax.set_xlabel("answer position")
     ax.set_ylabel("share of questions")
     ax.legend(fontsize=8)
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 # -------------------------------------------------------------------------------------------------------------- run

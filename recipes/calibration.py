@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from builders.plots import pyplot, save_figure
+
 
 DEFAULT_BINS = 10
 
@@ -89,10 +91,7 @@ def calibration_summary(probabilities, labels, n_bins: int = DEFAULT_BINS) -> di
 
 def plot_reliability(bins: list[dict], path: Path, title: str) -> None:
     """Reliability diagram: accuracy per confidence bin against the diagonal, with the share of questions per bin."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     total = sum(b["count"] for b in bins) or 1
     width = bins[0]["upper"] - bins[0]["lower"]
@@ -110,7 +109,4 @@ def plot_reliability(bins: list[dict], path: Path, title: str) -> None:
     share.bar(lefts, [b["count"] / total for b in bins], width=width, align="edge", edgecolor="black", color="C1")
     share.set_xlabel("confidence (top-label probability)")
     share.set_ylabel("share")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", metadata={"Software": None})
-    plt.close(fig)
+    save_figure(fig, path)

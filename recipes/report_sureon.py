@@ -20,14 +20,13 @@ import json
 from pathlib import Path
 
 from builders.categories import BY_CODE
+from builders.plots import pyplot, save_figure
 from recipes.reporting import (
     interval,
     markdown_table,
     named_path,
     pct,
     pvalue,
-    pyplot,
-    save_figure,
     signed,
     write_report,
 )

@@ -60,21 +60,3 @@ def write_report(
         for file_name, draw in plots:
             draw(staging / file_name)
     return Path(out)
-
-
-def save_figure(fig, path: Path) -> None:
-    """PNG without a software/version tag, so two runs write the same bytes."""
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    fig.savefig(path, format="png", metadata={"Software": None})
-    plt.close(fig)
-
-
-def pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
