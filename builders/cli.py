@@ -19,6 +19,7 @@ Each builder registers its own sub-command here; heavy imports happen inside the
 """
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 
@@ -185,24 +186,6 @@ def run_near_duplicates(args) -> int:
     return 0
 
 
-def add_eval_surgiq(evals) -> None:
-    from recipes.surgiq_eval import add_arguments
-
-    parser = evals.add_parser(
-        "surgiq",
-        help="deterministic log-likelihood MCQ scoring of a causal LM or VLM (text-only)",
-        description="Score SurgiQ with the paper's protocol: next-token log-probabilities of the option labels.",
-    )
-    add_arguments(parser)
-    parser.set_defaults(handler=run_eval_surgiq)
-
-
-def run_eval_surgiq(args) -> int:
-    from recipes.surgiq_eval import run
-
-    return run(args)
-
-
 def add_report_surgiq(reports) -> None:
     parser = reports.add_parser(
         "surgiq",
@@ -264,60 +247,12 @@ def run_push(args) -> int:
     return 0
 
 
-def add_eval_sureon(evals) -> None:
-    from recipes.evaluate_sureon import add_arguments
-
-    parser = evals.add_parser(
-        "sureon",
-        help="a model on the Sureon benchmark, visual and blind (predictions.jsonl + summary.json)",
-        description="Evaluate a model on the Sureon benchmark (see recipes/evaluate_sureon.py).",
-    )
-    add_arguments(parser)
-    parser.set_defaults(handler=run_eval_sureon)
-
-
-def run_eval_sureon(args) -> int:
-    from recipes.evaluate_sureon import run
-
-    return run(args)
-
-
-def add_report_sureon(reports) -> None:
-    from recipes.report_sureon import add_arguments
-
-    parser = reports.add_parser(
-        "sureon",
-        help="Sureon leaderboard report (Table 3 layout, CIs, pairwise McNemar) from prediction files",
-        description="Report of the Sureon benchmark from any number of models' predictions.jsonl files.",
-    )
-    add_arguments(parser)
-    parser.set_defaults(handler=run_report_sureon)
-
-
-def run_report_sureon(args) -> int:
-    from recipes.report_sureon import main
-
-    print(f"Wrote {main(args) / 'report.md'}")
-    return 0
-
-
-def add_report_public(reports) -> None:
-    from recipes.report_public import add_arguments
-
-    parser = reports.add_parser(
-        "public",
-        help="public perception benchmarks report (video-averaged F1, CVS accuracy, mAP50) from prediction files",
-        description="Report of the public perception benchmarks (seed D.3) from JSONL prediction files.",
-    )
-    add_arguments(parser)
-    parser.set_defaults(handler=run_report_public)
-
-
-def run_report_public(args) -> int:
-    from recipes.report_public import main
-
-    print(f"Wrote {main(args) / 'report.md'}")
-    return 0
+def add_module_command(subparsers, name: str, module: str, *, help: str, description: str) -> None:
+    """A sub-command implemented by ``module``'s ``add_arguments(parser)`` and ``run(args) -> exit status``."""
+    implementation = importlib.import_module(module)
+    parser = subparsers.add_parser(name, help=help, description=description)
+    implementation.add_arguments(parser)
+    parser.set_defaults(handler=implementation.run)
 
 
 def add_pipeline(commands) -> None:
@@ -325,42 +260,6 @@ def add_pipeline(commands) -> None:
 
     group = commands.add_parser("pipeline", help="the construction pipeline: transcripts -> QA -> distractors")
     add_subcommands(group)
-
-
-def add_curate(commands) -> None:
-    from builders.curation import add_arguments
-
-    parser = commands.add_parser(
-        "curate",
-        help="stage 3: blind-test curation by a guesser ensemble (folds for training), then distractor hardening",
-        description="Flag questions answerable without the video (seed 3.1 Stage 3, B.4); see builders/curation.py.",
-    )
-    add_arguments(parser)
-    parser.set_defaults(handler=run_curate)
-
-
-def run_curate(args) -> int:
-    from builders.curation import run
-
-    return run(args)
-
-
-def add_audit(commands) -> None:
-    from recipes.audit import add_arguments
-
-    parser = commands.add_parser(
-        "audit",
-        help="blind-answerability audit of any MCQ dataset: guesser consistency, shortcuts, positions, length gap",
-        description="Can the questions be answered without the video? See recipes/audit.py.",
-    )
-    add_arguments(parser)
-    parser.set_defaults(handler=run_audit)
-
-
-def run_audit(args) -> int:
-    from recipes.audit import run
-
-    return run(args)
 
 
 def add_review(commands) -> None:
@@ -445,17 +344,53 @@ def make_parser() -> argparse.ArgumentParser:
     add_build_surgiq(builds)
     evaluate = commands.add_parser("eval", help="evaluate a model on a benchmark")
     evals = evaluate.add_subparsers(dest="benchmark", required=True)
-    add_eval_sureon(evals)
-    add_eval_surgiq(evals)
+    add_module_command(
+        evals,
+        "sureon",
+        "recipes.evaluate_sureon",
+        help="a model on the Sureon benchmark, visual and blind (predictions.jsonl + summary.json)",
+        description="Evaluate a model on the Sureon benchmark (see recipes/evaluate_sureon.py).",
+    )
+    add_module_command(
+        evals,
+        "surgiq",
+        "recipes.surgiq_eval",
+        help="deterministic log-likelihood MCQ scoring of a causal LM or VLM (text-only)",
+        description="Score SurgiQ with the paper's protocol: next-token log-probabilities of the option labels.",
+    )
     report = commands.add_parser("report", help="tables and statistics across models' evaluation runs")
     reports = report.add_subparsers(dest="benchmark", required=True)
-    add_report_sureon(reports)
-    add_report_public(reports)
+    add_module_command(
+        reports,
+        "sureon",
+        "recipes.report_sureon",
+        help="Sureon leaderboard report (Table 3 layout, CIs, pairwise McNemar) from prediction files",
+        description="Report of the Sureon benchmark from any number of models' predictions.jsonl files.",
+    )
+    add_module_command(
+        reports,
+        "public",
+        "recipes.report_public",
+        help="public perception benchmarks report (video-averaged F1, CVS accuracy, mAP50) from prediction files",
+        description="Report of the public perception benchmarks (seed D.3) from JSONL prediction files.",
+    )
     add_report_surgiq(reports)
     add_near_duplicates(commands)
     add_shortcuts(commands)
-    add_curate(commands)
-    add_audit(commands)
+    add_module_command(
+        commands,
+        "curate",
+        "builders.curation",
+        help="stage 3: blind-test curation by a guesser ensemble (folds for training), then distractor hardening",
+        description="Flag questions answerable without the video (seed 3.1 Stage 3, B.4); see builders/curation.py.",
+    )
+    add_module_command(
+        commands,
+        "audit",
+        "recipes.audit",
+        help="blind-answerability audit of any MCQ dataset: guesser consistency, shortcuts, positions, length gap",
+        description="Can the questions be answered without the video? See recipes/audit.py.",
+    )
     add_push(commands)
     add_pipeline(commands)
     add_review(commands)

@@ -462,5 +462,10 @@ def main(args: argparse.Namespace) -> Path:
     return write_report(args.out, render_markdown(data), data, args.overwrite, plots)
 
 
+def run(args: argparse.Namespace) -> int:
+    print(f"Wrote {main(args) / 'report.md'}")
+    return 0
+
+
 if __name__ == "__main__":
-    print(f"Wrote {main(make_parser().parse_args()) / 'report.md'}")
+    raise SystemExit(run(make_parser().parse_args()))
