@@ -1,0 +1,81 @@
+"""Helpers for the tiny native-layout copies that tests and ``make demo`` build (no binaries are committed).
+
+Each sample module ``public_converters/samples/<source>.py`` defines ``write(root)`` and ``BAD_INPUTS``: a dict from a
+bad-input case (see ``BAD_INPUT_CASES``) to a function that damages a written copy and returns the path (relative to
+the root) that the resulting error must name. Images are small (64x48 unless the source needs a fixed size) and
+deterministic: content is drawn from a generator seeded by the file's name.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from builders.options import stable_seed
+
+
+BAD_INPUT_CASES = ("missing_file", "truncated_image", "wrong_mask_size", "malformed_row", "unknown_label")
+
+
+def rng_for(*parts) -> np.random.Generator:
+    return np.random.default_rng(stable_seed(*parts))
+
+
+def noise_image(name: str, size: tuple[int, int] = (64, 48)) -> np.ndarray:
+    """A deterministic RGB frame (width, height = size) whose content depends on ``name``."""
+    width, height = size
+    return rng_for("sample-frame", name).integers(0, 256, (height, width, 3), dtype=np.uint8)
+
+
+def write_image(path: Path, pixels: np.ndarray) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(pixels).save(path)
+    return path
+
+
+def write_text(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def write_json(path: Path, payload) -> Path:
+    return write_text(path, json.dumps(payload, indent=1))
+
+
+def write_video(path: Path, frames: int, fps: int, size: tuple[int, int] = (64, 48)) -> Path:
+    """A short H.264 mp4 of painted frames (each frame's index readable back, see sample_data/make_videos.py)."""
+    import av
+
+    from sample_data.make_videos import encode_h264, paint_index
+
+    width, height = size
+    stream = (
+        av.VideoFrame.from_ndarray(paint_index(index, width=width, height=height), format="rgb24")
+        for index in range(frames)
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    encode_h264(path, stream, fps, size, gop=fps * 2, options={"crf": "28", "preset": "ultrafast"})
+    return path
+
+
+def truncate(path: Path, keep: float = 0.5) -> None:
+    """Cut a file to a fraction of its bytes (a broken download)."""
+    data = path.read_bytes()
+    path.write_bytes(data[: max(1, int(len(data) * keep))])
+
+
+def resize_image(path: Path, size: tuple[int, int]) -> None:
+    """Save the image at another size, nearest-neighbour so class values survive."""
+    with Image.open(path) as image:
+        image.resize(size, Image.Resampling.NEAREST).save(path)
+
+
+def replace_in_file(path: Path, old: str, new: str, count: int = 1) -> None:
+    text = path.read_text()
+    if old not in text:
+        raise ValueError(f"{path}: {old!r} not found (the sample layout changed)")
+    path.write_text(text.replace(old, new, count))

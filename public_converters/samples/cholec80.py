@@ -1,0 +1,63 @@
+"""A tiny Cholec80 in its native layout: two 12-second 25-fps videos with phase (25 fps) and tool (1 fps) files."""
+
+from pathlib import Path
+
+from public_converters.samples._common import replace_in_file, truncate, write_text, write_video
+from public_converters.sources.cholec80 import TOOL_COLUMNS
+
+
+FPS = 25
+SECONDS = 12
+# (video, [(phase, frames)], tools present per second as column indices)
+VIDEOS = {
+    "video01": [("Preparation", 100), ("CalotTriangleDissection", 120), ("ClippingCutting", 80)],
+    "video41": [("CalotTriangleDissection", 90), ("GallbladderDissection", 130), ("GallbladderPackaging", 80)],
+}
+
+
+def _tools_at(second: int) -> set[int]:
+    return {0} | ({2} if 3 <= second < 8 else set()) | ({4} if second >= 9 else set())
+
+
+def write(root: Path) -> None:
+    for video, phases in VIDEOS.items():
+        total = sum(count for _, count in phases)
+        write_video(root / "videos" / f"{video}.mp4", total, FPS)
+        rows = [f"{frame}\t{name}" for frame, name in enumerate(n for n, count in phases for _ in range(count))]
+        write_text(root / "phase_annotations" / f"{video}-phase.txt", "Frame\tPhase\n" + "\n".join(rows) + "\n")
+        tool_rows = []
+        for frame in range(0, total + 1, FPS):  # one sample past the end, as in the real files
+            present = _tools_at(frame // FPS)
+            tool_rows.append(
+                "\t".join([str(frame), *("1" if i in present else "0" for i in range(len(TOOL_COLUMNS)))])
+            )
+        header = "\t".join(("Frame", *TOOL_COLUMNS))
+        write_text(root / "tool_annotations" / f"{video}-tool.txt", header + "\n" + "\n".join(tool_rows) + "\n")
+
+
+def _missing(root: Path) -> str:
+    (root / "tool_annotations/video41-tool.txt").unlink()
+    return "video41-tool.txt"
+
+
+def _truncated(root: Path) -> str:
+    truncate(root / "videos/video01.mp4", 0.3)
+    return "video01.mp4"
+
+
+def _malformed(root: Path) -> str:
+    replace_in_file(root / "phase_annotations/video01-phase.txt", "\n12\tPreparation\n", "\n12\tPreparation\t7\n")
+    return "video01-phase.txt"
+
+
+def _unknown(root: Path) -> str:
+    replace_in_file(root / "phase_annotations/video41-phase.txt", "GallbladderPackaging", "GallbladerPackaging", 5)
+    return "video41-phase.txt"
+
+
+BAD_INPUTS = {
+    "missing_file": _missing,
+    "truncated_image": _truncated,
+    "malformed_row": _malformed,
+    "unknown_label": _unknown,
+}

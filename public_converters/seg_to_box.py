@@ -1,0 +1,175 @@
+"""Seg-to-box (the seed's C.2): semantic class masks -> pseudo-instances with boxes and COCO RLE masks.
+
+Per class, one of three policies, declared per source as data (``SourceSpec.mask_policies``):
+
+- ``single``: structures that appear once (gallbladder, uterus): the union of all components, one tight box;
+- ``components``: countable things (blood pools, clips): 8-connected components, each its own pseudo-instance,
+  sorted top-to-bottom then left-to-right by centroid;
+- ``semantic``: large background structures (abdominal wall, liver bed): presence only, no box.
+
+Components smaller than ``min_fraction`` of the image (annotation specks, 0.01 % by default; the seed gives no
+threshold) are not made instances; they are counted in the returned statistics, never dropped unseen.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+from pycocotools import mask as mask_utils
+from scipy import ndimage
+
+from public_converters.schema import Instance, SemanticMask, SourceError
+
+
+EIGHT_CONNECTED = np.ones((3, 3), dtype=bool)
+DEFAULT_MIN_FRACTION = 1e-4
+
+
+def load_image(path: Path, mode: str | None = None) -> Image.Image:
+    """Open and fully decode an image, turning a truncated or unreadable file into an error that names it."""
+    try:
+        with Image.open(path) as image:
+            image.load()
+            return image.convert(mode) if mode else image.copy()
+    except FileNotFoundError as error:
+        raise SourceError(path, "file not found", fix="check the source folder is complete") from error
+    except (OSError, SyntaxError, ValueError) as error:
+        raise SourceError(path, f"cannot decode image ({error})", fix="re-download or re-extract this file") from error
+
+
+def decode_mask(path: Path, palette: dict, size: tuple[int, int] | None = None) -> np.ndarray:
+    """Class-value image: grey masks as (H, W) ints; RGB masks packed as ``R<<16 | G<<8 | B`` (alpha dropped)."""
+    image = load_image(path)
+    rgb = any(isinstance(key, tuple) for key in palette)
+    if rgb:
+        array = np.asarray(image.convert("RGB"), dtype=np.int32)
+        values = (array[..., 0] << 16) | (array[..., 1] << 8) | array[..., 2]
+    else:
+        array = np.asarray(image)
+        values = array[..., 0] if array.ndim == 3 else array  # grey levels stored as R=G=B (+A)
+        values = values.astype(np.int32)
+    if size is not None and tuple(values.shape) != tuple(size):
+        raise SourceError(
+            path,
+            f"mask is {values.shape[1]}x{values.shape[0]}, expected {size[1]}x{size[0]}",
+            fix="the mask does not belong to this frame or was resized",
+        )
+    return values
+
+
+def _pack(key) -> int:
+    return (key[0] << 16) | (key[1] << 8) | key[2] if isinstance(key, tuple) else int(key)
+
+
+def class_masks(values: np.ndarray, palette: dict, path: Path) -> dict[str, np.ndarray]:
+    """label -> boolean mask. A value absent from the palette is an error listing the values found."""
+    lookup = {_pack(key): label for key, label in palette.items()}
+    present = np.unique(values)
+    unknown = [int(v) for v in present if int(v) not in lookup]
+    if unknown:
+        shown = [f"({v >> 16},{(v >> 8) & 255},{v & 255})" if v > 255 else str(v) for v in unknown[:8]]
+        raise SourceError(
+            path,
+            f"mask values {', '.join(shown)} are not in the source's palette",
+            fix="a class the reader does not know, or a corrupt mask",
+        )
+    masks: dict[str, np.ndarray] = {}
+    for value in present:
+        label = lookup[int(value)]
+        if label is not None:
+            masks[label] = masks[label] | (values == value) if label in masks else values == value
+    return masks
+
+
+def encode_rle(mask: np.ndarray) -> dict:
+    rle = mask_utils.encode(np.asfortranarray(mask.astype(np.uint8)))
+    return {"size": [int(s) for s in rle["size"]], "counts": rle["counts"].decode("ascii")}
+
+
+def tight_box(mask: np.ndarray) -> list[float]:
+    """[x1, y1, x2, y2] in [0, 1000] around the mask's pixels (x2, y2 at the far pixel edge)."""
+    height, width = mask.shape
+    rows = np.flatnonzero(mask.any(axis=1))
+    cols = np.flatnonzero(mask.any(axis=0))
+    corners = (cols[0] / width, rows[0] / height, (cols[-1] + 1) / width, (rows[-1] + 1) / height)
+    return [round(float(value) * 1000, 1) for value in corners]
+
+
+def components(mask: np.ndarray, min_pixels: int) -> tuple[list[np.ndarray], int]:
+    """8-connected components ordered top-to-bottom then left-to-right by centroid; and the count of specks."""
+    labelled, count = ndimage.label(mask, structure=EIGHT_CONNECTED)
+    if count == 0:
+        return [], 0
+    ids = np.arange(1, count + 1)
+    sizes = ndimage.sum_labels(mask, labelled, ids)
+    centroids = ndimage.center_of_mass(mask, labelled, ids)
+    kept = [(cy, cx, i) for (cy, cx), i, size in zip(centroids, ids, sizes, strict=True) if size >= min_pixels]
+    kept.sort()
+    return [labelled == i for _, _, i in kept], count - len(kept)
+
+
+def instances_from_mask(
+    ref: SemanticMask,
+    root: Path,
+    policies: dict[str, str],
+    kinds: dict[str, str],
+    canonical: dict[str, str],
+    min_fraction: float = DEFAULT_MIN_FRACTION,
+) -> tuple[list[Instance], Counter]:
+    """Pseudo-instances of one mask file; ``kinds`` / ``canonical`` map the native label to tool|anatomy / name."""
+    path = root / ref.path
+    values = decode_mask(path, ref.palette, ref.size)
+    stats: Counter = Counter()
+    instances: list[Instance] = []
+    min_pixels = max(1, int(min_fraction * values.size))
+    for label, mask in sorted(class_masks(values, ref.palette, path).items()):
+        policy = policies[label]
+        kind, name = kinds[label], canonical[label]
+        if policy == "semantic":
+            parts = [None]
+        elif policy == "single":
+            parts = [mask] if mask.sum() >= min_pixels else []
+            stats["specks"] += 0 if parts else 1
+        else:
+            parts, specks = components(mask, min_pixels)
+            stats["specks"] += specks
+        for index, part in enumerate(parts):
+            box = None if part is None else tight_box(part)
+            rle = None if part is None else encode_rle(part)
+            instances.append(Instance(ref.video_id, ref.frame_index, kind, name, box, rle, index))
+            stats[policy] += 1
+    return instances, stats
+
+
+def rle_from_polygons(polygons: list[list[float]], height: int, width: int) -> dict:
+    """COCO polygons (flat ``[x1, y1, x2, y2, ...]`` pixel lists, one instance) -> one merged COCO RLE."""
+    rles = mask_utils.frPyObjects([list(map(float, p)) for p in polygons if len(p) >= 6], height, width)
+    if not rles:
+        raise ValueError("no polygon with at least three points")
+    merged = mask_utils.merge(rles)
+    return {"size": [int(s) for s in merged["size"]], "counts": merged["counts"].decode("ascii")}
+
+
+def rle_from_coco(segmentation, height: int, width: int) -> dict:
+    """A COCO ``segmentation`` in any of its three forms (polygons, uncompressed RLE, compressed RLE) -> RLE."""
+    if isinstance(segmentation, list):
+        return rle_from_polygons(segmentation, height, width)
+    counts = segmentation["counts"]
+    if isinstance(counts, list):  # uncompressed RLE, as iscrowd=0 files sometimes carry
+        segmentation = mask_utils.frPyObjects(segmentation, height, width)
+        counts = segmentation["counts"]
+    return {
+        "size": [int(s) for s in segmentation["size"]],
+        "counts": counts.decode("ascii") if isinstance(counts, bytes) else counts,
+    }
+
+
+def box_of_rle(rle: dict) -> list[float] | None:
+    """Tight normalised box of an RLE mask; None for an empty mask."""
+    coded = {"size": rle["size"], "counts": rle["counts"].encode("ascii")}
+    if mask_utils.area(coded) == 0:
+        return None
+    return tight_box(mask_utils.decode(coded).astype(bool))

@@ -1,0 +1,85 @@
+"""Generic checks over every public source (torchvision style): a tiny copy in the native layout per source, read
+into the common schema, and the bad-input cases each source's sample module defines."""
+
+import shutil
+
+import pyarrow.parquet as pq
+import pytest
+
+from public_converters.media import check_media
+from public_converters.normalise import normalise_source, observed_capabilities
+from public_converters.samples._common import BAD_INPUT_CASES
+from public_converters.schema import write_tables
+from public_converters.spec import registry, sample_module
+
+
+SOURCES = sorted(registry())
+
+
+@pytest.fixture(scope="module")
+def sample_roots(tmp_path_factory):
+    """name -> folder holding that source's native-layout sample, written once per module."""
+    roots = {}
+    for name in SOURCES:
+        root = tmp_path_factory.mktemp(name)
+        sample_module(name).write(root)
+        roots[name] = root
+    return roots
+
+
+def test_every_source_has_a_sample_and_bad_inputs():
+    for name in SOURCES:
+        module = sample_module(name)
+        assert callable(module.write), name
+        cases = set(module.BAD_INPUTS)
+        assert cases <= set(BAD_INPUT_CASES), name
+        assert {"missing_file", "malformed_row", "unknown_label"} <= cases, f"{name} lacks core bad-input cases"
+
+
+@pytest.mark.parametrize("name", SOURCES)
+def test_sample_reads_into_the_schema(name, sample_roots, tmp_path):
+    spec = registry()[name]
+    normalised = normalise_source(spec, sample_roots[name])
+    check_media(normalised)
+    tables = normalised.tables
+    assert tables.videos and (tables.frames or tables.segments)
+    # the sample exercises every capability the source declares, and nothing else
+    assert observed_capabilities(tables) == set(spec.capabilities)
+    canonical = {kind: set(table.values()) for kind, table in spec.labels.items()}
+    for frame in tables.frames:
+        assert frame.phase is None or frame.phase in canonical["phase"]
+        assert frame.step is None or frame.step in canonical["step"]
+        for tool in frame.tools or []:
+            assert tool in canonical["tool"], (name, tool)
+        for structure in frame.anatomy or []:
+            assert structure in canonical["anatomy"], (name, structure)
+    for instance in tables.instances:
+        assert instance.label in canonical[instance.kind], (name, instance)
+    if "image" in spec.branches:
+        assert any(frame.image_path for frame in tables.frames), f"{name}: image branch without frame images"
+    if "clip" in spec.branches:
+        assert all(video.fps for video in tables.videos), f"{name}: clip branch needs each video's fps"
+        assert tables.segments, f"{name}: clip branch without temporal segments"
+    splits = {video.split for video in tables.videos}
+    assert splits <= {"train", "validation", "test", "unused"}, splits
+    # two reads are byte-identical
+    write_tables(tables, normalised.info(), tmp_path / "a")
+    write_tables(normalise_source(spec, sample_roots[name]).tables, normalised.info(), tmp_path / "b")
+    for table in ("videos", "frames", "instances", "segments", "relations"):
+        assert pq.read_table(tmp_path / "a" / f"{table}.parquet").equals(
+            pq.read_table(tmp_path / "b" / f"{table}.parquet")
+        )
+
+
+@pytest.mark.parametrize(
+    ("name", "case"),
+    [(name, case) for name in SOURCES for case in sorted(sample_module(name).BAD_INPUTS)],
+)
+def test_bad_input_names_the_file(name, case, sample_roots, tmp_path):
+    root = tmp_path / name
+    shutil.copytree(sample_roots[name], root)
+    culprit = sample_module(name).BAD_INPUTS[case](root)
+    with pytest.raises(ValueError) as error:
+        normalised = normalise_source(registry()[name], root)
+        check_media(normalised)
+    assert culprit in str(error.value), f"{name}/{case}: the error does not name {culprit}: {error.value}"
