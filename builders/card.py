@@ -4,7 +4,7 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
-from datasets import DatasetInfo
+from datasets import DatasetInfo, Features, SplitDict, SplitInfo
 from datasets.info import DatasetInfosDict
 from huggingface_hub import DatasetCard, DatasetCardData
 
@@ -294,5 +294,99 @@ def render_mcq_card(
         paper_answer_position=paper_answer_position,
         extra_columns=extra_columns,
         repo_id=repo_id,
+    )
+    return str(card)
+
+
+def split_infos(features: Features, written: list) -> DatasetInfo:
+    """One config's ``dataset_info`` from its written splits (summed when a split spans several folders)."""
+    splits: dict[str, list[int]] = {}
+    for part in written:
+        sizes = splits.setdefault(part.split, [0, 0])
+        sizes[0] += part.num_bytes
+        sizes[1] += part.num_examples
+    return DatasetInfo(
+        features=features,
+        splits=SplitDict({name: SplitInfo(name, size, count) for name, (size, count) in splits.items()}),
+        download_size=sum(part.download_size for part in written),
+        dataset_size=sum(part.num_bytes for part in written),
+    )
+
+
+def render_public_card(
+    manifest: dict,
+    licenses: dict[str, str],
+    paper_table: dict[str, list[int]],
+    dataset_infos: dict[str, DatasetInfo],
+    repo_id: str = "ORG/sureon-public",
+    pretty_name: str = "Sureon public corpus",
+) -> str:
+    """Render the public-corpus card from the build manifest: the per-source table (the seed's Table 13 beside it),
+    configs, and the QA-type and question-type distributions per branch."""
+    sources = manifest["sources"]
+    source_rows, branches = [], []
+    qa_type_counts: dict[str, Counter] = {}
+    question_type_counts: dict[str, Counter] = {}
+    versions: set[str] = set()
+    for name, info in sources.items():
+        written = info["branches_written"]
+        paper = paper_table.get(name, ["-", "-"])
+        source_rows.append(
+            {
+                "name": name,
+                "title": info["title"],
+                "branch": " + ".join(written) or "-",
+                "item_count": sum(w["items"] for w in written.values()),
+                "qa_count": sum(w["qas"] for w in written.values()),
+                "paper_items": f"{paper[0]:,}" if paper[0] != "-" else "-",
+                "paper_qas": f"{paper[1]:,}" if paper[1] != "-" else "-",
+                "license": licenses.get(name, "see the source"),
+            }
+        )
+        for branch, summary in written.items():
+            if branch not in branches:
+                branches.append(branch)
+            qa_type_counts.setdefault(branch, Counter()).update(summary["qa_types"])
+            question_type_counts.setdefault(branch, Counter()).update(summary["question_types"])
+            versions |= set(summary["versions"])
+    config_rows = [
+        {
+            "name": name,
+            "splits": ", ".join(info.splits),
+            "qa_count": sum(split.num_examples for split in info.splits.values()),
+        }
+        for name, info in dataset_infos.items()
+    ]
+    paraphrase_rows = [
+        {"name": name, **{k: info["paraphrase"].get(k, 0) for k in ("requested", "accepted", "rejected", "failed")}}
+        for name, info in sources.items()
+        if "paraphrase" in info
+    ]
+    card_data = _card_data(
+        pretty_name,
+        "derived-from-public-surgical-datasets",
+        ["visual-question-answering", "image-text-to-text", "video-text-to-text"],
+        ["surgical-video", "sureon", "medical", "surgical-data-science"],
+        max((row["qa_count"] for row in config_rows), default=0),
+        manifest["configs"],
+        dataset_infos,
+    )
+    card = DatasetCard.from_template(
+        card_data,
+        template_path=template_path("public_dataset_card.md"),
+        pretty_name=pretty_name,
+        versions=[v for v in ("template", "instruction", "paraphrase") if v in versions],
+        source_rows=source_rows,
+        total_items=sum(row["item_count"] for row in source_rows),
+        total_qas=sum(row["qa_count"] for row in source_rows),
+        config_rows=config_rows,
+        branches=branches,
+        qa_types=sorted({t for counts in qa_type_counts.values() for t in counts}),
+        qa_type_counts=qa_type_counts,
+        question_types=sorted({t for counts in question_type_counts.values() for t in counts}),
+        question_type_counts=question_type_counts,
+        paraphrase_rows=paraphrase_rows,
+        repo_id=repo_id,
+        citation=SUREON_CITATION,
     )
     return str(card)

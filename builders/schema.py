@@ -65,3 +65,37 @@ def text_mcq_features(extra_schema: pa.Schema | None = None) -> Features:
     if extra_schema is not None:
         features.update(Features.from_arrow_schema(extra_schema))
     return features
+
+
+# The public-corpus QA record (templated from the 22 public sources, seed Appendix C). ``frames`` are paths relative
+# to the dataset folder (``media/...``): one image for the image branch, the sampled clip frames for the clip branch,
+# stored once per frame however many QAs use it. ``start`` / ``end`` (seconds) are set for clips only, so the one
+# prompt formatter shows a clip header for clips and a bare image for frames.
+PUBLIC_QA_FEATURES = Features(
+    {
+        "qa_id": Value("string"),
+        "item_id": Value("string"),
+        "source": Value("string"),
+        "branch": Value("string"),
+        "split": Value("string"),
+        "procedure": Value("string"),
+        "video_id": Value("string"),
+        "file": Value("string"),
+        "frame_index": Value("int64"),
+        "start_frame": Value("int64"),
+        "end_frame": Value("int64"),
+        "start": Value("float64"),
+        "end": Value("float64"),
+        "qa_type": Value("string"),
+        "question_type": Value("string"),
+        "template_id": Value("string"),
+        "grounded": Value("bool"),
+        "version": Value("string"),
+        "question": Value("string"),
+        "answer": Value("string"),
+        "answer_format": Value("string"),
+        "reasoning": Value("string"),
+        "frames": List(Value("string")),
+        "frame_timestamps": List(Value("float64")),
+    }
+)

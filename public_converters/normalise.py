@@ -119,25 +119,34 @@ def convert_masks(
     return instances, stats
 
 
-def _fill_presence(frames: list[Frame], masks: list[SemanticMask], instances: list[Instance]) -> list[Frame]:
-    """A class mask is exhaustive: its frame's tool and anatomy presence is what the mask shows (maybe nothing)."""
-    masked = {(m.video_id, m.frame_index) for m in masks}
-    present: dict[tuple, dict[str, set]] = {key: {"tool": set(), "anatomy": set()} for key in masked}
+def _fill_presence(
+    frames: list[Frame], masks: list[SemanticMask], instances: list[Instance], kinds: dict[str, str]
+) -> list[Frame]:
+    """A class mask is exhaustive for the kinds its palette names: its frame's tool (or anatomy) presence is what the
+    mask shows, maybe nothing. A tools-only mask says nothing about anatomy, which stays as the reader left it."""
+    covered: dict[tuple, set[str]] = {}
+    for mask in masks:
+        named = {kinds[label] for label in mask.palette.values() if label is not None}
+        covered.setdefault((mask.video_id, mask.frame_index), set()).update(named)
+    present: dict[tuple, dict[str, set]] = {key: {"tool": set(), "anatomy": set()} for key in covered}
     for instance in instances:
         key = (instance.video_id, instance.frame_index)
         if key in present:
             present[key][instance.kind].add(instance.label)
     known = {(f.video_id, f.frame_index) for f in frames}
-    missing = sorted(masked - known)
+    missing = sorted(set(covered) - known)
     if missing:
         raise ValueError(f"masks for frames the reader did not list, e.g. {missing[:3]}")
     filled = []
     for frame in frames:
         key = (frame.video_id, frame.frame_index)
-        if key in present:
-            tools = sorted(set(frame.tools or []) | present[key]["tool"])
-            anatomy = sorted(set(frame.anatomy or []) | present[key]["anatomy"])
-            frame = dataclasses.replace(frame, tools=tools, anatomy=anatomy)
+        if key in covered:
+            changes = {}
+            if "tool" in covered[key]:
+                changes["tools"] = sorted(set(frame.tools or []) | present[key]["tool"])
+            if "anatomy" in covered[key]:
+                changes["anatomy"] = sorted(set(frame.anatomy or []) | present[key]["anatomy"])
+            frame = dataclasses.replace(frame, **changes)
         filled.append(frame)
     return filled
 
@@ -164,7 +173,7 @@ def normalise_source(
     mapper.raise_if_unmapped()
     policies = {label: spec.mask_policies[label] for label in kinds}
     mask_instances, stats = convert_masks(tables.masks, root, policies, kinds, canonical, num_proc)
-    frames = _fill_presence(tables.frames, tables.masks, mask_instances)
+    frames = _fill_presence(tables.frames, tables.masks, mask_instances, kinds)
     tables = dataclasses.replace(tables, frames=frames, instances=tables.instances + mask_instances)
     tables = sort_tables(apply_split_variant(spec, tables, split_variant or spec.default_split_variant))
     check_tables(tables, spec.name)

@@ -1,4 +1,4 @@
-"""A tiny Cholec80 in its native layout: two 12-second 25-fps videos with phase (25 fps) and tool (1 fps) files."""
+"""A tiny Cholec80 in its native layout: two 40-second 25-fps videos with phase (25 fps) and tool (1 fps) files."""
 
 from pathlib import Path
 
@@ -7,16 +7,15 @@ from public_converters.sources.cholec80 import TOOL_COLUMNS
 
 
 FPS = 25
-SECONDS = 12
 # (video, [(phase, frames)], tools present per second as column indices)
 VIDEOS = {
-    "video01": [("Preparation", 100), ("CalotTriangleDissection", 120), ("ClippingCutting", 80)],
-    "video41": [("CalotTriangleDissection", 90), ("GallbladderDissection", 130), ("GallbladderPackaging", 80)],
+    "video01": [("Preparation", 300), ("CalotTriangleDissection", 400), ("ClippingCutting", 300)],
+    "video41": [("CalotTriangleDissection", 250), ("GallbladderDissection", 450), ("GallbladderPackaging", 300)],
 }
 
 
 def _tools_at(second: int) -> set[int]:
-    return {0} | ({2} if 3 <= second < 8 else set()) | ({4} if second >= 9 else set())
+    return {0} | ({2} if 10 <= second < 25 else set()) | ({4} if second >= 28 else set())
 
 
 def write(root: Path) -> None:

@@ -1,0 +1,352 @@
+"""Build the templated public corpus (the seed's D_pub) from local copies of the public sources.
+
+    sureon build public --source cholec80=/data/cholec80 --source endoscapes=/data/endoscapes --out build/public
+
+Per source: normalise (reader, vocabulary, seg-to-box; ``normalised/<source>/*.parquet`` is kept in the output so
+other projects can reuse the common layer), check its media, make the items (annotated frames for the image branch;
+strategic and grounded clips for the clip branch), template them into QAs in two versions (template, instruction),
+optionally paraphrase them (the third version), write the frames each record shows (JPEG, once per frame, cached in
+``--cache-dir`` so a rerun decodes nothing twice), and write the records in the Hub layout:
+
+    data/<branch>/<source>/<split>-NNNNN-of-NNNNN.parquet     configs: image, clip, image-<source>, clip-<source>
+    media/<source>/<video>/<frame>.jpg                         the frames the records' ``frames`` paths name
+    normalised/<source>/{videos,frames,...}.parquet, manifest.json, README.md (card with the per-source table)
+
+Everything goes to a staging folder first: a failure (a bad file in any source) leaves no half-written output.
+Counts reconcile in ``manifest.json``: every annotated frame is an item or a listed skip (no applicable template,
+an unused split), every clip window sampled is an item or counted as thinned.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from builders.card import render_public_card, split_infos
+from builders.hub import DEFAULT_MAX_SHARD_BYTES, staged_output, write_split
+from builders.options import stable_seed
+from builders.schema import PUBLIC_QA_FEATURES
+from public_converters.clips import SamplingConfig, grounded_clips, spread, strategic_clips
+from public_converters.media import MediaJob, check_media, link_media, media_name, write_media
+from public_converters.normalise import Normalised, normalise_source, observed_capabilities
+from public_converters.schema import write_tables
+from public_converters.spec import get_source
+from public_converters.templating import QA, ClipItem, Context, ImageItem, load_templates, render
+
+
+CLIP_FRAMES = 8
+SPLITS = ("train", "validation", "test")
+
+
+@dataclass
+class BuildOptions:
+    sources: dict[str, Path]
+    out: Path
+    cache_dir: Path | None = None
+    overwrite: bool = False
+    num_proc: int = 1
+    split_variants: dict[str, str] = field(default_factory=dict)
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    max_side: int | None = 768
+    paraphrase_client: object | None = None  # a builders.llm.LLMClient; None = no paraphrase version
+    paraphrase_settings: dict | None = None
+    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES
+
+
+# ---- items ---------------------------------------------------------------------------------------------------------
+
+
+def image_items(normalised: Normalised) -> tuple[list[ImageItem], Counter]:
+    """Annotated frames that have an image; every other frame is counted by why it is not an item."""
+    tables, source = normalised.tables, normalised.spec.name
+    videos = {v.video_id: v for v in tables.videos}
+    instances, relations = defaultdict(list), defaultdict(list)
+    for instance in tables.instances:
+        instances[(instance.video_id, instance.frame_index)].append(instance)
+    for relation in tables.relations:
+        relations[(relation.video_id, relation.frame_index)].append(relation)
+    items, skipped = [], Counter()
+    for frame in tables.frames:
+        key = (frame.video_id, frame.frame_index)
+        annotated = any(
+            value is not None
+            for value in (frame.phase, frame.step, frame.actions, frame.tools, frame.anatomy, frame.cvs)
+        )
+        if not frame.image_path:
+            skipped["frame without an image"] += 1
+        elif not (annotated or instances[key] or relations[key]):
+            skipped["frame without annotations"] += 1
+        elif videos[frame.video_id].split not in SPLITS:
+            skipped["video outside the split variant"] += 1
+        else:
+            items.append(ImageItem(source, videos[frame.video_id], frame, instances[key], relations[key]))
+    return items, skipped
+
+
+def clip_items(normalised: Normalised, config: SamplingConfig) -> tuple[list[ClipItem], Counter]:
+    tables, source = normalised.tables, normalised.spec.name
+    segments = defaultdict(list)
+    for segment in tables.segments:
+        segments[segment.video_id].append(segment)
+    items, counts = [], Counter()
+    for video in tables.videos:
+        if video.split not in SPLITS:
+            counts["videos outside the split variant"] += 1
+            continue
+        own = segments[video.video_id]
+        grounded, qualified = grounded_clips(video, own, config, source)
+        counts["grounded windows qualified"] += qualified
+        counts["grounded windows thinned"] += qualified - len(grounded)
+        for clip in [*strategic_clips(video, own, config, source), *grounded]:
+            overlapping = [s for s in own if s.end_frame >= clip.start_frame and s.start_frame <= clip.end_frame]
+            items.append(ClipItem(source, video, clip, overlapping))
+    return items, counts
+
+
+def clip_frames(item: ClipItem, images: dict[tuple[str, int], str]) -> list[int]:
+    """The frames a clip shows: the grounded window's own, else 8 spread over the clip (over its image frames when
+    the source ships frames instead of a video)."""
+    if item.clip.frames:
+        return list(item.clip.frames)
+    if item.video.video_path:
+        span = list(range(item.clip.start_frame, item.clip.end_frame + 1))
+    else:
+        span = sorted(
+            f
+            for (video, f) in images
+            if video == item.video.video_id and item.clip.start_frame <= f <= item.clip.end_frame
+        )
+    return spread(span, CLIP_FRAMES)
+
+
+# ---- records ------------------------------------------------------------------------------------------------------
+
+
+def _record(qa: QA, item, version: str, frames: list[str], timestamps: list[float], normalised: Normalised) -> dict:
+    base = f"{stable_seed('public-qa', qa.item_id, qa.template.id, str(qa.index)):016x}"[:16]
+    clip = isinstance(item, ClipItem)
+    fps = item.video.fps
+    return {
+        "qa_id": f"{base}-{version[0]}",
+        "item_id": qa.item_id,
+        "source": item.source,
+        "branch": "clip" if clip else "image",
+        "split": item.video.split,
+        "procedure": normalised.spec.procedure,
+        "video_id": item.video.video_id,
+        "file": item.video.video_path if clip and item.video.video_path else (None if clip else item.frame.image_path),
+        "frame_index": None if clip else item.frame.frame_index,
+        "start_frame": item.clip.start_frame if clip else None,
+        "end_frame": item.clip.end_frame if clip else None,
+        "start": round(item.clip.start_frame / fps, 6) if clip else None,
+        "end": round((item.clip.end_frame + 1) / fps, 6) if clip else None,
+        "qa_type": qa.template.qa_type,
+        "question_type": qa.template.question_type,
+        "template_id": qa.template.id,
+        "grounded": qa.template.grounded,
+        "version": version,
+        "question": qa.question if version == "template" else qa.instruction,
+        "answer": qa.answer,
+        "answer_format": "json" if qa.template.grounded else "open",
+        "reasoning": "",
+        "frames": frames,
+        "frame_timestamps": timestamps,
+    }
+
+
+def _template_chunk(args) -> list[list[QA]]:
+    items, branch, ctx, capabilities = args
+    templates = load_templates(branch)
+    return [render(item, templates, ctx, capabilities) for item in items]
+
+
+def template_items(items: list, branch: str, ctx: Context, capabilities: set[str], num_proc: int) -> list[list[QA]]:
+    """Render every item (in ``num_proc`` processes); the output does not depend on ``num_proc``."""
+    if not items:
+        return []
+    size = max(1, -(-len(items) // (num_proc * 4)))
+    jobs = [(items[i : i + size], branch, ctx, capabilities) for i in range(0, len(items), size)]
+    if num_proc > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(num_proc) as pool:
+            chunks = list(pool.map(_template_chunk, jobs))
+    else:
+        chunks = [_template_chunk(job) for job in jobs]
+    return [qas for chunk in chunks for qas in chunk]
+
+
+def context_for(normalised: Normalised) -> Context:
+    spec, tables = normalised.spec, normalised.tables
+    vocabulary = {kind: sorted(set(table.values())) for kind, table in spec.labels.items()}
+    boxable = defaultdict(set)
+    for instance in tables.instances:
+        if instance.box is not None:
+            boxable[instance.kind].add(instance.label)
+    return Context(spec.name, spec.procedure, vocabulary, dict(boxable))
+
+
+@dataclass
+class SourceBuild:
+    records: list[dict]
+    jobs: list[MediaJob]
+    manifest: dict
+
+
+def build_source(normalised: Normalised, options: BuildOptions) -> SourceBuild:
+    """Items -> QAs -> records (template + instruction versions) and the media jobs they need."""
+    spec, tables = normalised.spec, normalised.tables
+    ctx, capabilities = context_for(normalised), observed_capabilities(tables)
+    records, manifest = [], {"skipped": {}, "items": {}}
+    frames_needed: dict[str, dict[int, str | None]] = defaultdict(dict)
+    outlines: dict[str, list] = defaultdict(list)
+    images = {(f.video_id, f.frame_index): f.image_path for f in tables.frames if f.image_path}
+    for branch in spec.branches:
+        if branch == "image":
+            items, skipped = image_items(normalised)
+        else:
+            items, skipped = clip_items(normalised, options.sampling)
+        rendered = template_items(items, branch, ctx, capabilities, options.num_proc)
+        sampling = {k: v for k, v in skipped.items() if k.startswith("grounded windows")}
+        if sampling:
+            manifest["clip sampling"] = sampling
+        manifest["skipped"][branch] = {k: v for k, v in skipped.items() if k not in sampling}
+        without = 0
+        for item, qas in zip(items, rendered, strict=True):
+            if not qas:
+                without += 1
+                continue
+            video = item.video.video_id
+            if branch == "image":
+                frame_list = [item.frame.frame_index]
+                frames_needed[video][item.frame.frame_index] = item.frame.image_path
+            else:
+                frame_list = clip_frames(item, images)
+                for frame_index in frame_list:
+                    frames_needed[video][frame_index] = (
+                        images.get((video, frame_index)) if not item.video.video_path else None
+                    )
+            fps = item.video.fps
+            timestamps = [round(f / fps, 6) if fps else 0.0 for f in frame_list]
+            plain = [media_name(spec.name, video, f) for f in frame_list]
+            for qa in qas:
+                shown = plain
+                if qa.overlay is not None:
+                    suffix = (
+                        f"_outline_{qa.overlay.kind}_{qa.overlay.label.replace(' ', '-')}_{qa.overlay.instance_id}"
+                    )
+                    shown = [media_name(spec.name, video, item.frame.frame_index, suffix)]
+                    outlines[video].append((item.frame.frame_index, item.frame.image_path, qa.overlay.mask, shown[0]))
+                for version in ("template", "instruction"):
+                    records.append(_record(qa, item, version, shown, timestamps, normalised))
+        manifest["items"][branch] = len(items) - without
+        manifest["skipped"][branch]["items without an applicable template"] = without
+    videos = {v.video_id: v for v in tables.videos}
+    jobs = [
+        MediaJob(
+            spec.name,
+            video,
+            normalised.root,
+            videos[video].video_path,
+            tuple(sorted(frames.items())),
+            tuple(sorted(set(outlines[video]), key=lambda o: o[3])),
+        )
+        for video, frames in sorted(frames_needed.items())
+    ]
+    return SourceBuild(records, jobs, manifest)
+
+
+# ---- the build ----------------------------------------------------------------------------------------------------
+
+
+def _configs(written: dict[tuple[str, str], list]) -> tuple[list[dict], dict]:
+    """``configs:`` entries and their ``dataset_info``: one per branch (all its sources) and one per branch and
+    source, over the same files."""
+    entries, infos = [], {}
+    branches = sorted({branch for branch, _ in written})
+    for branch in branches:
+        parts = [part for (b, _), own in written.items() if b == branch for part in own]
+        splits = sorted({part.split for part in parts}, key=SPLITS.index)
+        infos[branch] = split_infos(PUBLIC_QA_FEATURES, parts)
+        entries.append(
+            {
+                "config_name": branch,
+                "data_files": [{"split": s, "path": f"data/{branch}/*/{s}-*.parquet"} for s in splits],
+                **({"default": True} if branch == branches[0] else {}),
+            }
+        )
+    for (branch, source), parts in sorted(written.items()):
+        splits = [part.split for part in parts]
+        infos[f"{branch}-{source}"] = split_infos(PUBLIC_QA_FEATURES, parts)
+        entries.append(
+            {
+                "config_name": f"{branch}-{source}",
+                "data_files": [{"split": s, "path": f"data/{branch}/{source}/{s}-*.parquet"} for s in splits],
+            }
+        )
+    return entries, infos
+
+
+def summarise(records: list[dict]) -> dict:
+    """What the card reports for one source and branch: QA counts by version, QA type and question type."""
+    return {
+        "qas": len(records),
+        "items": len({r["item_id"] for r in records}),
+        "versions": dict(sorted(Counter(r["version"] for r in records).items())),
+        "qa_types": dict(sorted(Counter(r["qa_type"] for r in records).items())),
+        "question_types": dict(sorted(Counter(r["question_type"] for r in records).items())),
+        "splits": dict(sorted(Counter(r["split"] for r in records).items())),
+    }
+
+
+def write_records(records: list[dict], folder: Path, max_shard_bytes: int) -> list:
+    """One source's records of one branch, a parquet split each, in a stable order; returns the written splits."""
+    by_split = defaultdict(list)
+    for record in sorted(records, key=lambda r: (r["item_id"], r["template_id"], r["qa_id"])):
+        by_split[record["split"]].append(record)
+    return [write_split(by_split[s], PUBLIC_QA_FEATURES, folder, s, max_shard_bytes) for s in SPLITS if by_split[s]]
+
+
+def build_public(options: BuildOptions) -> dict:
+    """Build the corpus; returns the manifest (also written to ``manifest.json``)."""
+    cache_dir = Path(options.cache_dir or options.out.with_name(f"{options.out.name}.cache"))
+    manifest: dict = {"sources": {}}
+    written: dict[tuple[str, str], list] = {}
+    with staged_output(options.out, options.overwrite) as staging:
+        for name, root in sorted(options.sources.items()):
+            spec = get_source(name)
+            normalised = normalise_source(
+                spec, root, split_variant=options.split_variants.get(name), num_proc=options.num_proc
+            )
+            check_media(normalised, options.num_proc)
+            write_tables(normalised.tables, normalised.info(), staging / "normalised" / name)
+            built = build_source(normalised, options)
+            records = built.records
+            source_manifest = {**normalised.info(), **built.manifest}
+            if options.paraphrase_client is not None:
+                from public_converters.paraphrase import DEFAULT_SETTINGS, paraphrase
+
+                terms = {
+                    name: sorted({t for table in spec.labels.values() for t in table.values()} | {spec.procedure})
+                }
+                settings = options.paraphrase_settings or DEFAULT_SETTINGS
+                extra, stats = paraphrase(records, options.paraphrase_client, terms, settings)
+                records = records + extra
+                source_manifest["paraphrase"] = dict(sorted(stats.items()))
+            write_media(built.jobs, cache_dir, options.max_side, options.num_proc)
+            link_media({path for record in records for path in record["frames"]}, cache_dir, staging)
+            source_manifest["branches_written"] = {}
+            for branch in spec.branches:
+                own = [r for r in records if r["branch"] == branch]
+                if own:
+                    folder = staging / "data" / branch / name
+                    written[(branch, name)] = write_records(own, folder, options.max_shard_bytes)
+                    source_manifest["branches_written"][branch] = summarise(own)
+            manifest["sources"][name] = source_manifest
+        manifest["configs"], infos = _configs(written)
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        licenses = {name: get_source(name).license for name in options.sources}
+        paper = json.loads((Path(__file__).parent / "paper_table13.json").read_text())
+        (staging / "README.md").write_text(render_public_card(manifest, licenses, paper, infos))
+    return manifest
