@@ -1,0 +1,117 @@
+"""A tiny CholecInstanceSeg in its native layout: three sequences (one per split and partition family) of LabelMe
+JSON files with their frames in ``img_dir/`` (64x48 here; 854x480 in the release).
+
+Quirks written: two polygons sharing a group_id (one instance), two graspers told apart by group_id, int and float
+points, an absolute Windows ``imagePath``, an empty frame without ``imageHeight``/``imageWidth``, a frame with
+shapes but without them (rasterised at the image's size), the seg8k ``videoNN`` file names."""
+
+import json
+from pathlib import Path
+
+from public_converters.samples._common import (
+    noise_image,
+    replace_in_file,
+    resize_image,
+    truncate,
+    write_image,
+    write_json,
+)
+
+
+SIZE = (64, 48)
+# sequence folder -> [(file stem, [(label, group_id, points)], states its size)]
+SEQUENCES = {
+    "train/VID01_t50_full": [
+        ("t50_VID01_000000", [("grasper", 1, [[4, 4], [20, 4], [20, 16], [4, 16]])], True),
+        (
+            "t50_VID01_000001",
+            [
+                ("grasper", 1, [[4.0, 4.0], [20.0, 4.0], [20.0, 16.0], [4.0, 16.0]]),
+                ("grasper", 1, [[30.0, 30.0], [40.0, 30.0], [40.0, 40.0]]),  # second part of the same grasper
+                ("grasper", 2, [[50, 2], [62, 2], [62, 10], [50, 10]]),
+                ("hook", 1, [[10, 30], [25, 30], [25, 46], [10, 46]]),
+            ],
+            True,
+        ),
+        ("t50_VID01_000002", [], False),
+    ],
+    "val/VID03_t80_sparse": [
+        ("t80_VID03_000000", [], True),
+        ("t80_VID03_000030", [("clipper", 1, [[0, 0], [32, 0], [32, 24], [0, 24]])], True),
+        (
+            "t80_VID03_000060",
+            [("snare", 3, [[40, 20], [60, 20], [60, 40]]), ("scissors", 1, [[2, 40], [8, 40], [8, 47]])],
+            True,
+        ),
+    ],
+    "test/VID09_seg8k": [
+        ("seg8k_video09_28660", [("grasper", 1, [[10, 10], [30, 10], [30, 20]])], False),
+        (
+            "seg8k_video09_28661",
+            [("irrigator", 1, [[5, 5], [15, 5], [15, 15]]), ("bipolar", 2, [[40, 5], [50, 5], [50, 15]])],
+            True,
+        ),
+    ],
+}
+
+
+def write(root: Path) -> None:
+    for sequence, frames in SEQUENCES.items():
+        for stem, shapes, sized in frames:
+            document = {
+                "version": "1.0.0",
+                "flags": {},
+                "shapes": [
+                    {
+                        "label": label,
+                        "points": points,
+                        "group_id": group,
+                        "description": "",
+                        "shape_type": "polygon",
+                        "flags": None,
+                    }
+                    for label, group, points in shapes
+                ],
+                "imagePath": f"C:/Users/annotator\\{stem}.png" if stem.startswith("t50") else f"img_dir/{stem}.png",
+            }
+            if sized:
+                document |= {"imageHeight": SIZE[1], "imageWidth": SIZE[0]}
+            write_json(root / sequence / "ann_dir" / f"{stem}.json", document)
+            write_image(root / sequence / "img_dir" / f"{stem}.png", noise_image(stem, SIZE))
+
+
+def _missing(root: Path) -> str:
+    (root / "val/VID03_t80_sparse/img_dir/t80_VID03_000030.png").unlink()
+    return "img_dir/t80_VID03_000030.png"
+
+
+def _truncated(root: Path) -> str:
+    truncate(root / "train/VID01_t50_full/img_dir/t50_VID01_000001.png", 0.4)
+    return "t50_VID01_000001.png"
+
+
+def _wrong_size(root: Path) -> str:
+    resize_image(root / "test/VID09_seg8k/img_dir/seg8k_video09_28661.png", (32, 24))
+    return "seg8k_video09_28661.png"
+
+
+def _malformed(root: Path) -> str:
+    path = root / "val/VID03_t80_sparse/ann_dir/t80_VID03_000060.json"
+    document = json.loads(path.read_text())
+    document["shapes"][1]["points"] = [[2, 40], [8]]
+    write_json(path, document)
+    return "t80_VID03_000060.json"
+
+
+def _unknown(root: Path) -> str:
+    replace_in_file(root / "test/VID09_seg8k/ann_dir/seg8k_video09_28661.json", '"bipolar"', '"bipolar grasper"')
+    return "seg8k_video09_28661.json"
+
+
+BAD_INPUTS = {
+    "missing_file": _missing,
+    "truncated_image": _truncated,
+    "wrong_mask_size": _wrong_size,
+    "malformed_row": _malformed,
+    "unknown_label": _unknown,
+}
