@@ -141,6 +141,8 @@ def _mask_frames(masks_dir: Path, total: int) -> list[int]:
         raise SourceError(masks_dir, "folder not found", fix="every video needs its Video_XX_Masks folder")
     found = {}
     for path in sorted(masks_dir.glob("*/*")):
+        if path.name.startswith("."):  # .DS_Store and the like
+            continue
         match = MASK_NAME.match(path.name)
         frame = int(match.group(1)) if match else None
         if frame is None or path.relative_to(masks_dir).as_posix() != bucket_path(frame):
