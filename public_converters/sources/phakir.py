@@ -193,9 +193,7 @@ SPEC = SourceSpec(
     title="Phakir",
     procedure="laparoscopic cholecystectomy",
     branches=("image", "clip"),
-    # has_anatomy_presence only because normalise._fill_presence marks anatomy absent on every mask, even a
-    # tools-only one like PhaKIR's; drop it when that stage fills only the kinds a mask's palette names.
-    capabilities=frozenset({"has_phase", "has_tool_presence", "has_tool_bbox", "has_masks", "has_anatomy_presence"}),
+    capabilities=frozenset({"has_phase", "has_tool_presence", "has_tool_bbox", "has_masks"}),
     labels={"phase": PHASES, "tool": TOOLS},
     read=read,
     mask_policies=dict.fromkeys(TOOLS, "components"),
