@@ -113,7 +113,7 @@ def read_sequence(root: Path, folder: Path, video_id: str, gt: list[tuple[Path, 
     width, height = header_size(images[min(images)])
     frames = [Frame(video_id, n, image_path=str(path.relative_to(root))) for n, path in sorted(images.items())]
     masks = _masks(root, video_id, images, gt, (height, width))
-    return Video(video_id, SPLITS["official"][video_id], None, len(frames), width, height), frames, masks
+    return Video(video_id, SPLITS["official"][video_id], None, None, width, height), frames, masks
 
 
 def _test_labels(root: Path, number: int) -> list[tuple[Path, dict]]:
@@ -179,7 +179,9 @@ SPEC = SourceSpec(
     unconfirmed=(
         "license",
         "test labels nesting (instrument_2017_test twice, gt/ level optional): resolved by trying both",
-        "part value 40 (probe) outside Other_labels",
+        "training masks hold only 0/10/20/30/40 (another value is an error naming the mask)",
+        "test label file names equal the test image names (frame225-299 for sequences 1-8)",
+        "the part/type JSON files (mappings.json or parts_mapping.json; not read: values and types are data here)",
         "what 'Other' shows in test sequences 9-10 (mapped to 'other instrument')",
     ),
 )
