@@ -79,6 +79,7 @@ def _mask_labels(spec: SourceSpec, masks: list[SemanticMask], mapper) -> tuple[d
             kind = mapper.kind_of(label) or "anatomy"
             kinds[label] = kind
             canonical[label] = mapper.map(kind, label, ref.path)
+    mapper.raise_if_unmapped()  # an unknown class is reported with its file before any policy question
     missing = sorted(label for label in kinds if label not in spec.mask_policies)
     if missing:
         raise ValueError(
@@ -151,6 +152,18 @@ def _fill_presence(
     return filled
 
 
+def renumber(instances: list[Instance]) -> list[Instance]:
+    """Instance ids 0..n-1 per (video, frame, kind, label), in conversion order: one mask file per instrument (or
+    per structure) would otherwise give every instance id 0."""
+    seen: Counter = Counter()
+    renumbered = []
+    for instance in instances:
+        key = (instance.video_id, instance.frame_index, instance.kind, instance.label)
+        renumbered.append(dataclasses.replace(instance, instance_id=seen[key]))
+        seen[key] += 1
+    return renumbered
+
+
 def apply_split_variant(spec: SourceSpec, tables: SourceTables, variant: str | None) -> SourceTables:
     if variant is None:
         return tables
@@ -173,6 +186,7 @@ def normalise_source(
     mapper.raise_if_unmapped()
     policies = {label: spec.mask_policies[label] for label in kinds}
     mask_instances, stats = convert_masks(tables.masks, root, policies, kinds, canonical, num_proc)
+    mask_instances = renumber(mask_instances)
     frames = _fill_presence(tables.frames, tables.masks, mask_instances, kinds)
     tables = dataclasses.replace(tables, frames=frames, instances=tables.instances + mask_instances)
     tables = sort_tables(apply_split_variant(spec, tables, split_variant or spec.default_split_variant))

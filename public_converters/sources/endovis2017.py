@@ -166,9 +166,7 @@ SPEC = SourceSpec(
     title="EndoVis2017",
     procedure="robot-assisted surgery (porcine)",
     branches=("image",),
-    # has_anatomy_presence is NOT a fact of this source (no anatomy is labelled): the shared presence fill sets
-    # anatomy=[] on every masked frame, so the tables show it until normalise fills only the kinds a palette names.
-    capabilities=frozenset({"has_tool_presence", "has_anatomy_presence", "has_tool_bbox", "has_masks"}),
+    capabilities=frozenset({"has_tool_presence", "has_tool_bbox", "has_masks"}),
     labels={"tool": TOOLS},
     read=read,
     mask_policies=MASK_POLICIES,
