@@ -342,6 +342,14 @@ def make_parser() -> argparse.ArgumentParser:
     builds = build.add_subparsers(dest="dataset", required=True)
     add_build_sureon(builds)
     add_build_surgiq(builds)
+    add_module_command(
+        builds,
+        "public",
+        "public_converters.builder",
+        help="the templated public corpus from local copies of the public surgical datasets (seed Appendix C)",
+        description="Build the public corpus: read each source natively, template image and clip QAs, write the Hub "
+        "layout. See public_converters/builder.py.",
+    )
     evaluate = commands.add_parser("eval", help="evaluate a model on a benchmark")
     evals = evaluate.add_subparsers(dest="benchmark", required=True)
     add_module_command(

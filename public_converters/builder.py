@@ -250,7 +250,7 @@ def build_source(normalised: Normalised, options: BuildOptions) -> SourceBuild:
             normalised.root,
             videos[video].video_path,
             tuple(sorted(frames.items())),
-            tuple(sorted(set(outlines[video]), key=lambda o: o[3])),
+            tuple(sorted({o[3]: o for o in outlines[video]}.values(), key=lambda o: o[3])),
         )
         for video, frames in sorted(frames_needed.items())
     ]
@@ -350,3 +350,90 @@ def build_public(options: BuildOptions) -> dict:
         paper = json.loads((Path(__file__).parent / "paper_table13.json").read_text())
         (staging / "README.md").write_text(render_public_card(manifest, licenses, paper, infos))
     return manifest
+
+
+# ---- command line (``sureon build public``) ------------------------------------------------------------------------
+
+
+def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
+    pairs = {}
+    for value in values or []:
+        name, sep, rest = value.partition("=")
+        if not sep or not name or not rest:
+            raise ValueError(f"{what} must look like NAME=VALUE, got {value!r}")
+        if name in pairs:
+            raise ValueError(f"{what}: {name} given twice")
+        pairs[name] = rest
+    return pairs
+
+
+def add_arguments(parser) -> None:
+    from public_converters.spec import registry
+
+    defaults = SamplingConfig()
+    parser.add_argument(
+        "--source",
+        action="append",
+        required=True,
+        metavar="NAME=DIR",
+        help=f"a source and its local folder, repeatable; NAME is one of: {', '.join(registry())}",
+    )
+    parser.add_argument("--out", required=True, type=Path, help="output folder (Hub layout)")
+    parser.add_argument("--split-variant", action="append", metavar="NAME=VARIANT", help="an official split variant")
+    parser.add_argument("--num-proc", type=int, default=1, help="processes for seg-to-box, templating and media")
+    parser.add_argument("--cache-dir", type=Path, help="media cache (default: OUT.cache next to OUT)")
+    parser.add_argument("--max-side", type=int, default=768, help="longest side of the written JPEGs (0: keep)")
+    parser.add_argument("--min-clip-seconds", type=float, default=defaults.min_seconds)
+    parser.add_argument("--max-clip-seconds", type=float, default=defaults.max_seconds)
+    parser.add_argument("--grid-fps", type=float, default=defaults.grid_fps, help="frame grid of grounded windows")
+    parser.add_argument("--max-grounded-per-video", type=int, default=defaults.max_per_video)
+    parser.add_argument("--paraphrase", action="store_true", help="add the LLM paraphrase version (C.4)")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --paraphrase (default: $OPENAI_BASE_URL)")
+    parser.add_argument("--image-model", default="Qwen/Qwen3.5-9B", help="paraphraser of image QAs")
+    parser.add_argument("--clip-model", default="Qwen/Qwen3-VL-8B-Instruct", help="paraphraser of clip QAs")
+    parser.add_argument("--max-concurrency", type=int, default=64, help="paraphrase requests in flight")
+    parser.add_argument("--llm-cache", type=Path, help="SQLite paraphrase cache (default: OUT.llm_cache.sqlite)")
+    parser.add_argument("--max-shard-size", type=int, default=DEFAULT_MAX_SHARD_BYTES, help="parquet shard bytes")
+    parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+
+
+def run(args) -> int:
+    from dataclasses import replace
+
+    client, settings = None, None
+    if args.paraphrase:
+        from builders.llm import LLMClient
+        from public_converters.paraphrase import DEFAULT_SETTINGS
+
+        cache = args.llm_cache or args.out.with_name(f"{args.out.name}.llm_cache.sqlite")
+        client = LLMClient(base_url=args.base_url, cache=cache, max_concurrency=args.max_concurrency, progress=True)
+        settings = {
+            "image": replace(DEFAULT_SETTINGS["image"], model=args.image_model),
+            "clip": replace(DEFAULT_SETTINGS["clip"], model=args.clip_model),
+        }
+    options = BuildOptions(
+        sources={name: Path(folder) for name, folder in _pairs(args.source, "--source").items()},
+        out=args.out,
+        cache_dir=args.cache_dir,
+        overwrite=args.overwrite,
+        num_proc=args.num_proc,
+        split_variants=_pairs(args.split_variant, "--split-variant"),
+        sampling=SamplingConfig(
+            args.min_clip_seconds,
+            args.max_clip_seconds,
+            grid_fps=args.grid_fps,
+            max_per_video=args.max_grounded_per_video,
+        ),
+        max_side=args.max_side or None,
+        paraphrase_client=client,
+        paraphrase_settings=settings,
+        max_shard_bytes=args.max_shard_size,
+    )
+    manifest = build_public(options)
+    for name, info in manifest["sources"].items():
+        counts = ", ".join(f"{b}: {w['items']} items, {w['qas']} QAs" for b, w in info["branches_written"].items())
+        print(f"{name}: {counts or 'nothing written'}")
+    if client is not None:
+        print(client.ledger.summary())
+    print(f'Load it with: datasets.load_dataset("{args.out}", "{manifest["configs"][0]["config_name"]}")')
+    return 0
