@@ -27,9 +27,8 @@ import csv
 import re
 from pathlib import Path
 
-from PIL import Image
-
 from public_converters.schema import Frame, SemanticMask, SourceError, SourceTables, Video
+from public_converters.sources._image_header import image_size
 from public_converters.spec import SourceSpec
 
 
@@ -64,17 +63,6 @@ PAPER_COLUMNS = tuple(name for name in STRUCTURES if name != "uterus")
 
 def palette(structure: str) -> dict:
     return {0: None, 1: structure, 255: structure}
-
-
-def image_size(path: Path) -> tuple[int, int]:
-    """(height, width) from the PNG header (no decoding; the media check decodes every image later)."""
-    try:
-        with Image.open(path) as image:
-            return image.size[1], image.size[0]
-    except FileNotFoundError as error:
-        raise SourceError(path, "file not found") from error
-    except OSError as error:
-        raise SourceError(path, f"not a readable image ({error})", fix="re-download or re-extract it") from error
 
 
 def _structure_key(cell: str) -> str:
@@ -169,7 +157,7 @@ def read(root: Path, labels) -> SourceTables:
 
 SPEC = SourceSpec(
     name="dsad",
-    title="Dresden Surgical Anatomy Dataset",
+    title="Dresden",
     procedure="robot-assisted rectal resection",
     branches=("image",),
     # has_tool_presence only because normalise._fill_presence writes tools=[] on every masked frame; DSAD does not

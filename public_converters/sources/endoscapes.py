@@ -226,7 +226,7 @@ def read(root: Path, labels) -> SourceTables:
 
 SPEC = SourceSpec(
     name="endoscapes",
-    title="Endoscapes2023",
+    title="Endoscapes",
     procedure="laparoscopic cholecystectomy",
     branches=("image",),
     capabilities=frozenset(
