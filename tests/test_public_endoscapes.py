@@ -95,3 +95,12 @@ def test_a_video_in_the_wrong_split_folder_is_an_error(root, tmp_path):
     (copy / "val_vids.txt").write_text("121\n5\n")
     with pytest.raises(SourceError, match="val_vids.txt"):
         normalise_source(registry()["endoscapes"], copy)
+
+
+def test_metadata_csv_must_agree_with_the_coco_cvs(root, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    path = copy / "all_metadata.csv"
+    path.write_text(path.read_text().replace("\n1,29500,0.556,0.667,1.000,", "\n1,29500,0.556,0.000,1.000,"))
+    with pytest.raises(SourceError, match=r"all_metadata.csv, row 4: CVS \[0.0, 1.0, 0.0\] disagrees"):
+        normalise_source(registry()["endoscapes"], copy)

@@ -107,6 +107,8 @@ def write(root: Path) -> None:
         for video, frames in videos.items():
             for frame, (det, keyframe, ds, annotations) in frames.items():
                 images.append(_image_record(video, frame, det, keyframe, ds))
+                if not keyframe:  # a 1-fps row without a CVS label
+                    metadata.append(f"{video},{frame},,,,,False,,,")
                 boxes[images[-1]["id"]] = annotations
                 _link(root, folder, images[-1]["file_name"])
         write_json(root / folder / "annotation_coco.json", _coco(images, boxes, seg=False))

@@ -128,7 +128,10 @@ def _read_coco(path: Path, split: str, labels, state: dict, with_instances: bool
             raise SourceError(path, f"bbox is not [x, y, w, h] ({error})", row=where) from error
         mask = None
         if seg:
-            mask = rle_from_coco(annotation["segmentation"], height, width)
+            try:
+                mask = rle_from_coco(annotation["segmentation"], height, width)
+            except (KeyError, TypeError, ValueError) as error:
+                raise SourceError(path, f"segmentation is not COCO RLE or polygons ({error})", row=where) from error
             if mask["size"] != [height, width]:
                 raise SourceError(path, f"RLE size {mask['size']} is not the image's {[height, width]}", row=where)
         label = labels.map(kind, native, path, where)
@@ -162,11 +165,20 @@ def _check_vids_file(root: Path, folder: str, state: dict) -> None:
         raise SourceError(path, f"videos {sorted(found - listed, key=int)[:5]} are in {folder}/ but not listed")
 
 
+def _whole(cell: str) -> int:
+    value = float(cell)  # pandas writes "12.0" for ints in a column that also holds blanks
+    if not value.is_integer():
+        raise ValueError(f"{cell!r} is not a whole number")
+    return int(value)
+
+
 def _check_metadata(root: Path, frames: dict) -> None:
     """``all_metadata.csv``, where shipped, must give the same CVS keyframes as the COCO files' ``ds``."""
     path = root / "all_metadata.csv"
     if not path.is_file():
         return
+    compared = keyframes = 0
+    videos = {video for video, _ in frames}
     with path.open(newline="") as handle:
         reader = csv.DictReader(handle)
         missing = [c for c in METADATA_COLUMNS if c not in (reader.fieldnames or [])]
@@ -174,16 +186,22 @@ def _check_metadata(root: Path, frames: dict) -> None:
             raise SourceError(path, f"columns {missing} missing from the header {reader.fieldnames}", row=1)
         for number, row in enumerate(reader, start=2):
             try:
-                key = (str(int(row["vid"])), int(row["frame"]))
-                cvs = [round(float(row[c]), 4) for c in ("C1", "C2", "C3")]
-                keyframe = {"true": True, "1": True, "false": False, "0": False}[row["is_ds_keyframe"].strip().lower()]
+                key = (str(_whole(row["vid"])), _whole(row["frame"]))
+                flag = row["is_ds_keyframe"].strip().lower()
+                keyframe = {"true": True, "1": True, "1.0": True, "false": False, "0": False, "0.0": False}[flag]
+                cvs = [round(float(row[c]), 4) for c in ("C1", "C2", "C3")] if keyframe else None
             except (KeyError, TypeError, ValueError, AttributeError) as error:
                 raise SourceError(
-                    path, f"malformed row ({error})", row=number, fix="vid/frame ints, C1-C3 floats"
+                    path, f"malformed row ({error})", row=number, fix="vid/frame whole numbers, C1-C3 floats"
                 ) from error
             known = frames.get(key, {}).get("cvs")
-            if keyframe and known is not None and any(abs(a - b) > 1e-3 for a, b in zip(cvs, known, strict=True)):
-                raise SourceError(path, f"CVS {cvs} disagrees with the COCO ds {known}", row=number)
+            keyframes += keyframe and key[0] in videos
+            if keyframe and known is not None:
+                compared += 1
+                if any(abs(a - b) > 1e-3 for a, b in zip(cvs, known, strict=True)):
+                    raise SourceError(path, f"CVS {cvs} disagrees with the COCO ds {known}", row=number)
+    if keyframes and not compared:
+        raise SourceError(path, "no CVS keyframe matches a COCO image", fix="is 'frame' the file-name frame number?")
 
 
 def read(root: Path, labels) -> SourceTables:
