@@ -81,3 +81,12 @@ def test_a_grey_level_outside_the_binary_palette_is_an_error(root, tmp_path):
     Image.fromarray(mask).save(copy / "colon/01/mask00.png")
     with pytest.raises(SourceError, match=r"colon/01/mask00.png: mask values 128"):
         normalise_source(registry()["dsad"], copy)
+
+
+def test_weak_labels_numbered_from_1_do_not_shift_silently(root, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    path = copy / "colon/01/weak_labels.csv"
+    path.write_text(path.read_text().replace("image01.png", "image02.png").replace("image00.png", "image01.png"))
+    with pytest.raises(SourceError, match=r"colon/01/weak_labels.csv: rows for images \[2\]"):
+        normalise_source(registry()["dsad"], copy)

@@ -113,6 +113,9 @@ def _read_folder(root: Path, folder: Path, surgery: Path, labels, tables: Source
         )
     weak_path = surgery / "weak_labels.csv"
     weak = read_weak_labels(weak_path, labels) if weak_path.is_file() else {}
+    extra = sorted(set(weak) - set(images))
+    if extra:
+        raise SourceError(weak_path, f"rows for images {extra[:5]} that are not in the folder", fix="1-based ids?")
     video_id = surgery.name
     for offset, number in enumerate(sorted(images)):
         image = surgery / images[number]
