@@ -126,7 +126,7 @@ def _fill_presence(
     """A class mask is exhaustive for the kinds its palette names: its frame's tool (or anatomy) presence is what the
     mask shows, maybe nothing. A tools-only mask says nothing about anatomy, which stays as the reader left it."""
     covered: dict[tuple, set[str]] = {}
-    for mask in masks:
+    for mask in (m for m in masks if m.exhaustive):
         named = {kinds[label] for label in mask.palette.values() if label is not None}
         covered.setdefault((mask.video_id, mask.frame_index), set()).update(named)
     present: dict[tuple, dict[str, set]] = {key: {"tool": set(), "anatomy": set()} for key in covered}
@@ -135,7 +135,7 @@ def _fill_presence(
         if key in present:
             present[key][instance.kind].add(instance.label)
     known = {(f.video_id, f.frame_index) for f in frames}
-    missing = sorted(set(covered) - known)
+    missing = sorted({(m.video_id, m.frame_index) for m in masks} - known)
     if missing:
         raise ValueError(f"masks for frames the reader did not list, e.g. {missing[:3]}")
     filled = []

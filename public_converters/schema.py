@@ -110,13 +110,17 @@ class Relation:
 class SemanticMask:
     """A class mask file a reader found; seg-to-box decodes it. ``palette`` maps a grey level (int) or an RGB tuple
     to the source's label, or to None for background / unlabelled values. A pixel value absent from the palette is
-    an error, never silently background."""
+    an error, never silently background. An exhaustive mask also sets its frame's presence for the kinds its palette
+    names."""
 
     video_id: str
     frame_index: int
     path: str  # relative to the source root
     palette: dict
     size: tuple[int, int] | None = None  # expected (height, width), when the source states it
+    # True when the mask labels every class of its palette that is visible (class masks); False for a mask of one
+    # structure among others that may be visible unlabelled (DSAD's per-structure folders, HemoSet's blood masks)
+    exhaustive: bool = True
 
 
 @dataclass

@@ -48,10 +48,11 @@ def test_every_mask_encoding_decodes_to_blood(tables):
     assert len(_blood(tables, "pig10", 90)) == 1  # grey 255
 
 
-def test_a_frame_without_blood_is_annotated_and_empty(tables):
+def test_blood_masks_give_boxes_but_no_presence_claims(tables):
+    """A blood-only mask says nothing of the other structures in view: no anatomy presence list is set from it."""
     frames = {(f.video_id, f.frame_index): f for f in tables.frames}
-    assert frames[("pig10", 60)].anatomy == []
-    assert frames[("pig10", 90)].anatomy == ["blood"]
+    assert frames[("pig10", 60)].anatomy is None and not _blood(tables, "pig10", 60)
+    assert frames[("pig10", 90)].anatomy is None and _blood(tables, "pig10", 90)
 
 
 def test_no_official_split_but_a_third_party_pig_split(root, tables):

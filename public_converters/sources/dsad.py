@@ -132,7 +132,8 @@ def _read_folder(root: Path, folder: Path, surgery: Path, labels, tables: Source
                 labels.map("anatomy", structure, surgery / mask_name)  # reported with every other unmapped label
                 continue
             path = str((surgery / mask_name).relative_to(root))
-            tables.masks.append(SemanticMask(video_id, first + offset, path, palette(structure), size))
+            exhaustive = folder.name == MULTILABEL  # a structure folder's mask says nothing of the other structures
+            tables.masks.append(SemanticMask(video_id, first + offset, path, palette(structure), size, exhaustive))
     return first + len(images)
 
 
@@ -163,9 +164,7 @@ SPEC = SourceSpec(
     title="Dresden",
     procedure="robot-assisted rectal resection",
     branches=("image",),
-    # has_tool_presence only because normalise._fill_presence writes tools=[] on every masked frame; DSAD does not
-    # annotate tools. Drop it once the shared stage fills only the kinds a mask's palette names.
-    capabilities=frozenset({"has_tool_presence", "has_anatomy_presence", "has_anatomy_bbox", "has_masks"}),
+    capabilities=frozenset({"has_anatomy_presence", "has_anatomy_bbox", "has_masks"}),
     labels={"anatomy": STRUCTURES},
     read=read,
     mask_policies=POLICIES,

@@ -71,7 +71,8 @@ def read_pig(root: Path, pig: Path, labels, tables: SourceTables) -> set:
         size = image_size(images[number])
         sizes.add(size)
         tables.frames.append(Frame(pig.name, number, str(images[number].relative_to(root))))
-        tables.masks.append(SemanticMask(pig.name, number, str(masks[number].relative_to(root)), PALETTE, size))
+        mask = str(masks[number].relative_to(root))
+        tables.masks.append(SemanticMask(pig.name, number, mask, PALETTE, size, exhaustive=False))  # blood only
     return sizes
 
 
@@ -92,9 +93,7 @@ SPEC = SourceSpec(
     title="HemoSet",
     procedure="porcine surgery (hemostasis)",
     branches=("image",),
-    # has_tool_presence only because normalise._fill_presence writes tools=[] on every masked frame; HemoSet does
-    # not annotate tools. Drop it once the shared stage fills only the kinds a mask's palette names.
-    capabilities=frozenset({"has_tool_presence", "has_anatomy_presence", "has_anatomy_bbox", "has_masks"}),
+    capabilities=frozenset({"has_anatomy_bbox", "has_masks"}),
     labels={"anatomy": {BLOOD: "blood"}},
     read=read,
     mask_policies={BLOOD: "components"},
