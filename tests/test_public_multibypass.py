@@ -7,6 +7,7 @@ import shutil
 import pytest
 
 from public_converters.normalise import normalise_source
+from public_converters.samples._common import replace_in_file
 from public_converters.schema import Segment
 from public_converters.spec import registry, sample_module
 
@@ -79,3 +80,14 @@ def test_a_video_in_two_splits_is_an_error(bern, tmp_path):
     train.write_bytes(pickle.dumps({"BBP01": [], "BBP03": []}))
     with pytest.raises(ValueError, match="BBP03 is also in the train split"):
         normalise_source(registry()["multibypass_bern"], root)
+
+
+def test_an_interval_shorter_than_a_frame_labels_nothing(bern, tmp_path):
+    root = tmp_path / "copy"
+    shutil.copytree(bern, root)
+    path = root / "labels/bern/labels_by70/BBP01.mp4.json"
+    block = '"start": 0,\n   "end": 400,\n   "label_name": "s0_null_step",\n   "label_id": 0'
+    short = '"start": 0,\n   "end": 10,\n   "label_name": "s2_trocar_placement",\n   "label_id": 2'
+    replace_in_file(path, block, short)
+    steps = [s for s in normalise_source(registry()["multibypass_bern"], root).tables.segments if s.kind == "step"]
+    assert [s.label for s in steps if s.video_id == "BBP01"] == ["cavity exploration", "crura dissection"]

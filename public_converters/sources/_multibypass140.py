@@ -62,7 +62,8 @@ STEP_NAMES = (
     "s42_trocar_removal", "s43_calibration", "s44_drainage_insertion", "s45_specimen_retrieval",
 )  # fmt: skip
 OUT_OF_BODY, SEVERE_INDEX, NULL_STEP = "out_of_body", "severe_index", "s0_null_step"
-NOT_A_LABEL = {OUT_OF_BODY, SEVERE_INDEX, NULL_STEP}  # handled by priority, never mapped to a canonical name
+# handled by priority, never mapped to a canonical name
+NOT_A_LABEL = {"phase": {OUT_OF_BODY, SEVERE_INDEX}, "step": {NULL_STEP}}
 # "cleaning and coagulation" as Cholec80 names the same phase; otherwise the native words
 PHASES = {n: n.replace("_", " ") for n in PHASE_NAMES[:12]} | {"cleaning_coagulation": "cleaning and coagulation"}
 STEPS = {n: re.sub(r"^s\d+_", "", n).replace("_", " ") for n in STEP_NAMES[1:]}
@@ -95,7 +96,7 @@ def _vocabulary(path: Path, names: tuple[str, ...], kind: str, labels) -> dict[s
         ident, name = int(cells[0]), cells[1]
         if name in names and names.index(name) != ident:
             raise SourceError(path, f"{name} has id {ident}, the published table says {names.index(name)}", row=number)
-        if name not in NOT_A_LABEL:
+        if name not in NOT_A_LABEL[kind]:
             labels.map(kind, name, path, number)
         vocabulary[name] = ident
     return vocabulary
@@ -125,7 +126,7 @@ def _intervals(path: Path, payload: dict, key: str, vocabulary: dict[str, int]) 
 
 def _subtract(start: int, end: int, holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Pieces of [start, end) outside every hole [a, b)."""
-    pieces = [(start, end)]
+    pieces = [(start, end)] if start < end else []  # an interval under one frame (40 ms) labels no frame
     for a, b in holes:
         pieces = [(s, e) for s0, e0 in pieces for s, e in ((s0, min(e0, a)), (max(s0, b), e0)) if s < e]
     return pieces
@@ -134,7 +135,7 @@ def _subtract(start: int, end: int, holes: list[tuple[int, int]]) -> list[tuple[
 def _segments(video_id, kind, path, intervals, holes, labels) -> list[Segment]:
     segments, previous = [], None
     for start, end, name, index in intervals:
-        if name in NOT_A_LABEL:
+        if name in NOT_A_LABEL[kind]:
             continue
         if previous is not None and start < previous[1]:
             raise SourceError(
