@@ -1,0 +1,82 @@
+"""A tiny HeiCo procedure in the complete-dataset layout: two 3-second 25-fps .avi surgeries with headerless phase
+files (surgery 1 ends in phase 13, "Exception"), ROBUST-MIS frame folders directly under the surgery (surgery 1: a
+frame with two instrument instances, a frame without a mask = no instrument) and under "Instrument segmentations/"
+(surgery 2), plus the files the reader must leave alone (device CSV, 10s_video.zip, Synapse manifests)."""
+
+from pathlib import Path
+
+import numpy as np
+
+from public_converters.samples._common import (
+    noise_image,
+    replace_in_file,
+    resize_image,
+    truncate,
+    write_image,
+    write_text,
+    write_video,
+)
+
+
+FPS = 25
+FRAMES = 75
+PHASES = {1: [(0, 30), (1, 30), (13, 15)], 2: [(4, 40), (12, 35)]}
+# surgery -> frame folder (relative to the surgery folder) -> instance boxes (row0, row1, col0, col1) or None
+SEGMENTED = {
+    1: {"12": [(5, 15, 4, 20), (30, 45, 40, 60)], "40": None},
+    2: {"Instrument segmentations/30": [(10, 40, 8, 30)]},
+}
+
+
+def _instances(boxes) -> np.ndarray:
+    mask = np.zeros((48, 64), dtype=np.uint8)
+    for value, (r0, r1, c0, c1) in enumerate(boxes, start=1):
+        mask[r0:r1, c0:c1] = value
+    return mask
+
+
+def write_procedure(root: Path, type_name: str) -> None:
+    write_text(root / "SYNAPSE_METADATA_MANIFEST.tsv", "path\tid\n")
+    folder = root / type_name
+    write_text(folder / "SYNAPSE_METADATA_MANIFEST.tsv", "path\tid\n")
+    for number, phases in PHASES.items():
+        surgery = folder / str(number)
+        write_video(surgery / f"{type_name}_{number}.avi", FRAMES, FPS)
+        ids = [phase for phase, count in phases for _ in range(count)]
+        write_text(surgery / f"{type_name}_{number}_Phase.csv", "".join(f"{f},{p}\n" for f, p in enumerate(ids)))
+        write_text(surgery / f"{type_name}_{number}_Device.csv", "".join(f"{f},1,0,23.5\n" for f in range(FRAMES)))
+        for frame_dir, boxes in SEGMENTED[number].items():
+            write_image(surgery / frame_dir / "raw.png", noise_image(f"{type_name}/{number}/{frame_dir}"))
+            (surgery / frame_dir / "10s_video.zip").write_bytes(b"PK\x05\x06" + bytes(18))
+            if boxes is not None:
+                write_image(surgery / frame_dir / "instrument_instances.png", _instances(boxes))
+
+
+def bad_inputs(type_name: str) -> dict:
+    def missing(root: Path) -> str:
+        (root / type_name / "2" / f"{type_name}_2_Phase.csv").unlink()
+        return f"{type_name}_2_Phase.csv"
+
+    def truncated(root: Path) -> str:
+        truncate(root / type_name / "1/12/raw.png")
+        return "1/12/raw.png"
+
+    def wrong_size(root: Path) -> str:
+        resize_image(root / type_name / "2/Instrument segmentations/30/instrument_instances.png", (32, 24))
+        return "30/instrument_instances.png"
+
+    def malformed(root: Path) -> str:
+        replace_in_file(root / type_name / "1" / f"{type_name}_1_Phase.csv", "\n5,0\n", "\n5,0,7\n")
+        return f"{type_name}_1_Phase.csv"
+
+    def unknown(root: Path) -> str:
+        replace_in_file(root / type_name / "2" / f"{type_name}_2_Phase.csv", "\n50,12\n", "\n50,15\n")
+        return f"{type_name}_2_Phase.csv"
+
+    return {
+        "missing_file": missing,
+        "truncated_image": truncated,
+        "wrong_mask_size": wrong_size,
+        "malformed_row": malformed,
+        "unknown_label": unknown,
+    }

@@ -1,0 +1,74 @@
+"""A tiny HeiChole: Hei-Chole1 and Hei-Chole10 (a prefix trap), 3 s at 25 fps, headerless phase / instrument /
+action CSVs with a row per frame; Hei-Chole10's files in the lower-case spelling some copies use; a skill-rated
+``_Calot`` segment video and a skill CSV that the reader must not take for a video or an annotation."""
+
+from pathlib import Path
+
+from public_converters.samples._common import replace_in_file, truncate, write_text, write_video
+
+
+FPS = 25
+FRAMES = 75
+# video -> (file stem as written, [(phase id, frames)])
+VIDEOS = {
+    "Hei-Chole1": ("Hei-Chole1", [(0, 30), (1, 45)]),
+    "Hei-Chole10": ("hei-chole10", [(1, 25), (2, 20), (3, 30)]),
+}
+
+
+def _tools(frame: int) -> list[int]:
+    """Grasper throughout, clipper from frame 40, stapler never."""
+    return [1, int(frame >= 40), 0, 0, 0, 0, 0]
+
+
+def _actions(frame: int) -> list[int]:
+    """Grasp from frame 10 to 49, hold from 50."""
+    return [int(10 <= frame < 50), int(frame >= 50), 0, 0]
+
+
+def _csv(rows) -> str:
+    return "".join(",".join(str(value) for value in row) + "\n" for row in rows)
+
+
+def write(root: Path) -> None:
+    for stem, phases in VIDEOS.values():
+        lower = stem.islower()
+        write_video(root / "Videos" / "Full" / f"{stem}.mp4", FRAMES, FPS)
+        ids = [phase for phase, count in phases for _ in range(count)]
+        names = {kind: f"{stem}_Annotation_{kind}.csv" for kind in ("Phase", "Instrument", "Action")}
+        if lower:
+            names = {kind: name.lower() for kind, name in names.items()}
+        notes = root / "Annotations"
+        write_text(notes / "Phase" / names["Phase"], _csv((frame, phase) for frame, phase in enumerate(ids)))
+        write_text(notes / "Instrument" / names["Instrument"], _csv((f, *_tools(f)) for f in range(FRAMES)))
+        write_text(notes / "Action" / names["Action"], _csv((f, *_actions(f)) for f in range(FRAMES)))
+    write_video(root / "Videos" / "Full" / "Hei-Chole1_Calot.mp4", 10, FPS)
+    write_text(root / "Annotations" / "Skill" / "Hei-Chole1_Skill.csv", "3,4,3,4,2\n")
+
+
+def _missing(root: Path) -> str:
+    (root / "Annotations/Action/hei-chole10_annotation_action.csv").unlink()
+    return "Hei-Chole10_Annotation_Action.csv"
+
+
+def _truncated(root: Path) -> str:
+    truncate(root / "Videos/Full/Hei-Chole1.mp4", 0.3)
+    return "Hei-Chole1.mp4"
+
+
+def _malformed(root: Path) -> str:
+    replace_in_file(root / "Annotations/Instrument/Hei-Chole1_Annotation_Instrument.csv", "\n12,1,0,", "\n12,1,0,0,")
+    return "Hei-Chole1_Annotation_Instrument.csv"
+
+
+def _unknown(root: Path) -> str:
+    replace_in_file(root / "Annotations/Phase/hei-chole10_annotation_phase.csv", "\n70,3\n", "\n70,9\n")
+    return "hei-chole10_annotation_phase.csv"
+
+
+BAD_INPUTS = {
+    "missing_file": _missing,
+    "truncated_image": _truncated,
+    "malformed_row": _malformed,
+    "unknown_label": _unknown,
+}

@@ -1,0 +1,12 @@
+"""A tiny HeiCo Rectal Resection: two surgeries (see ``_heico`` for what each exercises)."""
+
+from pathlib import Path
+
+from public_converters.samples._heico import bad_inputs, write_procedure
+
+
+def write(root: Path) -> None:
+    write_procedure(root, "Rectal Resection")
+
+
+BAD_INPUTS = bad_inputs("Rectal Resection")

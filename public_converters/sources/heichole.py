@@ -1,0 +1,185 @@
+"""HeiChole (Wagner et al., MedIA 2023; EndoVis 2019): 24 public cholecystectomy videos, phases, actions, instruments.
+
+Layout read (``shared/research/formats_A.md`` §6; third-party loaders, no official listing)::
+
+    Videos/Full/Hei-Chole1.mp4                                  25 fps (also accepted: Videos/ or the root)
+    Annotations/Phase/Hei-Chole1_Annotation_Phase.csv           no header, "frame,phase_id", one row per frame
+    Annotations/Instrument/Hei-Chole1_Annotation_Instrument.csv no header, frame + 7 binary category columns
+    Annotations/Action/Hei-Chole1_Annotation_Action.csv         no header, frame + 4 binary columns
+    (annotation files directly under Annotations/ or the root are accepted too)
+
+Names are matched case-insensitively (copies differ: ``hei-chole1_annotation_phase.csv``) and exactly (``Hei-Chole1``
+never matches ``Hei-Chole10`` or the skill-rated ``Hei-Chole1_Calot.mp4`` segment videos, which are not read).
+
+Confirmed by several loaders: headerless phase rows at 25 fps, phase ids 0-6 in the Cholec80 order. Uncertain
+(sources conflict): the instrument CSV's columns. We read the 7-category file (Grasper, Clipper, Coagulation
+instruments, Scissors, Suction-irrigation, Specimen bag, Stapler) and refuse any other column count with an error
+naming it, rather than guess (one loader claims 21 columns in left/right/in-field triples). The action columns
+(Grasp, Hold, Cut, Clip) are checked the same way. Instrument and action rows are read at whatever uniform frame
+step the file has (one row per frame is inferred); a non-uniform step is an error.
+
+Branch: clip only. The seed feeds HeiChole to both branches, but the release has videos and no frame images, and a
+reader does not decode media; the image branch needs frames extracted from the videos first (a shared stage).
+Splits: videos 1-24 are the public training set; 25-33 are the challenge test set (labels withheld).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from public_converters.schema import SourceError, SourceTables, Video, segments_from_labels
+from public_converters.spec import SourceSpec
+
+
+FPS = 25
+PHASE_IDS = (
+    "Preparation",
+    "CalotTriangleDissection",
+    "ClippingCutting",
+    "GallbladderDissection",
+    "GallbladderPackaging",
+    "CleaningCoagulation",
+    "GallbladderRetraction",
+)
+PHASES = {
+    "Preparation": "preparation",
+    "CalotTriangleDissection": "calot triangle dissection",
+    "ClippingCutting": "clipping and cutting",
+    "GallbladderDissection": "gallbladder dissection",
+    "GallbladderPackaging": "gallbladder packaging",
+    "CleaningCoagulation": "cleaning and coagulation",
+    "GallbladderRetraction": "gallbladder retraction",
+}
+INSTRUMENT_COLUMNS = (
+    "Grasper",
+    "Clipper",
+    "Coagulation instruments",
+    "Scissors",
+    "Suction-irrigation",
+    "Specimen bag",
+    "Stapler",
+)
+TOOLS = {
+    "Grasper": "grasper",
+    "Clipper": "clip applier",
+    "Coagulation instruments": "coagulation instrument",
+    "Scissors": "scissors",
+    "Suction-irrigation": "suction irrigator",
+    "Specimen bag": "specimen bag",
+    "Stapler": "stapler",
+}
+ACTION_COLUMNS = ("Grasp", "Hold", "Cut", "Clip")
+ACTIONS = {"Grasp": "grasp", "Hold": "hold", "Cut": "cut", "Clip": "clip"}
+KINDS = ("Phase", "Instrument", "Action")
+VIDEO_NAME = re.compile(r"^hei-chole(\d+)\.mp4$")
+SPLITS = {"public": {f"Hei-Chole{n}": "train" if n <= 24 else "test" for n in range(1, 34)}}
+
+
+def _index(*folders: Path) -> dict[str, Path]:
+    """Lower-case file name -> path over the folders that exist (the first folder wins)."""
+    found: dict[str, Path] = {}
+    for folder in folders:
+        if folder.is_dir():
+            for path in sorted(folder.iterdir()):
+                found.setdefault(path.name.lower(), path)
+    return found
+
+
+def _rows(path: Path, width: int, what: str) -> list[tuple[int, int, list[str]]]:
+    """(line number, frame, cells after the frame) of a headerless CSV with ``width`` cells per row."""
+    rows = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        cells = [cell.strip() for cell in line.split(",")]
+        if len(cells) != width or not cells[0].isdigit():
+            raise SourceError(
+                path, f"row {line!r} has {len(cells)} cells", row=number, fix=f"expected headerless {what}"
+            )
+        rows.append((number, int(cells[0]), cells[1:]))
+    if not rows:
+        raise SourceError(path, "no rows", fix="the annotation file is empty")
+    return rows
+
+
+def _presence_segments(path, video_id, kind, columns, last, labels) -> list:
+    rows = _rows(path, len(columns) + 1, f"frame + {len(columns)} binary columns ({', '.join(columns)})")
+    frames = [frame for _, frame, _ in rows]
+    step = frames[1] - frames[0] if len(frames) > 1 else 1
+    for (number, frame, _), previous in zip(rows[1:], frames, strict=False):
+        if frame - previous != step or step < 1:
+            raise SourceError(path, f"frame {frame} after {previous}: the step is not {step}", row=number)
+    if frames[-1] > last + step:
+        raise SourceError(path, f"rows run to frame {frames[-1]}, the phases end at {last}", row=rows[-1][0])
+    segments = []
+    for position, column in enumerate(columns):
+        name = labels.map(kind, column, path)
+        presence = []
+        for number, frame, values in rows:
+            if values[position] not in ("0", "1"):
+                raise SourceError(path, f"{column} is {values[position]!r}, expected 0 or 1", row=number)
+            if frame <= last:
+                presence.append((frame, name if values[position] == "1" else None))
+        segments += segments_from_labels(video_id, kind, presence, step=step)
+    return [replace(s, end_frame=min(s.end_frame, last)) for s in segments]  # a 1-fps sample covers its second
+
+
+def read(root: Path, labels) -> SourceTables:
+    videos = _index(root / "Videos" / "Full", root / "Videos", root)
+    notes = {kind: _index(root / "Annotations" / kind, root / "Annotations", root) for kind in KINDS}
+    tables = SourceTables()
+    for name, video_path in sorted(videos.items()):
+        match = VIDEO_NAME.match(name)
+        if not match:
+            continue
+        number = int(match.group(1))
+        video_id = f"Hei-Chole{number}"
+        files = {}
+        for kind, index in notes.items():
+            file_name = f"hei-chole{number}_annotation_{kind.lower()}.csv"
+            if file_name not in index:
+                expected = root / "Annotations" / kind / f"{video_id}_Annotation_{kind}.csv"
+                raise SourceError(expected, "file not found", fix="every video needs its phase/instrument/action CSV")
+            files[kind] = index[file_name]
+        phase_path = files["Phase"]
+        phases = []
+        for row, frame, (phase,) in _rows(phase_path, 2, "'frame,phase_id' rows"):
+            native = PHASE_IDS[int(phase)] if phase.isdigit() and int(phase) < len(PHASE_IDS) else phase
+            phases.append((frame, labels.map("phase", native, phase_path, row)))
+        if [frame for frame, _ in phases] != list(range(len(phases))):
+            raise SourceError(phase_path, "frame indices are not contiguous from 0", fix="the file is incomplete")
+        last = len(phases) - 1
+        tables.segments += segments_from_labels(video_id, "phase", phases)
+        tables.segments += _presence_segments(files["Instrument"], video_id, "tool", INSTRUMENT_COLUMNS, last, labels)
+        tables.segments += _presence_segments(files["Action"], video_id, "action", ACTION_COLUMNS, last, labels)
+        split = SPLITS["public"].get(video_id)
+        if split is None:
+            raise SourceError(video_path, "video number outside 1-33", fix="HeiChole has Hei-Chole1..Hei-Chole33")
+        relative = video_path.relative_to(root).as_posix()
+        tables.videos.append(Video(video_id, split, FPS, len(phases), video_path=relative))
+    if not tables.videos:
+        raise SourceError(root / "Videos" / "Full", "no Hei-Chole<N>.mp4 videos", fix="point the source at HeiChole/")
+    return tables
+
+
+SPEC = SourceSpec(
+    name="heichole",
+    title="HeiChole",
+    procedure="laparoscopic cholecystectomy",
+    branches=("clip",),
+    capabilities=frozenset({"has_phase", "has_actions", "has_tool_presence"}),
+    labels={"phase": PHASES, "tool": TOOLS, "action": ACTIONS},
+    read=read,
+    split_variants=SPLITS,
+    default_split_variant="public",
+    homepage="https://endovissub-workflowandskill.grand-challenge.org/Data (Synapse, data agreement)",
+    license="unknown",
+    unconfirmed=(
+        "folder layout (Videos/Full, Annotations/<Kind>; from third-party loaders)",
+        "instrument CSV columns (7 categories; sources conflict)",
+        "instrument/action rows at every 25-fps frame",
+        "license",
+    ),
+)
