@@ -79,12 +79,13 @@ SPLITS = {
 }
 VIDEO_NAME = re.compile(r"^(\d+)\.mp4$")
 TASK3_NAME = re.compile(r"^(\d{3})(\d{3})\.jpg$")
+MASK_NAME = re.compile(r"^(\d{3})(\d{3})\.png$")
 
 
 def _rows(path: Path, columns: int) -> list[tuple[int, list[str]]]:
     """(line number, cells) after the header line; every row needs at least ``columns`` integer cells."""
     if not path.is_file():
-        raise SourceError(path, "file not found", fix="every video needs its label file")
+        raise SourceError(path, "file not found", fix="extract the task's label files")
     lines = path.read_text().splitlines()
     if not lines or lines[0].split("\t")[0].strip().isdigit():
         raise SourceError(path, "expected a header line first", row=1, fix="is this an AutoLaparo label file?")
@@ -99,11 +100,15 @@ def _rows(path: Path, columns: int) -> list[tuple[int, list[str]]]:
     return rows
 
 
+def _listing(folder: Path, pattern: re.Pattern) -> list[tuple[Path, re.Match]]:
+    """Sorted files of a folder whose names match ``pattern`` (other files, e.g. READMEs, are not data)."""
+    if not folder.is_dir():
+        raise SourceError(folder, "folder not found", fix="extract the task's archive completely")
+    return [(path, match) for path in sorted(folder.iterdir()) if (match := pattern.match(path.name))]
+
+
 def read_workflow(root: Path, labels, tables: SourceTables) -> None:
-    for path in sorted((root / "videos").iterdir()):
-        match = VIDEO_NAME.match(path.name)
-        if not match:
-            continue
+    for path, match in _listing(root / "videos", VIDEO_NAME):
         video_id, label_path = f"video{int(match[1]):02d}", root / "labels" / f"label_{match[1]}.txt"
         labelled = []
         for index, (number, cells) in enumerate(_rows(label_path, 2)):
@@ -112,14 +117,9 @@ def read_workflow(root: Path, labels, tables: SourceTables) -> None:
             labelled.append((FPS * index, labels.map("phase", cells[1], label_path, number)))
         if video_id not in SPLITS["official"]:
             raise SourceError(path, "video number outside 01-21", fix="AutoLaparo Task 1 has videos 01..21")
+        relative = str(path.relative_to(root.parent))
         tables.videos.append(
-            Video(
-                video_id,
-                SPLITS["official"][video_id],
-                FPS,
-                FPS * len(labelled),
-                video_path=str(path.relative_to(root.parent)),
-            )
+            Video(video_id, SPLITS["official"][video_id], FPS, FPS * len(labelled), video_path=relative)
         )
         tables.frames += [Frame(video_id, frame, phase=phase) for frame, phase in labelled]
         tables.segments += segments_from_labels(video_id, "phase", labelled, step=FPS)
@@ -131,13 +131,12 @@ def read_motion(root: Path, labels) -> dict[str, tuple[str, str]]:
     path = found[0] if found else root / MOTION_FILES[0]
     clips = {}
     for number, cells in _rows(path, 2):
-        clip = root / "clips" / f"{int(cells[0]):03d}.mp4"
+        clip, video_id = root / "clips" / f"{int(cells[0]):03d}.mp4", f"clip{int(cells[0]):03d}"
         if not clip.is_file():
             raise SourceError(clip, "file not found", fix=f"{path.name} row {number} names this clip")
-        clips[f"clip{int(cells[0]):03d}"] = (
-            str(clip.relative_to(root.parent)),
-            labels.map("action", cells[1], path, number),
-        )
+        if video_id in clips:
+            raise SourceError(path, f"a second row for clip {cells[0]}", row=number)
+        clips[video_id] = (str(clip.relative_to(root.parent)), labels.map("action", cells[1], path, number))
     return clips
 
 
@@ -161,10 +160,11 @@ def read(root: Path, labels) -> SourceTables:
     clips = read_motion(tasks[1], labels) if tasks[1].is_dir() else {}
     sizes: dict[str, tuple[int, int]] = {}
     if tasks[2].is_dir():
-        for path in sorted((tasks[2] / "imgs").iterdir()):
-            match = TASK3_NAME.match(path.name)
-            if not match:
-                continue
+        images = _listing(tasks[2] / "imgs", TASK3_NAME)
+        orphans = sorted({p.stem for p, _ in _listing(tasks[2] / "masks", MASK_NAME)} - {p.stem for p, _ in images})
+        if orphans:
+            raise SourceError(tasks[2] / "masks" / f"{orphans[0]}.png", "mask without its image in imgs/")
+        for path, match in images:
             clip, frame = f"clip{match[1]}", int(match[2]) - 1
             width, height = sizes.setdefault(clip, _image_size(path))
             mask = tasks[2] / "masks" / f"{path.stem}.png"
@@ -178,9 +178,7 @@ def read(root: Path, labels) -> SourceTables:
             raise SourceError(tasks[1] if clip in clips else tasks[2], f"{clip} outside clips 001-300")
         video_path, motion = clips.get(clip, (None, None))
         width, height = sizes.get(clip, (None, None))
-        tables.videos.append(
-            Video(clip, SPLITS["official"][clip], FPS, CLIP_FRAMES if video_path else None, width, height, video_path)
-        )
+        tables.videos.append(Video(clip, SPLITS["official"][clip], FPS, None, width, height, video_path))
         if motion:
             tables.segments.append(Segment(clip, "action", motion, MOTION_ONSET, CLIP_FRAMES - 1))
     return tables

@@ -198,7 +198,7 @@ def read_long_term(path: Path, data: dict, labels, frames: dict) -> None:
 
 
 def _check_split(path: Path, data: dict, expected: tuple[str, ...]) -> None:
-    cases = sorted({image["video_name"] for image in data["images"]})
+    cases = sorted({str(image.get("video_name")) for image in data["images"]})
     if not set(cases) <= set(expected):
         raise SourceError(
             path,
