@@ -8,9 +8,9 @@ Layout read (``../shared/research/formats_B.md`` §6; the GraSP README's ``GraSP
 
 Confirmed (official README, TAPIS loader): the tree, the 9-digit names equal to ``images[].frame_num`` (TAPIS asserts
 it), ``video_name`` = ``CASExxx``, instrument ``category_id`` and ``actions`` 1-based (a list per instance), phases
-and steps 0-based, COCO ``[x, y, w, h]`` boxes, RLE segmentations, ids restarting in every file (frames are keyed here
-by case and frame number). The category names come from each file's ``categories`` / ``actions_categories`` /
-``phases_categories`` / ``steps_categories`` lists and are mapped by name.
+and steps 0-based, COCO ``[x, y, w, h]`` boxes, RLE segmentations (polygons accepted too), ids restarting in every
+file (frames are keyed here by case and frame number). Category names come from each file's ``categories`` /
+``actions_categories`` / ``phases_categories`` / ``steps_categories`` lists and are mapped by name.
 
 Time base: ``frame_index`` is the original frame number from the file name and ``Video.fps`` the original rate (45
 fps, or 30 for the six cases TAPIS treats as 30-fps originals), so no lossy ``round(n * 30 / 45)`` mapping is needed
@@ -158,10 +158,11 @@ def read_short_term(path: Path, data: dict, labels, frames: dict, instances: lis
         image = images.get(annotation.get("image_id"))
         bbox, segmentation = annotation.get("bbox"), annotation.get("segmentation")
         acted = annotation.get("actions")
+        acted = [acted] if isinstance(acted, int) else acted
         if image is None or not (isinstance(bbox, list) and len(bbox) == 4) or not segmentation or not acted:
             raise SourceError(path, "needs a known image_id, a 4-number bbox, a segmentation and actions", row=row)
         width, height = image["width"], image["height"]
-        if list(segmentation.get("size", [])) != [height, width]:
+        if isinstance(segmentation, dict) and list(segmentation.get("size", [])) != [height, width]:
             raise SourceError(
                 path, f"mask size {segmentation.get('size')} is not the image's {[height, width]}", row=row
             )
