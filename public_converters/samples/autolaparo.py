@@ -1,0 +1,92 @@
+"""A tiny AutoLaparo in its native layout: two Task 1 videos with 1-fps phase files, two 10-s Task 2 motion clips
+with their label file, and three Task 3 frames with grey-level masks (tool manipulator + shaft, uterus)."""
+
+from pathlib import Path
+
+import numpy as np
+
+from public_converters.samples._common import (
+    noise_image,
+    replace_in_file,
+    resize_image,
+    truncate,
+    write_image,
+    write_text,
+    write_video,
+)
+
+
+FPS = 25
+# video number -> 1-based phase per second
+WORKFLOW = {"01": [1] * 4 + [2] * 5 + [3] * 3, "15": [5] * 3 + [6] * 6 + [7] * 2}
+# clip number -> (motion id, phase column)
+MOTION = {1: (5, 2), 228: (0, 6)}
+SIZE = (64, 48)
+
+
+def _mask(clip: int, frame: int) -> np.ndarray:
+    """Grey levels: 20/40 grasping forceps manipulator/shaft (touching), 160 two hook shafts, 180 a split uterus."""
+    mask = np.zeros((SIZE[1], SIZE[0]), dtype=np.uint8)
+    if (clip, frame) == (1, 1):
+        mask[5:10, 5:12] = 20
+        mask[10:20, 10:14] = 40
+        mask[30:34, 2:8] = 160
+        mask[40:44, 50:60] = 160
+        mask[25:35, 30:40] = 180
+        mask[36:40, 42:46] = 180
+    elif (clip, frame) == (1, 125):
+        mask[0:6, 0:64] = 80
+    return mask  # clip 228 frame 50: nothing but background
+
+
+def write(root: Path) -> None:
+    task1 = root / "AutoLaparo_Task1"
+    for number, phases in WORKFLOW.items():
+        write_video(task1 / "videos" / f"{number}.mp4", FPS * len(phases), FPS)
+        rows = "".join(f"{second}\t{phase}\n" for second, phase in enumerate(phases, 1))
+        write_text(task1 / "labels" / f"label_{number}.txt", "Frame\tPhase\n" + rows)
+    task2 = root / "AutoLaparo_Task2"
+    for clip in MOTION:
+        write_video(task2 / "clips" / f"{clip:03d}.mp4", 10 * FPS, FPS)
+    rows = "".join(f"{clip}\t{motion}\t{phase}\n" for clip, (motion, phase) in MOTION.items())
+    write_text(task2 / "laparoscope_motion_label.txt", "Clip\tLabel\tPhase\n" + rows)
+    task3 = root / "AutoLaparo_Task3"
+    for clip, frame in ((1, 1), (1, 125), (228, 50)):
+        name = f"{clip:03d}{frame:03d}"
+        write_image(task3 / "imgs" / f"{name}.jpg", noise_image(f"autolaparo-{name}", SIZE))
+        grey = _mask(clip, frame)
+        write_image(task3 / "masks" / f"{name}.png", np.repeat(grey[..., None], 3, axis=2))  # R=G=B
+
+
+def _missing(root: Path) -> str:
+    (root / "AutoLaparo_Task1/labels/label_15.txt").unlink()
+    return "label_15.txt"
+
+
+def _truncated(root: Path) -> str:
+    truncate(root / "AutoLaparo_Task3/imgs/001125.jpg", 0.4)
+    return "001125.jpg"
+
+
+def _wrong_mask_size(root: Path) -> str:
+    resize_image(root / "AutoLaparo_Task3/masks/228050.png", (32, 24))
+    return "228050.png"
+
+
+def _malformed(root: Path) -> str:
+    replace_in_file(root / "AutoLaparo_Task2/laparoscope_motion_label.txt", "228\t0\t6", "228 0 6")
+    return "laparoscope_motion_label.txt"
+
+
+def _unknown(root: Path) -> str:
+    replace_in_file(root / "AutoLaparo_Task1/labels/label_01.txt", "\n12\t3\n", "\n12\t8\n")
+    return "label_01.txt"
+
+
+BAD_INPUTS = {
+    "missing_file": _missing,
+    "truncated_image": _truncated,
+    "wrong_mask_size": _wrong_mask_size,
+    "malformed_row": _malformed,
+    "unknown_label": _unknown,
+}
