@@ -1,5 +1,5 @@
 """A tiny LapGyn4 v1.2 in its native layout: the four subsets' class folders with a few 64x48 JPEG frames from
-three cases (one per split), a frame filed under two action classes, ``Suturing_Other``, and random-int count images."""
+three cases (one per split), a frame filed under two action classes, ``Suturing_Other``, random-int count images."""
 
 import shutil
 from pathlib import Path

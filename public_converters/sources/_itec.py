@@ -13,7 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from builders.options import stable_seed
-from public_converters.schema import SourceError
+from public_converters.schema import Segment, SourceError, SourceTables, Video
 
 
 def hashed_split(source: str, key: str) -> str:
@@ -33,12 +33,20 @@ def probe_clip(path: Path) -> tuple[float, int, int, int]:
             rate, frames = stream.average_rate, stream.frames
             width, height = stream.codec_context.width, stream.codec_context.height
             if not frames and stream.duration and stream.time_base and rate:
-                frames = int(round(float(stream.duration * stream.time_base * Fraction(rate))))
+                frames = round(float(stream.duration * stream.time_base * Fraction(rate)))
     except (av.error.FFmpegError, IndexError, OSError) as error:
         raise SourceError(path, f"cannot read the video header ({error})", fix="re-download this clip") from error
     if not rate or not frames:
         raise SourceError(path, f"the header gives {frames} frames at {rate} fps", fix="re-download this clip")
     return round(float(rate), 3), int(frames), int(width), int(height)
+
+
+def add_whole_clip(tables: SourceTables, root: Path, clip: Path, video_id: str, split: str, action: str) -> None:
+    """A clip labelled as a whole: its own Video (decoded from ``video_path``) and one action segment over it."""
+    fps, total, width, height = probe_clip(clip)
+    relative = clip.relative_to(root).as_posix()
+    tables.videos.append(Video(video_id, split, fps, total, width, height, video_path=relative))
+    tables.segments.append(Segment(video_id, "action", action, 0, total - 1))
 
 
 def subfolders(folder: Path) -> list[Path]:

@@ -32,7 +32,6 @@ it is kept whole in train (some of its images come from Cholec80, per EndoViT: d
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from pathlib import Path
 
 from public_converters.schema import Frame, Instance, SourceError, SourceTables, Video

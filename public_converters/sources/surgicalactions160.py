@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from public_converters.schema import Segment, SourceError, SourceTables, Video
-from public_converters.sources._itec import files, probe_clip, subfolders
+from public_converters.schema import SourceError, SourceTables
+from public_converters.sources._itec import add_whole_clip, files, subfolders
 from public_converters.spec import SourceSpec
 
 
@@ -76,8 +76,10 @@ def read(root: Path, labels) -> SourceTables:
     base = _base(root)
     folders = [folder for folder in subfolders(base) if FOLDER.match(folder.name)]
     if not folders:
-        raise SourceError(base, "no NN_<action> class folders", fix="point at the extracted SurgicalActions160/ folder")
-    tables = SourceTables()
+        raise SourceError(
+            base, "no NN_<action> class folders", fix="point at the extracted SurgicalActions160/ folder"
+        )
+    tables, seen = SourceTables(), {}
     for folder in folders:
         number, name = FOLDER.match(folder.name).groups()
         action = labels.map("action", name, folder.relative_to(root))
@@ -96,11 +98,10 @@ def read(root: Path, labels) -> SourceTables:
             if class_number != int(number):
                 raise SourceError(clip, f"class {class_number} in the name, {int(number)} by its folder {folder.name}")
             video_id = f"{class_number:02d}_{int(match.group(2) or match.group(4)):02d}"
-            fps, total, width, height = probe_clip(clip)
-            relative = clip.relative_to(root).as_posix()
-            split = SPLITS["all-train"].get(video_id, "train")
-            tables.videos.append(Video(video_id, split, fps, total, width, height, video_path=relative))
-            tables.segments.append(Segment(video_id, "action", action, 0, total - 1))
+            if video_id in seen:
+                raise SourceError(clip, f"clip {video_id} also named {seen[video_id]}", fix="keep one of the two")
+            seen[video_id] = clip.name
+            add_whole_clip(tables, root, clip, video_id, SPLITS["all-train"].get(video_id, "train"), action)
     if not tables.videos:
         raise SourceError(base, "the class folders hold no clips", fix="re-extract SurgicalActions160.zip")
     return tables
