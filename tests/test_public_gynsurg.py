@@ -109,3 +109,12 @@ def test_a_colon_name_and_its_underscore_copy_are_one_clip(root):
     (folder / "V12_00_01_03.mp4").write_bytes((folder / "V12_00:01:03.mp4").read_bytes())
     with pytest.raises(SourceError, match="the same clip as"):
         _tables(root)
+
+
+def test_an_image_listed_twice_is_an_error(root):
+    path = root / "instruments.json"
+    data = json.loads(path.read_text())
+    data["images"].append(dict(data["images"][0], id=7))
+    path.write_text(json.dumps(data))
+    with pytest.raises(SourceError, match=r"instruments.json, row images\[3\]: image id 7 or frame .* listed twice"):
+        _tables(root)

@@ -147,7 +147,7 @@ def _read_coco(root: Path, name: str, default_kind: str, labels, tables: SourceT
     if not all(isinstance(data.get(key), list) for key in ("images", "annotations", "categories")):
         raise SourceError(path, "expected COCO lists images, annotations and categories")
     categories = {c.get("id"): _name(c.get("name")) for c in data["categories"]}
-    images, by_image = {}, defaultdict(list)
+    images, by_image, listed = {}, defaultdict(list), set()
     for index, image in enumerate(data["images"]):
         row = f"images[{index}]"
         if not all(isinstance(image.get(key), int) for key in ("id", "width", "height")):
@@ -156,8 +156,11 @@ def _read_coco(root: Path, name: str, default_kind: str, labels, tables: SourceT
         match = LAST_INTEGER.search(relative.stem)
         if not match:
             raise SourceError(path, f"no frame number in the file name {relative.name}", row=row)
-        video_id = "-".join(relative.parent.parts[1:])
-        images[image["id"]] = (video_id, int(match.group(1)), relative.as_posix(), image["width"], image["height"])
+        video_id, frame = "-".join(relative.parent.parts[1:]), int(match.group(1))
+        if image["id"] in images or (video_id, frame) in listed:
+            raise SourceError(path, f"image id {image['id']} or frame {relative} listed twice", row=row)
+        listed.add((video_id, frame))
+        images[image["id"]] = (video_id, frame, relative.as_posix(), image["width"], image["height"])
         sizes.setdefault(video_id, set()).add((image["width"], image["height"]))
     for index, annotation in enumerate(data["annotations"]):
         row = f"annotations[{index}]"
