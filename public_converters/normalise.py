@@ -57,7 +57,7 @@ def observed_capabilities(tables: SourceTables) -> set[str]:
     found = {
         "has_phase": any(f.phase for f in frames) or "phase" in kinds,
         "has_step": any(f.step for f in frames) or "step" in kinds,
-        "has_actions": any(f.actions for f in frames) or "action" in kinds or any(i.action for i in instances),
+        "has_actions": any(f.actions for f in frames) or "action" in kinds or any(i.actions for i in instances),
         "has_tool_presence": any(f.tools is not None for f in frames) or "tool" in kinds,
         "has_anatomy_presence": any(f.anatomy is not None for f in frames),
         "has_tool_bbox": any(i.kind == "tool" and i.box for i in instances),

@@ -85,7 +85,7 @@ class Instance:
     box: list[float] | None = None  # [x1, y1, x2, y2] in [0, 1000]; None = presence only (strict-semantic)
     mask: dict | None = None  # COCO RLE {"size": [h, w], "counts": str}
     instance_id: int = 0
-    action: str | None = None  # the action this tool performs, where the source says so
+    actions: list[str] | None = None  # what this tool is doing, where the source says so (GraSP: one or more)
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ _ARROW_TYPES = {
     "box": pa.list_(pa.float64()),
     "mask": pa.struct([("size", pa.list_(pa.int32())), ("counts", pa.string())]),
     "instance_id": pa.int32(),
-    "action": pa.string(),
+    "actions": pa.list_(pa.string()),
     "start_frame": pa.int64(),
     "end_frame": pa.int64(),
     "instrument": pa.string(),

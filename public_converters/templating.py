@@ -363,8 +363,9 @@ def fill_grounded_triplets(item, ctx, rng):
 
 
 def fill_grounded_tool_action(item, ctx, rng):
-    acting = [i for i in item.instances if i.kind == "tool" and i.box is not None and i.action]
-    return _grounded([{"tool": i.label, "action": i.action} for i in by_position(acting)]) if acting else []
+    acting = [i for i in item.instances if i.kind == "tool" and i.box is not None and i.actions]
+    pairs = [{"tool": i.label, "action": action} for i in by_position(acting) for action in i.actions]
+    return _grounded(pairs) if pairs else []
 
 
 IMAGE_FILLERS = {

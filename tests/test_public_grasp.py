@@ -61,10 +61,10 @@ def test_one_based_instruments_and_actions(tables):
     }
     # category 7 = Laparoscopic Grasper, actions [4, 5] = Grasp, Hold; COCO [x, y, w, h] = (2, 3, 20, 10) in 64x48
     grasper = found[("CASE001", 68, "grasper")]
-    assert grasper.action == "grasp and hold"
+    assert grasper.actions == ["grasp", "hold"]
     assert grasper.box == [31.2, 62.5, 343.8, 270.8]
     assert grasper.mask["size"] == [48, 64]
-    assert found[("CASE041", 60, "monopolar curved scissors")].action == "cut and pull"
+    assert found[("CASE041", 60, "monopolar curved scissors")].actions == ["cut", "pull"]
     frame = next(f for f in tables.frames if (f.video_id, f.frame_index) == ("CASE001", 90))
     assert frame.tools == ["bipolar forceps", "grasper"] and frame.actions == ["cauterize", "still"]
 

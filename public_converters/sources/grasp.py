@@ -17,8 +17,7 @@ fps, or 30 for the six cases TAPIS treats as 30-fps originals), so no lossy ``ro
 and ``1fps_to_30fps_association.json`` (format unknown) is not read. Phase/step segments come from the long-term
 keyframes; a run covers its keyframe spacing (the case's median gap), so 1-fps keyframes tile the timeline.
 The instance masks come from the JSON RLE; the class-id PNGs under ``segmentations/`` repeat them and are not read.
-An instance with several actions carries them joined by " and " in ``Instance.action`` (the schema holds one) and
-the frame lists each in ``Frame.actions``.
+An instance carries its actions (one or more) in ``Instance.actions``; the frame lists them all in ``Frame.actions``.
 
 Splits (data, validated against which JSON lists each case): official 8 train / 5 test cases; ``fold1`` / ``fold2``
 hold out one cross-validation fold of the training cases as validation.
@@ -175,7 +174,7 @@ def read_short_term(path: Path, data: dict, labels, frames: dict, instances: lis
         x, y, w, h = bbox
         box = normalise_box(x, y, x + w, y + h, width, height)
         mask = rle_from_coco(segmentation, height, width)
-        instances.append(Instance(*key, "tool", tool, box, mask, counts[key], " and ".join(done)))
+        instances.append(Instance(*key, "tool", tool, box, mask, counts[key], list(done)))
         counts[key] += 1
 
 
