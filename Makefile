@@ -33,6 +33,9 @@ demo: $(STAMP)
 	$(PY) sample_data/make_videos.py --out $(DEMO_DIR)/videos
 	$(VENV)/bin/sureon build sureon --release sample_data/sureon_release --videos $(DEMO_DIR)/videos \
 		--out $(DEMO_DIR)/sureon --on-missing-video skip --cache-dir $(DEMO_DIR)/cache --overwrite
+	$(PY) -m public_converters.samples --out $(DEMO_DIR)/public_sources
+	$(VENV)/bin/sureon build public --source-root $(DEMO_DIR)/public_sources --out $(DEMO_DIR)/public \
+		--cache-dir $(DEMO_DIR)/cache/public --min-clip-seconds 4 --max-clip-seconds 12 --grid-fps 2 --overwrite
 	$(PY) -m recipes.tiny_models --out $(DEMO_DIR)/tiny-qwen3-vl
 	rm -rf $(DEMO_DIR)/sft-smoke
 	$(PY) recipes/sft.py --config recipes/tiny/sft/config_smoke.yaml

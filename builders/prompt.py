@@ -9,7 +9,8 @@ the rendered blind prompt reads ``Clip: ...\nQuestion: ...``. ``frames_as="image
 image after a ``Frame at HH:MM:SS.ss`` tag (any VLM or OpenAI-compatible endpoint); ``frames_as="video"`` passes the
 frames as one video block carrying its timestamps, for processors such as Qwen3-VL's that insert their own time
 markers from the video metadata. A text-only record (no ``start``, e.g. a SurgiQ question audited blind) has no clip
-header: its prompt is the question text alone.
+header: its prompt is the question text alone, and an image record (one frame, no ``start``: the public corpus's
+image branch) shows its image without a time tag.
 """
 
 from builders.categories import MCQ, ORDERING
@@ -22,6 +23,7 @@ INSTRUCTIONS = {
     ORDERING: "Answer with the event letters in chronological order, separated by commas.",
     "SM": "Answer with the sequence of surgical steps shown in the clip, in order.",
     "open": "Answer in one or two sentences.",
+    "json": "Answer with the JSON only.",
 }
 
 
@@ -43,8 +45,8 @@ def question_text(record: dict) -> str:
     answer_format = record.get("answer_format") or (MCQ if options else "open")
     if options:
         instruction = INSTRUCTIONS[MCQ]
-    elif answer_format == ORDERING:
-        instruction = INSTRUCTIONS[ORDERING]
+    elif answer_format in (ORDERING, "json"):
+        instruction = INSTRUCTIONS[answer_format]
     else:
         instruction = INSTRUCTIONS["SM" if record.get("category") == "SM" else "open"]
     lines.append(instruction)
@@ -77,13 +79,16 @@ def format_messages(
     timestamps = list(record.get("frame_timestamps") or []) if frames else []
     if len(timestamps) != len(frames):
         raise ValueError(f"{record.get('question_id')}: {len(frames)} frames but {len(timestamps)} timestamps")
-    if frames and frames_as == "video":
+    if frames and frames_as == "video" and has_clip:
         content.append({"type": "video", "video": frames, "timestamps": timestamps})
-    else:
+    elif has_clip:
         for frame, timestamp in zip(frames, timestamps, strict=True):
             content.append({"type": "text", "text": f"\nFrame at {format_clock(timestamp)}: "})
             content.append({"type": "image", "image": frame})
-    content.append({"type": "text", "text": ("\n" if has_clip else "") + question_text(record)})
+    else:
+        content += [{"type": "image", "image": frame} for frame in frames]
+    separator = "\n" if has_clip or frames else ""
+    content.append({"type": "text", "text": separator + question_text(record)})
     messages = [{"role": "system", "content": [{"type": "text", "text": system_prompt}]}] if system_prompt else []
     messages.append({"role": "user", "content": content})
     if with_answer:

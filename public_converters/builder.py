@@ -367,6 +367,21 @@ def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
     return pairs
 
 
+def source_folders(pairs: list[str] | None, source_root: Path | None) -> dict[str, Path]:
+    """``--source NAME=DIR`` pairs plus every sub-folder of ``--source-root`` named after a known source."""
+    from public_converters.spec import registry
+
+    sources = {name: Path(folder) for name, folder in _pairs(pairs, "--source").items()}
+    if source_root is not None:
+        if not source_root.is_dir():
+            raise FileNotFoundError(f"--source-root {source_root} is not a folder")
+        for folder in sorted(p for p in source_root.iterdir() if p.is_dir() and p.name in registry()):
+            sources.setdefault(folder.name, folder)
+    if not sources:
+        raise ValueError("no sources: give --source NAME=DIR (repeatable) or --source-root DIR")
+    return sources
+
+
 def add_arguments(parser) -> None:
     from public_converters.spec import registry
 
@@ -374,9 +389,11 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--source",
         action="append",
-        required=True,
         metavar="NAME=DIR",
         help=f"a source and its local folder, repeatable; NAME is one of: {', '.join(registry())}",
+    )
+    parser.add_argument(
+        "--source-root", type=Path, help="a folder whose sub-folders are named after sources (each one is built)"
     )
     parser.add_argument("--out", required=True, type=Path, help="output folder (Hub layout)")
     parser.add_argument("--split-variant", action="append", metavar="NAME=VARIANT", help="an official split variant")
@@ -412,7 +429,7 @@ def run(args) -> int:
             "clip": replace(DEFAULT_SETTINGS["clip"], model=args.clip_model),
         }
     options = BuildOptions(
-        sources={name: Path(folder) for name, folder in _pairs(args.source, "--source").items()},
+        sources=source_folders(args.source, args.source_root),
         out=args.out,
         cache_dir=args.cache_dir,
         overwrite=args.overwrite,

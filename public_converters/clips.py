@@ -127,8 +127,10 @@ def grounded_clips(
     return kept, len(qualified)
 
 
-def spread(frames: list[int], count: int) -> list[int]:
-    """Up to ``count`` of ``frames`` (sorted), uniformly: the centre of ``count`` equal parts."""
-    if len(frames) <= count:
-        return list(frames)
+def spread(frames: list[int], most: int = 8, least: int = 4) -> list[int]:
+    """Between ``least`` and ``most`` of ``frames`` (sorted), uniformly: the centre of equal parts. A clip with fewer
+    frames than ``least`` repeats them, as the seed's D.1 clamps to at least 4 (and video models need two or more)."""
+    if not frames:
+        return []
+    count = min(most, max(least, len(frames)))
     return [frames[math.floor((i + 0.5) * len(frames) / count)] for i in range(count)]

@@ -156,7 +156,6 @@ _ARROW_TYPES = {
     "box": pa.list_(pa.float64()),
     "mask": pa.struct([("size", pa.list_(pa.int32())), ("counts", pa.string())]),
     "instance_id": pa.int32(),
-    "actions": pa.list_(pa.string()),
     "start_frame": pa.int64(),
     "end_frame": pa.int64(),
     "instrument": pa.string(),

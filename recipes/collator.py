@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import torch
 
 from recipes.chat_inputs import flatten_text, media_kwargs, render_chat, split_visuals
-from recipes.data import Example, LoadedSource, to_example
+from recipes.data import Example, LoadedSource, resolve_media, to_example
 from recipes.modeling import tokenizer_of
 
 
@@ -55,6 +55,7 @@ class SFTCollator:
         item = self.sources[index_row["source"]]
         row = item.dataset[int(index_row["row"])]
         try:
+            row = resolve_media(row, item.media_root)
             return to_example(
                 row, item.format, blind=self.blind, frames_as=self.frames_as, system_prompt=self.system_prompt
             )

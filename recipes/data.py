@@ -8,7 +8,9 @@ mapped Arrow files until they are needed.
 Three row formats are understood (``format: auto`` picks by columns):
 
 - ``video_qa``: our video-QA schema (``builders.schema``), rendered by the project's one prompt formatter
-  (``builders.prompt``); frames go in as one video carrying its timestamps, or as tagged images.
+  (``builders.prompt``); frames go in as one video carrying its timestamps, or as tagged images. The public corpus
+  (``sureon build public``) uses the same path: its ``frames`` are paths relative to the dataset folder (each frame
+  stored once), resolved against the local folder, or against the ``media/`` files of a Hub dataset fetched once.
 - ``messages``: TRL's conversational format, the last message being the assistant target; ``{"type": "image"}``
   parts are filled from an ``images`` column in order.
 - ``prompt_completion``: TRL's prompt/completion format (strings or message lists), optional ``images``.
@@ -21,6 +23,7 @@ seeded half. ``exclude_categories: [SM]`` drops those categories (guessers never
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -102,6 +105,7 @@ class LoadedSource:
     rows_available: int = 0
     rows_in_folds: int = 0
     rows_used: int = 0
+    media_root: Path | None = None  # where relative frame paths (the public corpus's media/) resolve
 
     def summary(self) -> dict:
         return {
@@ -125,7 +129,36 @@ def load_source(source: MixtureSource):
         raise ValueError(f"source {source.label}: mapped columns {missing} not found; it has {dataset.column_names}")
     if renames:
         dataset = dataset.rename_columns(renames)
-    return LoadedSource(source, dataset, detect_format(dataset.column_names, source))
+    return LoadedSource(
+        source, dataset, detect_format(dataset.column_names, source), media_root=media_root(source, dataset)
+    )
+
+
+def media_root(source: MixtureSource, dataset) -> Path | None:
+    """The folder relative frame paths resolve against: the local dataset folder, or the Hub dataset's ``media/``
+    files downloaded once (only for datasets whose ``frames`` are paths)."""
+    feature = dataset.features.get("frames")
+    holds_paths = getattr(getattr(feature, "feature", None), "dtype", None) == "string"
+    if not holds_paths:
+        return None
+    if Path(source.path).is_dir():
+        return Path(source.path)
+    from huggingface_hub import snapshot_download
+
+    local = snapshot_download(source.path, repo_type="dataset", revision=source.revision, allow_patterns=["media/**"])
+    return Path(local)
+
+
+def resolve_media(row: dict, root: Path | None) -> dict:
+    """A row whose ``frames`` are relative paths, with the paths made absolute (a missing file is an error)."""
+    frames = row.get("frames")
+    if root is None or not frames or not isinstance(frames[0], str):
+        return row
+    paths = [root / frame for frame in frames]
+    missing = [str(path) for path in paths if not path.is_file()]
+    if missing:
+        raise ValueError(f"frames not found: {missing[:3]} (is the dataset's media/ folder complete?)")
+    return {**row, "frames": [str(path) for path in paths]}
 
 
 def weighted_rows(rows: list[int], weight: float, seed: int) -> list[int]:
