@@ -13,6 +13,7 @@ threshold) are not made instances; they are counted in the returned statistics, 
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -124,17 +125,19 @@ def instances_from_mask(
     values = decode_mask(path, ref.palette, ref.size)
     stats: Counter = Counter()
     instances: list[Instance] = []
-    min_pixels = max(1, int(min_fraction * values.size))
+    min_pixels = max(1, math.ceil(min_fraction * values.size - 1e-9))
     for label, mask in sorted(class_masks(values, ref.palette, path).items()):
         policy = policies[label]
         kind, name = kinds[label], canonical[label]
+        specks = 0
         if policy == "semantic":
             parts = [None]
         elif policy == "single":
             parts = [mask] if mask.sum() >= min_pixels else []
-            stats["specks"] += 0 if parts else 1
+            specks = 1 - len(parts)
         else:
             parts, specks = components(mask, min_pixels)
+        if specks:
             stats["specks"] += specks
         for index, part in enumerate(parts):
             box = None if part is None else tight_box(part)
