@@ -89,6 +89,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/radg.py
 	$(PY) benchmarks/blind_scoring.py
 	$(PY) benchmarks/review_store.py
+	$(PY) benchmarks/public_corpus.py
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -76,3 +76,29 @@ def sample_writers() -> dict[str, Callable[[Path], None]]:
 
 def sample_module(name: str):
     return importlib.import_module(f"public_converters.samples.{name}")
+
+
+def sources_markdown() -> str:
+    """The README's source table, generated from the specs so it cannot drift from the code."""
+    lines = [
+        "| source | `--source` name | branch | capabilities | where to get it | licence | not yet confirmed |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for spec in registry().values():
+        capabilities = ", ".join(c.removeprefix("has_").replace("_", " ") for c in sorted(spec.capabilities))
+        unconfirmed = "; ".join(spec.unconfirmed) or "-"
+        cells = [
+            spec.title,
+            f"`{spec.name}`",
+            " + ".join(spec.branches),
+            capabilities,
+            spec.homepage or "-",
+            spec.license or "unknown",
+            unconfirmed,
+        ]
+        lines.append("| " + " | ".join(cell.replace("|", "/").replace("\n", " ") for cell in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(sources_markdown(), end="")

@@ -19,6 +19,7 @@ from public_converters.spec import registry, sample_module
 from public_converters.templating import GROUNDED
 from recipes.data import MixtureSource, load_source, resolve_media, to_example
 
+
 SAMPLING = SamplingConfig(min_seconds=4, max_seconds=12, grid_fps=2)
 
 
@@ -62,8 +63,12 @@ def test_every_source_is_written_with_both_versions(corpus):
 def test_every_grounded_answer_parses_against_its_source_vocabulary(corpus):
     out, _ = corpus
     grounded = [r for r in records(out) if r["grounded"]]
-    assert {r["template_id"] for r in grounded} >= {"grounded_tool_localisation", "grounded_clip_phase",
-                                                    "grounded_triplets", "grounded_anatomy_presence"}
+    assert {r["template_id"] for r in grounded} >= {
+        "grounded_tool_localisation",
+        "grounded_clip_phase",
+        "grounded_triplets",
+        "grounded_anatomy_presence",
+    }
     for record in grounded:
         shape, kind, key = GROUNDED[record["template_id"]]
         vocabulary = {k: set(v.values()) for k, v in registry()[record["source"]].labels.items()}
@@ -154,8 +159,9 @@ def test_a_bad_file_in_any_source_leaves_nothing_written(sources, tmp_path):
     culprit = sample_module("cholecseg8k").BAD_INPUTS["truncated_image"](copy)
     out = tmp_path / "out"
     with pytest.raises(SourceError, match=re.escape(culprit)):
-        build_public(BuildOptions(sources={"cholec80": sources["cholec80"], "cholecseg8k": copy}, out=out,
-                                  sampling=SAMPLING))
+        build_public(
+            BuildOptions(sources={"cholec80": sources["cholec80"], "cholecseg8k": copy}, out=out, sampling=SAMPLING)
+        )
     assert not out.exists() and not any(p.name.startswith(".out") for p in tmp_path.iterdir())
 
 
@@ -180,9 +186,11 @@ def paraphraser(body, index):
 def test_paraphrase_stage_against_a_chat_server(sources, tmp_path):
     subset = {"cholecseg8k": sources["cholecseg8k"]}
     with FakeChatServer(paraphraser) as server:
+
         def client():
-            return LLMClient(base_url=server.url, api_key="k", cache=tmp_path / "llm.sqlite", max_concurrency=3,
-                             backoff=0.0)
+            return LLMClient(
+                base_url=server.url, api_key="k", cache=tmp_path / "llm.sqlite", max_concurrency=3, backoff=0.0
+            )
 
         manifest = build_public(BuildOptions(sources=subset, out=tmp_path / "a", paraphrase_client=client()))
         stats = manifest["sources"]["cholecseg8k"]["paraphrase"]

@@ -1,5 +1,6 @@
 """The templating engine, grounded-answer parser and clip sampling on hand-made annotations."""
 
+import itertools
 import json
 
 import pytest
@@ -16,6 +17,7 @@ from public_converters.templating import (
     region,
     render,
 )
+
 
 VOCAB = {
     "tool": ["clip applier", "electrocautery hook", "grasper"],
@@ -146,7 +148,7 @@ def test_grounded_windows_never_cross_a_label_change():
         assert timeline.constant_label(clip.start_frame, clip.end_frame) is not None
         assert not clip.start_frame <= 1000 - 1 < clip.end_frame  # never spans 999 -> 1000
     starts = [c.frames[0] for c in clips]
-    assert all((b - a) % 100 == 0 for a, b in zip(starts, starts[1:], strict=False))  # stride 4 frames at 1 fps
+    assert all((b - a) % 100 == 0 for a, b in itertools.pairwise(starts))  # stride 4 frames at 1 fps
 
 
 def test_strategic_clips_cover_the_transition_and_steady_states():

@@ -62,3 +62,10 @@ def test_committed_sample_release_matches_its_generator(split):
     table = pq.read_table(SAMPLE_RELEASE / "data" / f"{split}-00000-of-00001.parquet")
     assert table.schema.equals(SCHEMA)
     assert table.to_pylist() == release_rows()[split]
+
+
+def test_readme_lists_every_public_source_as_the_code_declares_it():
+    from public_converters.spec import registry, sources_markdown
+
+    assert len(registry()) == 22
+    assert sources_markdown() in README, "regenerate the table with: python -m public_converters.spec"

@@ -6,7 +6,8 @@ from PIL import Image
 from pycocotools import mask as mask_utils
 
 from public_converters.schema import SemanticMask, SourceError
-from public_converters.seg_to_box import instances_from_mask, rle_from_polygons, box_of_rle
+from public_converters.seg_to_box import box_of_rle, instances_from_mask, rle_from_polygons
+
 
 PALETTE = {0: None, 1: "gallbladder", 2: "blood", 3: "abdominal wall", 4: "clip"}
 POLICIES = {"gallbladder": "single", "blood": "components", "abdominal wall": "semantic", "clip": "components"}
