@@ -30,6 +30,7 @@ from builders.hub import DEFAULT_MAX_SHARD_BYTES, staged_output, write_split
 from builders.options import stable_seed
 from builders.schema import PUBLIC_QA_FEATURES
 from public_converters.clips import SamplingConfig, grounded_clips, spread, strategic_clips
+from public_converters.evaluation import write_evaluation_metadata
 from public_converters.media import MediaJob, check_media, link_media, media_name, write_media
 from public_converters.normalise import Normalised, normalise_source, observed_capabilities
 from public_converters.schema import write_tables
@@ -60,7 +61,8 @@ class BuildOptions:
 
 
 def image_items(normalised: Normalised) -> tuple[list[ImageItem], Counter]:
-    """Annotated frames that have an image; every other frame is counted by why it is not an item."""
+    """Annotated frames that have an image (a file, or a frame of the video to decode); every other frame is counted
+    by why it is not an item."""
     tables, source = normalised.tables, normalised.spec.name
     videos = {v.video_id: v for v in tables.videos}
     instances, relations = defaultdict(list), defaultdict(list)
@@ -75,7 +77,7 @@ def image_items(normalised: Normalised) -> tuple[list[ImageItem], Counter]:
             value is not None
             for value in (frame.phase, frame.step, frame.actions, frame.tools, frame.anatomy, frame.cvs)
         )
-        if not frame.image_path:
+        if not frame.image_path and not videos[frame.video_id].video_path:
             skipped["frame without an image"] += 1
         elif not (annotated or instances[key] or relations[key]):
             skipped["frame without annotations"] += 1
@@ -137,7 +139,7 @@ def _record(qa: QA, item, version: str, frames: list[str], timestamps: list[floa
         "split": item.video.split,
         "procedure": normalised.spec.procedure,
         "video_id": item.video.video_id,
-        "file": item.video.video_path if clip and item.video.video_path else (None if clip else item.frame.image_path),
+        "file": (item.frame.image_path if not clip else None) or item.video.video_path,
         "frame_index": None if clip else item.frame.frame_index,
         "start_frame": item.clip.start_frame if clip else None,
         "end_frame": item.clip.end_frame if clip else None,
@@ -345,6 +347,7 @@ def build_public(options: BuildOptions) -> dict:
                     source_manifest["branches_written"][branch] = summarise(own)
             manifest["sources"][name] = source_manifest
         manifest["configs"], infos = _configs(written)
+        manifest["evaluation"] = write_evaluation_metadata(staging / "evaluation")
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         licenses = {name: get_source(name).license for name in options.sources}
         paper = json.loads((Path(__file__).parent / "paper_table13.json").read_text())

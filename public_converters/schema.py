@@ -258,3 +258,29 @@ def segments_from_labels(video_id: str, kind: str, labelled: list[tuple[int, str
     if run_label is not None:
         segments.append(Segment(video_id, kind, run_label, run_start, last + step - 1))
     return segments
+
+
+def frames_from_segments(video_id: str, segments: list[Segment], frame_indices) -> list[Frame]:
+    """Frames labelled from a video's segments, for sources whose image branch samples frames of a video (the frames
+    are decoded from ``Video.video_path`` when the corpus is built). A kind the video has segments of is annotated at
+    every frame (an empty list where nothing of it is active); a kind it has none of stays None."""
+    own = [s for s in segments if s.video_id == video_id]
+    kinds = {s.kind for s in own}
+
+    def active(kind: str, frame: int) -> list[str]:
+        return sorted({s.label for s in own if s.kind == kind and s.start_frame <= frame <= s.end_frame})
+
+    frames = []
+    for frame in frame_indices:
+        phase, step = active("phase", frame), active("step", frame)
+        frames.append(
+            Frame(
+                video_id,
+                frame,
+                phase=phase[0] if len(phase) == 1 else None,
+                step=step[0] if len(step) == 1 else None,
+                actions=active("action", frame) if "action" in kinds else None,
+                tools=active("tool", frame) if "tool" in kinds else None,
+            )
+        )
+    return frames

@@ -66,3 +66,17 @@ def test_one_row_per_second_is_read_at_its_step_and_clipped_to_the_video(root, t
     path.write_text("0,1,0,0,0\n25,1,0,0,0\n60,0,0,1,0\n")
     with pytest.raises(ValueError, match="frame 60 after 25: the step is not 25"):
         normalise_source(registry()["heichole"], copy)
+
+
+def test_image_branch_frames_are_labelled_from_the_segments(root):
+    from public_converters.schema import Frame, frames_from_segments
+
+    tables = normalise_source(registry()["heichole"], root).tables
+    first = [f for f in tables.frames if f.video_id == "Hei-Chole1"]
+    assert first == [Frame("Hei-Chole1", 0, phase="preparation", actions=[], tools=["grasper"])]  # one per 25 s
+    (later,) = frames_from_segments("Hei-Chole1", tables.segments, [45])
+    assert (later.phase, later.tools, later.actions) == (
+        "calot triangle dissection",
+        ["clip applier", "grasper"],
+        ["grasp"],
+    )

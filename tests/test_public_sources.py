@@ -55,8 +55,9 @@ def test_sample_reads_into_the_schema(name, sample_roots, tmp_path):
             assert structure in canonical["anatomy"], (name, structure)
     for instance in tables.instances:
         assert instance.label in canonical[instance.kind], (name, instance)
-    if "image" in spec.branches:
-        assert any(frame.image_path for frame in tables.frames), f"{name}: image branch without frame images"
+    if "image" in spec.branches:  # frame images, or frames to decode from the video
+        with_video = {video.video_id for video in tables.videos if video.video_path}
+        assert any(f.image_path or f.video_id in with_video for f in tables.frames), f"{name}: no image-branch frames"
     if "clip" in spec.branches:
         assert all(video.fps for video in tables.videos), f"{name}: clip branch needs each video's fps"
         assert tables.segments, f"{name}: clip branch without temporal segments"

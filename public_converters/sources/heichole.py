@@ -18,8 +18,9 @@ naming it, rather than guess (one loader claims 21 columns in left/right/in-fiel
 (Grasp, Hold, Cut, Clip) are checked the same way. Instrument and action rows are read at whatever uniform frame
 step the file has (one row per frame is inferred); a non-uniform step is an error.
 
-Branch: clip only. The seed feeds HeiChole to both branches, but the release has videos and no frame images, and a
-reader does not decode media; the image branch needs frames extracted from the videos first (a shared stage).
+Branches: both, as in the seed. The release has videos only, so the image branch takes one frame every
+``IMAGE_EVERY_SECONDS`` (25 s: about the seed's 2,064 items over 24 videos), labelled from the segments, and the
+builder decodes those frames from the video.
 Splits: videos 1-24 are the public training set; 25-33 are the challenge test set (labels withheld).
 """
 
@@ -29,11 +30,12 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from public_converters.schema import SourceError, SourceTables, Video, segments_from_labels
+from public_converters.schema import SourceError, SourceTables, Video, frames_from_segments, segments_from_labels
 from public_converters.spec import SourceSpec
 
 
 FPS = 25
+IMAGE_EVERY_SECONDS = 25  # image-branch sampling of the videos (one frame every 25 s)
 PHASE_IDS = (
     "Preparation",
     "CalotTriangleDissection",
@@ -154,6 +156,8 @@ def read(root: Path, labels) -> SourceTables:
         tables.segments += segments_from_labels(video_id, "phase", phases)
         tables.segments += _presence_segments(files["Instrument"], video_id, "tool", INSTRUMENT_COLUMNS, last, labels)
         tables.segments += _presence_segments(files["Action"], video_id, "action", ACTION_COLUMNS, last, labels)
+        sampled = range(0, last + 1, IMAGE_EVERY_SECONDS * FPS)
+        tables.frames += frames_from_segments(video_id, tables.segments, sampled)
         split = SPLITS["public"].get(video_id)
         if split is None:
             raise SourceError(video_path, "video number outside 1-33", fix="HeiChole has Hei-Chole1..Hei-Chole33")
@@ -168,7 +172,7 @@ SPEC = SourceSpec(
     name="heichole",
     title="HeiChole",
     procedure="laparoscopic cholecystectomy",
-    branches=("clip",),
+    branches=("image", "clip"),
     capabilities=frozenset({"has_phase", "has_actions", "has_tool_presence"}),
     labels={"phase": PHASES, "tool": TOOLS, "action": ACTIONS},
     read=read,
