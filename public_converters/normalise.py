@@ -84,7 +84,7 @@ def _mask_labels(spec: SourceSpec, masks: list[SemanticMask], mapper) -> tuple[d
     if missing:
         raise ValueError(
             f"{spec.name}: mask classes without a seg-to-box policy: {missing}; add them to mask_policies "
-            "(single | components | semantic)"
+            "(single | components | semantic | instances)"
         )
     return kinds, canonical
 

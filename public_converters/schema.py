@@ -38,7 +38,7 @@ BRANCHES = ("image", "clip")
 # Label kinds of the canonical vocabulary; instances and presence lists are "tool" or "anatomy".
 LABEL_KINDS = ("phase", "step", "action", "tool", "anatomy", "verb", "target")
 SEGMENT_KINDS = ("phase", "step", "action", "tool")
-SEG_POLICIES = ("single", "components", "semantic")
+SEG_POLICIES = ("single", "components", "semantic", "instances")
 CVS_CRITERIA = ("two structures", "hepatocystic triangle cleared", "cystic plate")
 
 

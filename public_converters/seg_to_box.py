@@ -5,7 +5,9 @@ Per class, one of three policies, declared per source as data (``SourceSpec.mask
 - ``single``: structures that appear once (gallbladder, uterus): the union of all components, one tight box;
 - ``components``: countable things (blood pools, clips): 8-connected components, each its own pseudo-instance,
   sorted top-to-bottom then left-to-right by centroid;
-- ``semantic``: large background structures (abdominal wall, liver bed): presence only, no box.
+- ``semantic``: large background structures (abdominal wall, liver bed): presence only, no box;
+- ``instances``: instance-id masks (HeiCo's ROBUST-MIS masks, one value per instrument): each value its own instance,
+  in value order.
 
 Components smaller than ``min_fraction`` of the image (annotation specks, 0.01 % by default; the seed gives no
 threshold) are not made instances; they are counted in the returned statistics, never dropped unseen.
@@ -65,8 +67,9 @@ def _pack(key) -> int:
     return (key[0] << 16) | (key[1] << 8) | key[2] if isinstance(key, tuple) else int(key)
 
 
-def class_masks(values: np.ndarray, palette: dict, path: Path) -> dict[str, np.ndarray]:
-    """label -> boolean mask. A value absent from the palette is an error listing the values found."""
+def class_masks(values: np.ndarray, palette: dict, path: Path) -> dict[str, list[np.ndarray]]:
+    """label -> one boolean mask per pixel value of that label, in value order. A value absent from the palette is
+    an error listing the values found."""
     lookup = {_pack(key): label for key, label in palette.items()}
     present = np.flatnonzero(np.bincount(values.ravel())) if values.max() < 65536 else np.unique(values)
     unknown = [int(v) for v in present if int(v) not in lookup]
@@ -77,11 +80,11 @@ def class_masks(values: np.ndarray, palette: dict, path: Path) -> dict[str, np.n
             f"mask values {', '.join(shown)} are not in the source's palette",
             fix="a class the reader does not know, or a corrupt mask",
         )
-    masks: dict[str, np.ndarray] = {}
+    masks: dict[str, list[np.ndarray]] = {}
     for value in present:
         label = lookup[int(value)]
         if label is not None:
-            masks[label] = masks[label] | (values == value) if label in masks else values == value
+            masks.setdefault(label, []).append(values == value)
     return masks
 
 
@@ -136,12 +139,16 @@ def instances_from_mask(
     stats: Counter = Counter()
     instances: list[Instance] = []
     min_pixels = max(1, math.ceil(min_fraction * values.size - 1e-9))
-    for label, mask in sorted(class_masks(values, ref.palette, path).items()):
+    for label, value_masks in sorted(class_masks(values, ref.palette, path).items()):
         policy = policies[label]
+        mask = np.logical_or.reduce(value_masks)
         kind, name = kinds[label], canonical[label]
         specks = 0
         if policy == "semantic":
             parts = [None]
+        elif policy == "instances":
+            parts = [part for part in value_masks if part.sum() >= min_pixels]
+            specks = len(value_masks) - len(parts)
         elif policy == "single":
             parts = [mask] if mask.sum() >= min_pixels else []
             specks = 1 - len(parts)
@@ -186,3 +193,15 @@ def box_of_rle(rle: dict) -> list[float] | None:
     if mask_utils.area(coded) == 0:
         return None
     return tight_box(mask_utils.decode(coded).astype(bool))
+
+
+def image_size(path: Path, fix: str = "re-download or re-extract this file") -> tuple[int, int]:
+    """(width, height) from the image header alone. Readers use it to state the size a frame's masks must have, so a
+    mask of the wrong size is an error naming the mask (the media check decodes every image in full later)."""
+    try:
+        with Image.open(path) as image:
+            return image.size
+    except FileNotFoundError as error:
+        raise SourceError(path, "file not found", fix=fix) from error
+    except (OSError, SyntaxError, ValueError) as error:
+        raise SourceError(path, f"cannot read the image header ({error})", fix=fix) from error

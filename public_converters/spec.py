@@ -26,7 +26,8 @@ class SourceSpec:
     capabilities: frozenset[str]
     labels: dict[str, dict[str, str]]  # kind -> native label -> canonical name
     read: Callable[[Path, LabelMapper], SourceTables]
-    mask_policies: dict[str, str] = field(default_factory=dict)  # native mask label -> single|components|semantic
+    # native mask label -> seg-to-box policy (single, components, semantic or instances)
+    mask_policies: dict[str, str] = field(default_factory=dict)
     split_variants: dict[str, dict[str, str]] = field(default_factory=dict)  # variant -> video_id -> split
     default_split_variant: str | None = None
     homepage: str = ""

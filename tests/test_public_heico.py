@@ -39,11 +39,11 @@ def test_segmentation_frames_and_instances(root):
     assert all(f.anatomy is None for f in tables.frames)  # instrument masks say nothing about anatomy
     assert frames["proctocolectomy_2", 30].image_path == "Proctocolectomy/2/Instrument segmentations/30/raw.png"
     boxes = {(i.video_id, i.frame_index, i.instance_id): i.box for i in tables.instances}
-    # instance 1: rows 5-14, cols 4-19 of a 64x48 mask; instance 2: rows 30-44, cols 40-59
+    # mask value 1: rows 5-14, cols 4-19 of a 64x48 mask; value 2: rows 30-44, cols 40-59 (ids in value order)
     assert boxes == {
-        ("proctocolectomy_1", 12, 1): [62.5, 104.2, 312.5, 312.5],
-        ("proctocolectomy_1", 12, 2): [625.0, 625.0, 937.5, 937.5],
-        ("proctocolectomy_2", 30, 1): [125.0, 208.3, 468.8, 833.3],
+        ("proctocolectomy_1", 12, 0): [62.5, 104.2, 312.5, 312.5],
+        ("proctocolectomy_1", 12, 1): [625.0, 625.0, 937.5, 937.5],
+        ("proctocolectomy_2", 30, 0): [125.0, 208.3, 468.8, 833.3],
     }
     assert all(i.mask["size"] == [48, 64] for i in tables.instances)
 

@@ -93,3 +93,16 @@ def test_truncated_mask_names_the_file(tmp_path):
 def test_polygons_become_one_rle():
     rle = rle_from_polygons([[0, 0, 10, 0, 10, 10, 0, 10], [20, 20, 30, 20, 30, 30]], 40, 40)
     assert box_of_rle(rle)[0] == 0.0 and box_of_rle(rle)[2] >= 750.0
+
+
+def test_instance_id_masks_keep_touching_instruments_apart(tmp_path):
+    pixels = np.zeros((20, 40), dtype=np.uint8)
+    pixels[5:15, 5:20] = 2
+    pixels[5:15, 20:35] = 1  # touches instance 2: one component, two instruments
+    Image.fromarray(pixels).save(tmp_path / "instances.png")
+    ref = SemanticMask("v1", 0, "instances.png", {0: None, 1: "instrument", 2: "instrument"})
+    found, stats = instances_from_mask(
+        ref, tmp_path, {"instrument": "instances"}, {"instrument": "tool"}, {"instrument": "surgical instrument"}
+    )
+    assert [i.box for i in found] == [[500.0, 250.0, 875.0, 750.0], [125.0, 250.0, 500.0, 750.0]]  # value order
+    assert stats == {"instances": 2}

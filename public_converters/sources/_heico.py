@@ -19,11 +19,8 @@ frame folder's name is the frame number in the video; a frame folder without ``i
 instrument (ROBUST-MIS ships the mask "only if an instrument is visible"), so its tool list is empty, not unknown.
 
 Choices: phase 13 ("Exception", ignored in the challenge's evaluation) is no phase: those frames get none. Instance
-masks are read HERE, not handed to seg-to-box as a ``SemanticMask``: the shared stage treats a class mask as
-exhaustive for tools AND anatomy (it would mark every segmented frame "no anatomy visible", which these masks do not
-say) and has no per-value instance policy (``components`` would merge touching instruments). So each mask value
-becomes one "surgical instrument" instance (``instance_id`` = the value), box and RLE from the shared ``tight_box`` /
-``encode_rle``, however small; the mask must have its ``raw.png``'s size (read from the PNG header). Extra-abdominal
+masks go to seg-to-box with the ``instances`` policy: each mask value is one "surgical instrument" instance (the masks
+carry no class), and the mask must have its ``raw.png``'s size (read from the PNG header). Extra-abdominal
 frames in the videos are blanked solid blue (RGB 0,0,255); they carry phase labels and can only be recognised from
 the pixels, so the clip stage has to skip them (the segmentation frames are intra-abdominal).
 
@@ -34,11 +31,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-from PIL import Image
-
-from public_converters.schema import Frame, Instance, SourceError, SourceTables, Video, segments_from_labels
-from public_converters.seg_to_box import decode_mask, encode_rle, tight_box
+from public_converters.schema import Frame, SemanticMask, SourceError, SourceTables, Video, segments_from_labels
+from public_converters.seg_to_box import image_size
 
 
 FPS = 25
@@ -111,28 +105,9 @@ def _frame_folders(surgery: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def _size(path: Path) -> tuple[int, int]:
-    """(height, width) from the image header."""
-    try:
-        with Image.open(path) as image:
-            return image.height, image.width
-    except FileNotFoundError as error:
-        raise SourceError(path, "file not found", fix="every frame folder holds raw.png") from error
-    except OSError as error:
-        raise SourceError(path, f"cannot read the image header ({error})", fix="re-download this file") from error
-
-
-def _instances(path: Path, video_id: str, frame: int, size: tuple[int, int], labels) -> list[Instance]:
-    """One instance per non-zero value of an instance mask; no mask file = no instrument visible."""
-    if not path.is_file():
-        return []
-    values = decode_mask(path, {0: None}, size)
-    name = labels.map("tool", INSTRUMENT, path)
-    return [
-        Instance(video_id, frame, "tool", name, tight_box(values == value), encode_rle(values == value), int(value))
-        for value in np.unique(values)
-        if value
-    ]
+# ROBUST-MIS instance masks: 0 is background, each other grey value one instrument (seg-to-box's "instances" policy)
+INSTANCE_PALETTE = {0: None, **{value: INSTRUMENT for value in range(1, 256)}}
+MASK_POLICIES = {INSTRUMENT: "instances"}
 
 
 def read_procedure(root: Path, labels, type_name: str, prefix: str) -> SourceTables:
@@ -151,12 +126,16 @@ def read_procedure(root: Path, labels, type_name: str, prefix: str) -> SourceTab
             image = frame_dir / "raw.png"
             if frame >= len(phases):
                 raise SourceError(frame_dir, f"frame {frame} is past the video's {len(phases)} labelled frames")
-            instances = _instances(frame_dir / "instrument_instances.png", video_id, frame, _size(image), labels)
-            tools = sorted({instance.label for instance in instances})
+            size = image_size(image, fix="every frame folder holds raw.png")[::-1]  # (height, width)
+            mask = frame_dir / "instrument_instances.png"
+            if mask.is_file():  # seg-to-box fills the frame's tools from it; no mask = no instrument visible
+                tables.masks.append(
+                    SemanticMask(video_id, frame, mask.relative_to(root).as_posix(), INSTANCE_PALETTE, size)
+                )
+            tools = None if mask.is_file() else []
             tables.frames.append(
                 Frame(video_id, frame, image.relative_to(root).as_posix(), phases[frame][1], tools=tools)
             )
-            tables.instances += instances
         relative = video.relative_to(root).as_posix()
         tables.videos.append(Video(video_id, "train", FPS, len(phases), video_path=relative))
     return tables

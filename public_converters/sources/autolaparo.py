@@ -26,8 +26,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from PIL import Image
-
 from public_converters.schema import (
     Frame,
     Segment,
@@ -37,6 +35,7 @@ from public_converters.schema import (
     Video,
     segments_from_labels,
 )
+from public_converters.seg_to_box import image_size
 from public_converters.spec import SourceSpec
 
 
@@ -140,16 +139,6 @@ def read_motion(root: Path, labels) -> dict[str, tuple[str, str]]:
     return clips
 
 
-def _image_size(path: Path) -> tuple[int, int]:
-    try:
-        with Image.open(path) as image:
-            return image.size
-    except FileNotFoundError as error:
-        raise SourceError(path, "file not found", fix="every Task 3 image needs its mask and vice versa") from error
-    except OSError as error:
-        raise SourceError(path, f"not an image ({error})", fix="re-extract AutoLaparo_Task3") from error
-
-
 def read(root: Path, labels) -> SourceTables:
     tasks = [root / f"AutoLaparo_Task{n}" for n in (1, 2, 3)]
     if not any(task.is_dir() for task in tasks):
@@ -166,9 +155,9 @@ def read(root: Path, labels) -> SourceTables:
             raise SourceError(tasks[2] / "masks" / f"{orphans[0]}.png", "mask without its image in imgs/")
         for path, match in images:
             clip, frame = f"clip{match[1]}", int(match[2]) - 1
-            width, height = sizes.setdefault(clip, _image_size(path))
+            width, height = sizes.setdefault(clip, image_size(path, fix="re-extract AutoLaparo_Task3"))
             mask = tasks[2] / "masks" / f"{path.stem}.png"
-            _image_size(mask)
+            image_size(mask, fix="every Task 3 image needs its mask and vice versa")
             tables.frames.append(Frame(clip, frame, f"AutoLaparo_Task3/imgs/{path.name}"))
             tables.masks.append(
                 SemanticMask(clip, frame, f"AutoLaparo_Task3/masks/{mask.name}", PALETTE, (height, width))

@@ -28,10 +28,8 @@ import json
 import re
 from pathlib import Path
 
-from PIL import Image
-
 from public_converters.schema import Frame, Instance, SourceError, SourceTables, Video
-from public_converters.seg_to_box import box_of_rle, rle_from_polygons
+from public_converters.seg_to_box import box_of_rle, image_size, rle_from_polygons
 from public_converters.spec import SourceSpec
 
 
@@ -77,17 +75,6 @@ def _json(path: Path) -> dict:
     if not isinstance(data, dict) or not isinstance(data.get("shapes"), list):
         raise SourceError(path, "no 'shapes' list", fix="is this a LabelMe file of CholecInstanceSeg?")
     return data
-
-
-def _image_size(path: Path) -> tuple[int, int]:
-    """(width, height) from the image header, for frames whose JSON does not state it."""
-    try:
-        with Image.open(path) as image:
-            return image.size
-    except FileNotFoundError as error:
-        raise SourceError(path, "file not found", fix="copy the frame into img_dir/ (its JSON has no size)") from error
-    except OSError as error:
-        raise SourceError(path, f"cannot read the image header ({error})", fix="re-extract this frame") from error
 
 
 def _polygons(shapes: list, path: Path, labels) -> dict[tuple[str, int | None], list[list[float]]]:
@@ -141,7 +128,7 @@ def read_sequence(root: Path, folder: Path, labels, tables: SourceTables) -> Non
         if width and height:
             sizes.add((width, height))
         elif data["shapes"]:
-            width, height = _image_size(root / image)
+            width, height = image_size(root / image, fix="copy the frame into img_dir/ (its JSON has no size)")
         tools = set()
         for (label, group), polygons in _polygons(data["shapes"], path, labels).items():
             tool = labels.map("tool", label, path)

@@ -30,7 +30,7 @@ import re
 from pathlib import Path
 
 from public_converters.schema import Frame, SemanticMask, SourceError, SourceTables, Video
-from public_converters.sources._images import header_size
+from public_converters.seg_to_box import image_size
 from public_converters.spec import SourceSpec
 
 
@@ -118,7 +118,7 @@ def read_video(root: Path, folder: Path, video_id: str) -> tuple[Video, list[Fra
             for needed, path in (("", image), ("_watershed_mask", mask)):
                 if needed not in kinds:
                     raise SourceError(path, "file not found", fix="every annotated frame needs its image and mask")
-            size = size or header_size(image)
+            size = size or image_size(image)
             frames.append(Frame(video_id, frame, image_path=str(image.relative_to(root))))
             masks.append(SemanticMask(video_id, frame, str(mask.relative_to(root)), PALETTE, (size[1], size[0])))
     if not frames:

@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 
 from public_converters.schema import Frame, SemanticMask, SourceError, SourceTables, Video
-from public_converters.sources._image_header import image_size
+from public_converters.seg_to_box import image_size
 from public_converters.spec import SourceSpec
 
 
@@ -126,7 +126,7 @@ def _read_folder(root: Path, folder: Path, surgery: Path, labels, tables: Source
         anatomy = weak.get(number, [] if folder.name == MULTILABEL else None)
         relative = str(image.relative_to(root))
         tables.frames.append(Frame(video_id, first + offset, relative, anatomy=anatomy))
-        size = image_size(image)
+        size = image_size(image)[::-1]  # (height, width), as masks state it
         for mask_name, structure in masks.get(number, []):
             if labels.kind_of(structure, ("anatomy",)) is None:
                 labels.map("anatomy", structure, surgery / mask_name)  # reported with every other unmapped label

@@ -30,7 +30,7 @@ import re
 from pathlib import Path
 
 from public_converters.schema import Frame, SemanticMask, SourceError, SourceTables, Video
-from public_converters.sources._images import header_size
+from public_converters.seg_to_box import image_size
 from public_converters.spec import SourceSpec
 
 
@@ -110,7 +110,7 @@ def read_sequence(root: Path, folder: Path, video_id: str, gt: list[tuple[Path, 
     images = _frames(folder / "left_frames")
     if not images:
         raise SourceError(folder / "left_frames", "no frameNNN.png images", fix="the sequence is incomplete")
-    width, height = header_size(images[min(images)])
+    width, height = image_size(images[min(images)])
     frames = [Frame(video_id, n, image_path=str(path.relative_to(root))) for n, path in sorted(images.items())]
     masks = _masks(root, video_id, images, gt, (height, width))
     return Video(video_id, SPLITS["official"][video_id], None, None, width, height), frames, masks

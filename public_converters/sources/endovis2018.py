@@ -29,7 +29,7 @@ import re
 from pathlib import Path
 
 from public_converters.schema import Frame, SemanticMask, SourceError, SourceTables, Video
-from public_converters.sources._images import header_size
+from public_converters.seg_to_box import image_size
 from public_converters.spec import SourceSpec
 
 
@@ -120,7 +120,7 @@ def read_sequence(root: Path, folder: Path, video_id: str, split: str, palette: 
     labelled = (folder / "labels").is_dir()
     if not names["left_frames"]:
         raise SourceError(folder / "left_frames", "no frameNNN.png images", fix="the sequence is incomplete")
-    width, height = header_size(folder / "left_frames" / names["left_frames"][0])
+    width, height = image_size(folder / "left_frames" / names["left_frames"][0])
     frames, masks = [], []
     for name in sorted(set(names["left_frames"]) | set(names["labels"])):
         number = int(FRAME.match(name).group(1))

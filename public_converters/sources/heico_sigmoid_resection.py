@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from public_converters.sources._heico import PHASES, TOOLS, read_procedure
+from public_converters.sources._heico import MASK_POLICIES, PHASES, TOOLS, read_procedure
 from public_converters.spec import SourceSpec
 
 
@@ -18,6 +18,7 @@ SPEC = SourceSpec(
     capabilities=frozenset({"has_phase", "has_tool_presence", "has_tool_bbox", "has_masks"}),
     labels={"phase": PHASES, "tool": TOOLS},
     read=read,
+    mask_policies=MASK_POLICIES,
     homepage="https://www.synapse.org/#!Synapse:syn21903917 (account, data use terms)",
     license="unknown",
     unconfirmed=(

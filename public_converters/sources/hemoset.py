@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 
 from public_converters.schema import Frame, SemanticMask, SourceError, SourceTables, Video
-from public_converters.sources._image_header import image_size
+from public_converters.seg_to_box import image_size
 from public_converters.spec import SourceSpec
 
 
@@ -68,7 +68,7 @@ def read_pig(root: Path, pig: Path, labels, tables: SourceTables) -> set:
     labels.map("anatomy", BLOOD, pig)
     sizes = set()
     for number in sorted(images):
-        size = image_size(images[number])
+        size = image_size(images[number])[::-1]  # (height, width), as masks state it
         sizes.add(size)
         tables.frames.append(Frame(pig.name, number, str(images[number].relative_to(root))))
         mask = str(masks[number].relative_to(root))

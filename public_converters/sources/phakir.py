@@ -33,9 +33,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from PIL import Image
-
 from public_converters.schema import Frame, SemanticMask, SourceError, SourceTables, Video, segments_from_labels
+from public_converters.seg_to_box import image_size
 from public_converters.sources.cholec80 import PHASES  # the same names, spelled as Cholec80 does
 from public_converters.spec import SourceSpec
 
@@ -122,17 +121,7 @@ def _cuts(path: Path, total: int) -> list[int]:
     return cuts
 
 
-def _frame_size(path: Path) -> tuple[int, int]:
-    """(width, height) from the image header, without decoding the pixels."""
-    try:
-        with Image.open(path) as image:
-            return image.size
-    except FileNotFoundError as error:
-        raise SourceError(
-            path, "file not found", fix="extract the frames with the official split_video_in_frames.py"
-        ) from error
-    except (OSError, SyntaxError, ValueError) as error:
-        raise SourceError(path, f"cannot read the image header ({error})", fix="re-extract this frame") from error
+EXTRACT_FRAMES = "extract the frames with the official split_video_in_frames.py"
 
 
 def _mask_frames(masks_dir: Path, total: int) -> list[int]:
@@ -167,7 +156,7 @@ def read_video(root: Path, video_id: str, labels, tables: SourceTables) -> None:
     masks_dir = folder / f"{video_id}_Masks"
     annotated = _mask_frames(masks_dir, total)
     frame_dir = f"Frames/{video_id}"
-    width, height = _frame_size(root / frame_dir / bucket_path(annotated[0]))
+    width, height = image_size(root / frame_dir / bucket_path(annotated[0]), fix=EXTRACT_FRAMES)
     tables.videos.append(Video(video_id, split, FPS, total, width, height, f"{video_id}.mp4"))
     for frame in annotated:
         tables.frames.append(Frame(video_id, frame, f"{frame_dir}/{bucket_path(frame)}", phase=phases[frame]))
