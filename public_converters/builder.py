@@ -99,12 +99,13 @@ def clip_items(normalised: Normalised, config: SamplingConfig) -> tuple[list[Cli
             counts["videos outside the split variant"] += 1
             continue
         own = segments[video.video_id]
+        kinds = frozenset(s.kind for s in own)
         grounded, qualified = grounded_clips(video, own, config, source)
         counts["grounded windows qualified"] += qualified
         counts["grounded windows thinned"] += qualified - len(grounded)
         for clip in [*strategic_clips(video, own, config, source), *grounded]:
             overlapping = [s for s in own if s.end_frame >= clip.start_frame and s.start_frame <= clip.end_frame]
-            items.append(ClipItem(source, video, clip, overlapping))
+            items.append(ClipItem(source, video, clip, overlapping, kinds))
     return items, counts
 
 

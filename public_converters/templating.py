@@ -126,6 +126,7 @@ class ClipItem:
     video: Video
     clip: Clip
     segments: list[Segment]  # the video's segments overlapping the clip
+    kinds: frozenset[str] = frozenset()  # the kinds the video is annotated with (a kind absent here is unknown)
 
     @property
     def item_id(self) -> str:
@@ -149,6 +150,10 @@ class QA:
     instruction: str
     answer: str
     overlay: Instance | None = None
+
+
+def with_article(noun: str) -> str:
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
 
 
 def join(words: list[str]) -> str:
@@ -209,11 +214,14 @@ def _presence(frame: Frame, kind: str) -> list[str] | None:
     return frame.tools if kind == "tool" else frame.anatomy
 
 
+def _listing(labels: list[str], slot: str) -> Fill:
+    case = "none" if not labels else "one" if len(labels) == 1 else "some"
+    return Fill(case, {slot: join(labels)} if labels else {})
+
+
 def fill_tool_presence(item, ctx, rng):
     tools = _presence(item.frame, "tool")
-    if tools is None:
-        return []
-    return [Fill("some", {"tools": join(tools)}) if tools else Fill("none", {})]
+    return [] if tools is None else [_listing(tools, "tools")]
 
 
 def fill_tool_presence_binary(item, ctx, rng):
@@ -223,9 +231,7 @@ def fill_tool_presence_binary(item, ctx, rng):
 
 def fill_anatomy_presence(item, ctx, rng):
     structures = _presence(item.frame, "anatomy")
-    if structures is None:
-        return []
-    return [Fill("some", {"structures": join(structures)}) if structures else Fill("none", {})]
+    return [] if structures is None else [_listing(structures, "structures")]
 
 
 def fill_anatomy_presence_binary(item, ctx, rng):
@@ -263,9 +269,7 @@ def fill_anatomy_region(item, ctx, rng):
 
 def fill_action_presence(item, ctx, rng):
     actions = item.frame.actions
-    if actions is None:
-        return []
-    return [Fill("some", {"actions": join(actions)}) if actions else Fill("none", {})]
+    return [] if actions is None else [_listing(actions, "actions")]
 
 
 def _real_relations(item: ImageItem) -> list[Relation]:
@@ -458,6 +462,8 @@ def fill_phase_transition_temporal(item, ctx, rng):
 
 
 def fill_clip_phase_binary(item, ctx, rng):
+    if "phase" not in item.kinds:
+        return []
     phases = _labels_in_order(clip_sequence(item, "phase"))
     return _binary(sorted(set(phases)), ctx.vocabulary.get("phase", []), rng, "phase") if phases else []
 
@@ -484,7 +490,7 @@ def fill_step_descriptive(item, ctx, rng):
 
 
 def fill_action_descriptive(item, ctx, rng):
-    if not any(s.kind == "action" for s in item.segments) and "action" not in ctx.vocabulary:
+    if "action" not in item.kinds:
         return []
     actions = list(dict.fromkeys(_labels_in_order(clip_sequence(item, "action"))))
     return [Fill("some", {"actions": join(actions)}) if actions else Fill("none", {})]
@@ -508,6 +514,8 @@ def fill_tool_usage(item, ctx, rng):
 
 
 def fill_tool_binary(item, ctx, rng):
+    if "tool" not in item.kinds:  # no tool annotation for this video: absence would be a guess
+        return []
     tools = sorted({s.label for s in clip_sequence(item, "tool")})
     return _binary(tools, ctx.vocabulary.get("tool", []), rng, "tool")
 
@@ -557,6 +565,8 @@ def render(item, templates: dict[str, Template], ctx: Context, capabilities: set
         rng = random.Random(stable_seed("template", ctx.source, item.item_id, template.id))
         for index, fill in enumerate(fillers[template.id](item, ctx, rng)):
             slots = {"procedure": ctx.procedure, **fill.slots}
+            if "tool" in slots:
+                slots["a_tool"] = with_article(slots["tool"])
             if template.grounded:
                 shape, kind, key = GROUNDED[template.id]
                 slots["classes"] = ", ".join(ctx.vocabulary.get(kind, []))

@@ -163,7 +163,7 @@ def test_strategic_clips_cover_the_transition_and_steady_states():
 
 def test_transition_template_names_the_switch_time():
     clip = Clip("v1", 900, 1149, "strategic", "transition")
-    item = ClipItem("toy", VIDEO, clip, PHASES + TOOLS)
+    item = ClipItem("toy", VIDEO, clip, PHASES + TOOLS, frozenset({"phase", "tool"}))
     qas = by_template(render(item, load_templates("clip"), CTX, {"has_phase", "has_tool_presence"}))
     expected = "from preparation to calot triangle dissection at about 4 s into the clip."
     assert qas["phase_transition_temporal"][0].answer.endswith(expected)  # frame 1000 is 100 frames = 4 s in
@@ -174,7 +174,7 @@ def test_transition_template_names_the_switch_time():
 
 def test_tool_interval_in_clip_seconds():
     clip = Clip("v1", 1400, 1649, "strategic", "middle")
-    item = ClipItem("toy", VIDEO, clip, PHASES + TOOLS)
+    item = ClipItem("toy", VIDEO, clip, PHASES + TOOLS, frozenset({"phase", "tool"}))
     qas = by_template(render(item, load_templates("clip"), CTX, {"has_phase", "has_tool_presence"}))
     assert qas["tool_usage"][0].answer == "The grasper is used from 0 s to 4 s of the clip."
 
@@ -182,3 +182,16 @@ def test_tool_interval_in_clip_seconds():
 def test_spread_repeats_short_clips_to_four_frames():
     assert spread([5, 6], 8) == [5, 5, 6, 6]
     assert spread(list(range(100)), 8) == [6, 18, 31, 43, 56, 68, 81, 93]
+
+
+def test_a_video_without_tool_annotation_gets_no_tool_questions():
+    clip = Clip("v1", 1400, 1649, "strategic", "middle")
+    item = ClipItem("toy", VIDEO, clip, PHASES, frozenset({"phase"}))
+    qas = by_template(render(item, load_templates("clip"), CTX, {"has_phase", "has_tool_presence"}))
+    assert "tool_binary" not in qas and "tool_usage" not in qas and "phase_binary" in qas
+
+
+def test_articles_and_number_agree():
+    qas = by_template(render(image_item(tools=["electrocautery hook"]), load_templates("image"), CTX, ALL))
+    assert qas["tool_presence"][0].answer == "The visible instrument is: electrocautery hook."
+    assert "an electrocautery hook" in qas["tool_presence_binary"][0].question
