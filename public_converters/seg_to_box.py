@@ -165,10 +165,22 @@ def instances_from_mask(
 
 
 def rle_from_polygons(polygons: list[list[float]], height: int, width: int) -> dict:
-    """COCO polygons (flat ``[x1, y1, x2, y2, ...]`` pixel lists, one instance) -> one merged COCO RLE."""
-    rles = mask_utils.frPyObjects([list(map(float, p)) for p in polygons if len(p) >= 6], height, width)
-    if not rles:
-        raise ValueError("no polygon with at least three points")
+    """COCO polygons (flat ``[x1, y1, x2, y2, ...]`` pixel lists, one instance) -> one merged COCO RLE.
+
+    Every polygon must be an even number of coordinates, at least six (three points): a shorter one is an error
+    saying which, never dropped (pycocotools would fail on it with an IndexError or rasterise nothing)."""
+    if not isinstance(polygons, list) or not polygons:
+        raise ValueError("no polygon (expected a list of flat [x1, y1, x2, y2, ...] lists)")
+    for number, polygon in enumerate(polygons):
+        if not isinstance(polygon, list) or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in polygon
+        ):
+            raise ValueError(f"polygon {number} is not a flat list of numbers: {str(polygon)[:60]}")
+        if len(polygon) < 6 or len(polygon) % 2:
+            raise ValueError(
+                f"polygon {number} has {len(polygon)} coordinates; a polygon needs an even number, at least 6"
+            )
+    rles = mask_utils.frPyObjects([[float(v) for v in polygon] for polygon in polygons], height, width)
     merged = mask_utils.merge(rles)
     return {"size": [int(s) for s in merged["size"]], "counts": merged["counts"].decode("ascii")}
 

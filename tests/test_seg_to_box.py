@@ -95,6 +95,20 @@ def test_polygons_become_one_rle():
     assert box_of_rle(rle)[0] == 0.0 and box_of_rle(rle)[2] >= 750.0
 
 
+@pytest.mark.parametrize(
+    ("polygons", "message"),
+    [
+        ([], "no polygon"),
+        ([[0, 0, 10, 0, 10, 10], [20, 20, 30, 20]], "polygon 1 has 4 coordinates"),  # not dropped: an error
+        ([[0, 0, 10, 0, 10]], "polygon 0 has 5 coordinates"),
+        ([[0, 0, 10, 0, "10", 10]], "polygon 0 is not a flat list of numbers"),
+    ],
+)
+def test_polygons_of_fewer_than_three_points_are_a_clear_error(polygons, message):
+    with pytest.raises(ValueError, match=message):
+        rle_from_polygons(polygons, 40, 40)
+
+
 def test_instance_id_masks_keep_touching_instruments_apart(tmp_path):
     pixels = np.zeros((20, 40), dtype=np.uint8)
     pixels[5:15, 5:20] = 2

@@ -25,10 +25,10 @@ fold 1, "recommended"), where validation is the last 5 videos of the concatenate
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
+from public_converters.coco import read_json
 from public_converters.schema import (
     Frame,
     Instance,
@@ -181,12 +181,7 @@ def _frame(video_id: str, frame: int, rows: list, names: dict, path: Path, label
 
 def read_video(root: Path, video_id: str, labels, tables: SourceTables) -> None:
     path = root / "labels" / f"{video_id}.json"
-    if not path.is_file():
-        raise SourceError(path, "file not found", fix=f"every videos/{video_id}/ folder needs its label file")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise SourceError(path, f"not valid JSON ({error})", fix="re-download the label file") from error
+    data = read_json(path, fix=f"every videos/{video_id}/ folder needs its label file, as in the release")
     if not isinstance(data, dict) or not isinstance(data.get("annotations"), dict):
         raise SourceError(path, "no 'annotations' dict of frame -> instances", fix="is this a CholecT50 label file?")
     if data.get("fps", 1) != 1:

@@ -25,12 +25,11 @@ rather than from the BBox201 file; ``all_metadata.csv`` booleans are ``True``/``
 from __future__ import annotations
 
 import csv
-import json
 import re
 from pathlib import Path
 
-from public_converters.schema import Frame, Instance, SourceError, SourceTables, Video, normalise_box
-from public_converters.seg_to_box import rle_from_coco
+from public_converters import coco
+from public_converters.schema import Frame, Instance, SourceError, SourceTables, Video
 from public_converters.spec import SourceSpec
 
 
@@ -55,98 +54,54 @@ def _official(number: int) -> str:
 SPLITS = {"official": {str(n): _official(n) for n in range(1, 202)}}
 
 
-def _load_json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError as error:
-        raise SourceError(path, "file not found", fix="every split folder needs its COCO files") from error
-    except json.JSONDecodeError as error:
-        raise SourceError(path, f"not valid JSON ({error})", row=error.lineno) from error
-    if not all(isinstance(data.get(key), list) for key in ("images", "annotations", "categories")):
-        raise SourceError(path, "not a COCO file (images, annotations, categories lists expected)")
-    return data
-
-
-def _image_key(path: Path, image: dict, index: int) -> tuple[str, int]:
+def _frame_key(path: Path, image: dict, row: str) -> tuple[str, int]:
     match = IMAGE_NAME.match(str(image.get("file_name", "")))
     if not match or ("video_id" in image and int(image["video_id"]) != int(match[1])):
-        raise SourceError(
-            path, f"image record {image} is not <vid>_<frame>.jpg of its video_id", row=f"images[{index}]"
-        )
-    if not all(isinstance(image.get(k), int) and image[k] > 0 for k in ("width", "height")):
-        raise SourceError(path, "image record without integer width and height", row=f"images[{index}]")
+        raise SourceError(path, f"image record {image} is not <vid>_<frame>.jpg of its video_id", row=row)
     return str(int(match[1])), int(match[2])
 
 
-def _cvs(path: Path, image: dict, index: int) -> list[float] | None:
+def _cvs(path: Path, image: dict, row: str) -> list[float] | None:
     """The CVS criteria of a keyframe; None elsewhere (``ds`` is a causal fill there, not a label)."""
     if not image.get("is_ds_keyframe"):
         return None
     ds = image.get("ds")
     if not isinstance(ds, list) or len(ds) != 3 or not all(isinstance(v, int | float) and 0 <= v <= 1 for v in ds):
-        raise SourceError(path, f"ds {ds!r} is not three values in [0, 1]", row=f"images[{index}]")
+        raise SourceError(path, f"ds {ds!r} is not three values in [0, 1]", row=row)
     return [round(float(v), 4) for v in ds]
 
 
 def _read_coco(path: Path, split: str, labels, state: dict, with_instances: bool, seg: bool) -> None:
-    data = _load_json(path)
-    names = {c["id"]: c["name"] for c in data["categories"]}
-    images = {}
-    for index, image in enumerate(data["images"]):
-        key = _image_key(path, image, index)
-        images[image["id"]] = (key, image)
+    data = coco.load(path, fix="every split folder needs its COCO files")
+    names = coco.index_categories(data, path)
+    images = coco.index_images(data, path, lambda image, row: _frame_key(path, image, row), required=("file_name",))
+    for index, (key, image) in enumerate(images.values()):
+        row = f"images[{index}]"
         video = state["videos"].setdefault(key[0], {"split": split, "sizes": set(), "path": path})
         if video["split"] != split:
-            raise SourceError(path, f"video {key[0]} is also in the {video['split']} folders", row=f"images[{index}]")
+            raise SourceError(path, f"video {key[0]} is also in the {video['split']} folders", row=row)
         video["sizes"].add((image["width"], image["height"]))
         frame = state["frames"].setdefault(key, {"name": image["file_name"], "cvs": None, "boxed": None})
-        cvs = _cvs(path, image, index)
+        cvs = _cvs(path, image, row)
         if cvs is not None and frame["cvs"] not in (None, cvs):
-            raise SourceError(path, f"ds {cvs} disagrees with {frame['cvs']} in another file", row=f"images[{index}]")
+            raise SourceError(path, f"ds {cvs} disagrees with {frame['cvs']} in another file", row=row)
         frame["cvs"] = cvs or frame["cvs"]
         if with_instances and image.get("is_det_keyframe", True) and (seg or frame["boxed"] != "seg"):
             frame["boxed"] = "seg" if seg else "box"
             state["instances"][key] = []
     if not with_instances:
         return
-    for index, annotation in enumerate(data["annotations"]):
-        where = f"annotations[{index}]"
-        if annotation.get("image_id") not in images or annotation.get("category_id") not in names:
-            raise SourceError(path, "annotation names an unknown image_id or category_id", row=where)
-        key, image = images[annotation["image_id"]]
-        boxed = state["frames"][key]["boxed"]
+    for annotation in coco.annotations(data, path, images, names):
+        boxed = state["frames"][annotation.key]["boxed"]
         if boxed is None:
-            raise SourceError(path, "annotation on an image with is_det_keyframe false", row=where)
+            raise SourceError(path, "annotation on an image with is_det_keyframe false", row=annotation.row)
         if boxed != ("seg" if seg else "box"):
             continue  # this frame's instances come from the Seg50 file
-        native = names[annotation["category_id"]]
-        kind = "tool" if native in TOOLS else "anatomy"
-        width, height = image["width"], image["height"]
-        try:
-            x, y, w, h = (float(v) for v in annotation["bbox"])
-        except (KeyError, TypeError, ValueError) as error:
-            raise SourceError(path, f"bbox is not [x, y, w, h] ({error})", row=where) from error
-        mask = None
-        if seg:
-            try:
-                mask = rle_from_coco(annotation["segmentation"], height, width)
-            except (KeyError, TypeError, ValueError) as error:
-                raise SourceError(path, f"segmentation is not COCO RLE or polygons ({error})", row=where) from error
-            if mask["size"] != [height, width]:
-                raise SourceError(path, f"RLE size {mask['size']} is not the image's {[height, width]}", row=where)
-        label = labels.map(kind, native, path, where)
-        instances = state["instances"][key]
-        instances.append(
-            Instance(
-                key[0],
-                key[1],
-                kind,
-                label,
-                normalise_box(x, y, x + w, y + h, width, height),
-                mask,
-                instance_id=len(instances),
-            )
-        )
+        kind = "tool" if annotation.category in TOOLS else "anatomy"
+        box, mask = coco.geometry(annotation, path, with_mask=seg)
+        label = labels.map(kind, annotation.category, path, annotation.row)
+        instances = state["instances"][annotation.key]
+        instances.append(Instance(*annotation.key, kind, label, box, mask, instance_id=len(instances)))
 
 
 def _check_vids_file(root: Path, folder: str, state: dict) -> None:

@@ -26,21 +26,12 @@ hold out one cross-validation fold of the training cases as validation.
 from __future__ import annotations
 
 import itertools
-import json
 import statistics
 from collections import Counter
 from pathlib import Path
 
-from public_converters.schema import (
-    Frame,
-    Instance,
-    SourceError,
-    SourceTables,
-    Video,
-    normalise_box,
-    segments_from_labels,
-)
-from public_converters.seg_to_box import rle_from_coco
+from public_converters import coco
+from public_converters.schema import Frame, Instance, SourceError, SourceTables, Video, segments_from_labels
 from public_converters.spec import SourceSpec
 
 
@@ -108,38 +99,25 @@ ACTIONS = {
 
 
 def _load(path: Path) -> dict:
-    if not path.is_file():
-        raise SourceError(path, "file not found", fix="unpack GraSP_30fps/annotations from the release")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise SourceError(path, f"not valid JSON ({error})", fix="re-download this annotation file") from error
-    missing = [key for key in ("images", "annotations") if key not in data]
-    if missing:
-        raise SourceError(path, f"missing top-level keys {missing}", fix="is this a GraSP annotation file?")
-    return data
+    return coco.load(path, ("images", "annotations"), fix="unpack GraSP_30fps/annotations from the release")
 
 
 def _names(data: dict, key: str, kind: str, path: Path, labels) -> dict[int, str]:
     """id -> canonical name from one of the file's category lists."""
-    if key not in data:
-        raise SourceError(path, f"no {key!r} list", fix="GraSP files carry their category lists")
-    return {int(c["id"]): labels.map(kind, c["name"], path, f"{key} id {c['id']}") for c in data[key]}
+    native = coco.index_categories(data, path, key)
+    return {i: labels.map(kind, name, path, f"{key} id {i}") for i, name in native.items()}
 
 
-def _images(data: dict, path: Path) -> dict[int, dict]:
-    images = {}
-    for number, image in enumerate(data["images"]):
-        if not all(key in image for key in ("id", "video_name", "frame_num", "width", "height")):
-            raise SourceError(path, f"image entry {image!r} lacks id/video_name/frame_num/width/height", row=number)
-        images[image["id"]] = image
-    return images
+def _images(data: dict, path: Path) -> dict:
+    """image id -> ((case, frame number), record); ids restart in every file, the key does not."""
 
+    def frame_of(image: dict, row: str) -> tuple[str, int]:
+        try:
+            return str(image["video_name"]), int(image["frame_num"])
+        except (TypeError, ValueError) as error:
+            raise SourceError(path, f"frame_num {image['frame_num']!r} is not a frame number", row=row) from error
 
-def _category(names: dict[int, str], value, path: Path, row) -> str:
-    if value not in names:
-        raise SourceError(path, f"category id {value!r} is not in the file's category list", row=row)
-    return names[value]
+    return coco.index_images(data, path, frame_of, ("video_name", "frame_num"))
 
 
 def read_short_term(path: Path, data: dict, labels, frames: dict, instances: list, sizes: dict) -> None:
@@ -147,54 +125,36 @@ def read_short_term(path: Path, data: dict, labels, frames: dict, instances: lis
     actions = _names(data, "actions_categories", "action", path, labels)
     images = _images(data, path)
     counts: Counter = Counter()
-    for image in images.values():
-        case, frame = image["video_name"], int(image["frame_num"])
+    for index, ((case, frame), image) in enumerate(images.values()):
         if sizes.setdefault(case, (image["width"], image["height"])) != (image["width"], image["height"]):
-            raise SourceError(path, f"{case} frames differ in size", row=f"image {image['id']}")
+            raise SourceError(path, f"{case} frames differ in size", row=f"images[{index}]")
         frames.setdefault((case, frame), {})["tools"] = []
-    for annotation in data["annotations"]:
-        row = f"annotation {annotation.get('id')}"
-        image = images.get(annotation.get("image_id"))
-        bbox, segmentation = annotation.get("bbox"), annotation.get("segmentation")
-        acted = annotation.get("actions")
+    for annotation in coco.annotations(data, path, images, tools, ("category_id", "instruments")):
+        acted = annotation.record.get("actions")
         acted = [acted] if isinstance(acted, int) else acted
-        if image is None or not (isinstance(bbox, list) and len(bbox) == 4) or not segmentation or not acted:
-            raise SourceError(path, "needs a known image_id, a 4-number bbox, a segmentation and actions", row=row)
-        width, height = image["width"], image["height"]
-        if isinstance(segmentation, dict) and list(segmentation.get("size", [])) != [height, width]:
-            raise SourceError(
-                path, f"mask size {segmentation.get('size')} is not the image's {[height, width]}", row=row
-            )
-        tool = _category(tools, annotation.get("category_id", annotation.get("instruments")), path, row)
-        done = [_category(actions, value, path, row) for value in sorted(set(acted))]
-        key = (image["video_name"], int(image["frame_num"]))
-        entry = frames[key]
-        entry["tools"] = sorted({*entry["tools"], tool})
+        if not isinstance(acted, list) or not acted or any(value not in actions for value in acted):
+            raise SourceError(path, f"actions {acted!r} are not ids of actions_categories", row=annotation.row)
+        done = sorted({actions[value] for value in acted})
+        entry = frames[annotation.key]
+        entry["tools"] = sorted({*entry["tools"], annotation.category})
         entry["actions"] = sorted({*entry.get("actions", []), *done})
-        x, y, w, h = bbox
-        box = normalise_box(x, y, x + w, y + h, width, height)
-        mask = rle_from_coco(segmentation, height, width)
-        instances.append(Instance(*key, "tool", tool, box, mask, counts[key], list(done)))
-        counts[key] += 1
+        box, mask = coco.geometry(annotation, path, with_mask=True)
+        instances.append(
+            Instance(*annotation.key, "tool", annotation.category, box, mask, counts[annotation.key], done)
+        )
+        counts[annotation.key] += 1
 
 
 def read_long_term(path: Path, data: dict, labels, frames: dict) -> None:
     names = {kind: _names(data, f"{kind}s_categories", kind, path, labels) for kind in ("phase", "step")}
-    images = _images(data, path)
-    for annotation in data["annotations"]:
-        row = f"annotation {annotation.get('id')}"
-        image = images.get(annotation.get("image_id"))
-        if (
-            image is None
-            or not isinstance(annotation.get("phases"), int)
-            or not isinstance(annotation.get("steps"), int)
-        ):
-            raise SourceError(path, "needs a known image_id and integer phases and steps", row=row)
-        entry = frames.setdefault((image["video_name"], int(image["frame_num"])), {})
+    for annotation in coco.annotations(data, path, _images(data, path)):
+        entry = frames.setdefault(annotation.key, {})
         for kind in ("phase", "step"):
-            value = _category(names[kind], annotation[f"{kind}s"], path, row)
-            if entry.setdefault(kind, value) != value:
-                raise SourceError(path, f"two different {kind}s for one frame", row=row)
+            value = annotation.record.get(f"{kind}s")
+            if not isinstance(value, int) or value not in names[kind]:
+                raise SourceError(path, f"{kind}s {value!r} is not an id of {kind}s_categories", row=annotation.row)
+            if entry.setdefault(kind, names[kind][value]) != names[kind][value]:
+                raise SourceError(path, f"two different {kind}s for one frame", row=annotation.row)
 
 
 def _check_split(path: Path, data: dict, expected: tuple[str, ...]) -> None:

@@ -28,13 +28,11 @@ of one segment stay together).
 
 from __future__ import annotations
 
-import json
 import re
-from collections import defaultdict
 from pathlib import Path, PurePosixPath
 
+from public_converters import coco
 from public_converters.schema import Frame, Instance, SourceError, SourceTables, Video
-from public_converters.seg_to_box import box_of_rle, rle_from_coco
 from public_converters.sources._itec import add_whole_clip, files, hashed_split, subfolders
 from public_converters.spec import SourceSpec
 
@@ -127,59 +125,35 @@ def _image_path(root: Path, image: dict, path: Path, row: str) -> PurePosixPath:
     return relative
 
 
-def _mask(segmentation, height: int, width: int, path: Path, row: str) -> dict:
-    """COCO polygons (or RLE) -> RLE; every polygon must have at least three points (pycocotools fails obscurely)."""
-    polygons = segmentation if isinstance(segmentation, list) else []
-    if any(not isinstance(p, list) or len(p) < 6 or len(p) % 2 for p in polygons):
-        raise SourceError(path, "a polygon needs an even number of coordinates, at least 6", row=row)
-    try:
-        return rle_from_coco(segmentation, height, width)
-    except (ValueError, TypeError, KeyError) as error:
-        raise SourceError(path, f"bad segmentation ({error})", row=row) from error
-
-
 def _read_coco(root: Path, name: str, default_kind: str, labels, tables: SourceTables, sizes: dict) -> None:
     path = root / name
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise SourceError(path, f"cannot read the COCO file ({error})") from error
-    if not all(isinstance(data.get(key), list) for key in ("images", "annotations", "categories")):
-        raise SourceError(path, "expected COCO lists images, annotations and categories")
-    categories = {c.get("id"): _name(c.get("name")) for c in data["categories"]}
-    images, by_image, listed = {}, defaultdict(list), set()
-    for index, image in enumerate(data["images"]):
-        row = f"images[{index}]"
-        if not all(isinstance(image.get(key), int) for key in ("id", "width", "height")):
-            raise SourceError(path, "image entry needs integer id, width and height", row=row)
+    data = coco.load(path)
+    categories = {i: _name(native) for i, native in coco.index_categories(data, path).items()}
+    paths = {}
+
+    def frame_of(image: dict, row: str) -> tuple[str, int]:
         relative = _image_path(root, image, path, row)
         match = LAST_INTEGER.search(relative.stem)
         if not match:
             raise SourceError(path, f"no frame number in the file name {relative.name}", row=row)
-        video_id, frame = "-".join(relative.parent.parts[1:]), int(match.group(1))
-        if image["id"] in images or (video_id, frame) in listed:
-            raise SourceError(path, f"image id {image['id']} or frame {relative} listed twice", row=row)
-        listed.add((video_id, frame))
-        images[image["id"]] = (video_id, frame, relative.as_posix(), image["width"], image["height"])
-        sizes.setdefault(video_id, set()).add((image["width"], image["height"]))
-    for index, annotation in enumerate(data["annotations"]):
-        row = f"annotations[{index}]"
-        image, category = images.get(annotation.get("image_id")), categories.get(annotation.get("category_id"))
-        if image is None or category is None or not annotation.get("segmentation"):
-            raise SourceError(path, "needs a listed image_id, a known category_id and a segmentation", row=row)
-        video_id, frame, _, width, height = image
-        kind = labels.kind_of(category) or default_kind
-        mask = _mask(annotation["segmentation"], height, width, path, row)
-        label = labels.map(kind, category, path, row)
-        found = by_image[annotation["image_id"]]
-        found.append(Instance(video_id, frame, kind, label, box_of_rle(mask), mask, instance_id=len(found)))
-    for image_id, (video_id, frame, relative, _, _) in images.items():
-        found = by_image[image_id]
-        present = {kind: sorted({i.label for i in found if i.kind == kind}) for kind in ("tool", "anatomy")}
+        paths[image["id"]] = relative.as_posix()
+        return "-".join(relative.parent.parts[1:]), int(match.group(1))
+
+    images = coco.index_images(data, path, frame_of)
+    found: dict[tuple[str, int], list[Instance]] = {key: [] for key, _ in images.values()}
+    for annotation in coco.annotations(data, path, images, categories):
+        kind = labels.kind_of(annotation.category) or default_kind
+        box, mask = coco.geometry(annotation, path, with_mask=True, box_from_mask=True)
+        label = labels.map(kind, annotation.category, path, annotation.row)
+        listed = found[annotation.key]
+        listed.append(Instance(*annotation.key, kind, label, box, mask, instance_id=len(listed)))
+    for image_id, (key, image) in images.items():
+        sizes.setdefault(key[0], set()).add((image["width"], image["height"]))
+        present = {kind: sorted({i.label for i in found[key] if i.kind == kind}) for kind in ("tool", "anatomy")}
         tools = present["tool"] if default_kind == "tool" or present["tool"] else None
         anatomy = present["anatomy"] if default_kind == "anatomy" or present["anatomy"] else None
-        tables.frames.append(Frame(video_id, frame, relative, tools=tools, anatomy=anatomy))
-        tables.instances += found
+        tables.frames.append(Frame(*key, paths[image_id], tools=tools, anatomy=anatomy))
+        tables.instances += found[key]
 
 
 def read(root: Path, labels) -> SourceTables:
