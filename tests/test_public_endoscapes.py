@@ -43,7 +43,8 @@ def test_frame_indices_are_the_25fps_numbers_of_the_file_names(tables):
 def test_boxes_from_coco_pixel_xywh(tables):
     # val frame 121_1000: tool box [0, 0, 64, 48] covers the whole 64x48 image; cystic plate at (30, 2) size 4x4
     by_label = {i.label: i for i in tables.instances if (i.video_id, i.frame_index) == ("121", 1000)}
-    assert by_label["tool"].kind == "tool" and by_label["tool"].box == [0.0, 0.0, 1000.0, 1000.0]
+    instrument = by_label["surgical instrument"]
+    assert instrument.kind == "tool" and instrument.box == [0.0, 0.0, 1000.0, 1000.0]
     assert by_label["cystic plate"].kind == "anatomy"
     assert by_label["cystic plate"].box == pytest.approx([468.8, 41.7, 531.2, 125.0], abs=0.1)
     assert by_label["cystic plate"].mask is None

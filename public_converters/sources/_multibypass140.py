@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import pickle
 import re
 from pathlib import Path
 
+from public_converters.coco import read_json
 from public_converters.schema import Segment, SourceError, SourceTables, Video
 
 
@@ -193,12 +193,7 @@ def read_centre(root: Path, labels, centre: str, folder: str, prefix: str) -> So
     for video_path in sorted(video_dir.glob(f"{prefix}[0-9][0-9].mp4")):
         video_id = video_path.stem
         path = label_dir / f"{video_path.name}.json"
-        if not path.is_file():
-            raise SourceError(path, "file not found", fix=f"every video needs its label file in {label_dir}")
-        try:
-            payload = json.loads(path.read_text())
-        except json.JSONDecodeError as error:
-            raise SourceError(path, f"invalid JSON ({error})", row=error.lineno) from error
+        payload = read_json(path, fix=f"every video needs its label file in {label_dir}")
         phase_rows = _intervals(path, payload, "phases", phases)
         holes = [(start, end) for start, end, name, _ in phase_rows if name == OUT_OF_BODY]
         tables.segments += _segments(video_id, "phase", path, phase_rows, holes, labels)

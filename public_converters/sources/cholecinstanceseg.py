@@ -24,10 +24,10 @@ presence, with no box. The folder split must agree with the official dictionary.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
+from public_converters.coco import read_json
 from public_converters.schema import Frame, Instance, SourceError, SourceTables, Video
 from public_converters.seg_to_box import box_of_rle, image_size, rle_from_polygons
 from public_converters.spec import SourceSpec
@@ -68,10 +68,7 @@ SPLITS = {
 
 
 def _json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise SourceError(path, f"not valid JSON ({error})", fix="re-download the annotations") from error
+    data = read_json(path, fix="re-download the annotations")
     if not isinstance(data, dict) or not isinstance(data.get("shapes"), list):
         raise SourceError(path, "no 'shapes' list", fix="is this a LabelMe file of CholecInstanceSeg?")
     return data

@@ -42,7 +42,7 @@ CATEGORIES = {
     "cystic_duct": "cystic duct",
     "gallbladder": "gallbladder",
 }
-TOOLS = {"tool": "tool"}
+TOOLS = {"tool": "surgical instrument"}  # Endoscapes has one class for every instrument
 IMAGE_NAME = re.compile(r"^(\d+)_(\d+)\.jpg$")
 METADATA_COLUMNS = ("vid", "frame", "C1", "C2", "C3", "is_ds_keyframe")
 

@@ -24,10 +24,10 @@ Splits: official (15 training, 4 test sequences); ``validation-2-5-9-15`` holds 
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
+from public_converters.coco import read_json
 from public_converters.schema import Frame, SemanticMask, SourceError, SourceTables, Video
 from public_converters.seg_to_box import image_size
 from public_converters.spec import SourceSpec
@@ -80,12 +80,7 @@ def _unnest(folder: Path) -> Path:
 
 def _palette(path: Path, labels, palette: dict) -> None:
     """Add one ``labels.json`` (either schema) to the colour -> class-name palette."""
-    if not path.is_file():
-        raise SourceError(path, "file not found", fix="every release folder ships its labels.json")
-    try:
-        payload = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise SourceError(path, f"not valid JSON ({error})") from error
+    payload = read_json(path, fix="every release folder ships its labels.json")
     classes = payload.get("classes") if isinstance(payload, dict) else payload
     for row, entry in enumerate(classes if isinstance(classes, list) else [None]):
         color = entry.get("color") if isinstance(entry, dict) else None
