@@ -313,12 +313,13 @@ def write_records(records: list[dict], folder: Path, max_shard_bytes: int) -> li
 
 def build_public(options: BuildOptions) -> dict:
     """Build the corpus; returns the manifest (also written to ``manifest.json``)."""
+    specs = {name: get_source(name) for name in sorted(options.sources)}  # every name checked before any work
     cache_dir = Path(options.cache_dir or options.out.with_name(f"{options.out.name}.cache"))
     manifest: dict = {"sources": {}}
     written: dict[tuple[str, str], list] = {}
     with staged_output(options.out, options.overwrite) as staging:
-        for name, root in sorted(options.sources.items()):
-            spec = get_source(name)
+        for name, spec in specs.items():
+            root = options.sources[name]
             normalised = normalise_source(
                 spec, root, split_variant=options.split_variants.get(name), num_proc=options.num_proc
             )

@@ -66,7 +66,7 @@ def registry() -> dict[str, SourceSpec]:
 def get_source(name: str) -> SourceSpec:
     sources = registry()
     if name not in sources:
-        raise KeyError(f"unknown public source {name!r}; known: {', '.join(sources)}")
+        raise ValueError(f"unknown public source {name!r}; known: {', '.join(sources)}")
     return sources[name]
 
 
