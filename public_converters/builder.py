@@ -77,7 +77,8 @@ def image_items(normalised: Normalised) -> tuple[list[ImageItem], Counter]:
             value is not None
             for value in (frame.phase, frame.step, frame.actions, frame.tools, frame.anatomy, frame.cvs)
         )
-        if not frame.image_path and not videos[frame.video_id].video_path:
+        from_video = normalised.spec.video_frames_as_images and videos[frame.video_id].video_path
+        if not frame.image_path and not from_video:
             skipped["frame without an image"] += 1
         elif not (annotated or instances[key] or relations[key]):
             skipped["frame without annotations"] += 1

@@ -30,6 +30,9 @@ class SourceSpec:
     mask_policies: dict[str, str] = field(default_factory=dict)
     split_variants: dict[str, dict[str, str]] = field(default_factory=dict)  # variant -> video_id -> split
     default_split_variant: str | None = None
+    # True when the image branch takes its frames from the videos (no frame images ship): frames without an image
+    # file are then decoded from ``Video.video_path``; otherwise such frames (labels for the clip branch) are skipped
+    video_frames_as_images: bool = False
     homepage: str = ""
     license: str = ""
     unconfirmed: tuple[str, ...] = ()  # facts the reader assumes but could not confirm (README source table)

@@ -212,3 +212,12 @@ def test_paraphrase_stage_against_a_chat_server(sources, tmp_path):
         original = originals[row["qa_id"][:-2]]
         assert row["question"].startswith("Please tell me: ")
         assert row["answer"] == original["answer"]  # structured answers copied verbatim, others kept by this server
+
+
+def test_video_frames_feed_the_image_branch_only_where_the_source_says_so(corpus):
+    out, manifest = corpus
+    heichole = [r for r in records(out, "image") if r["source"] == "heichole"]
+    assert heichole and all(r["file"].endswith(".mp4") for r in heichole)  # decoded from the video
+    autolaparo = manifest["sources"]["autolaparo"]  # its 1-fps phase rows label clips, not images
+    assert autolaparo["skipped"]["image"]["frame without an image"] > 0
+    assert all(r["file"].endswith((".jpg", ".png")) for r in records(out, "image") if r["source"] == "autolaparo")

@@ -56,7 +56,7 @@ def test_sample_reads_into_the_schema(name, sample_roots, tmp_path):
     for instance in tables.instances:
         assert instance.label in canonical[instance.kind], (name, instance)
     if "image" in spec.branches:  # frame images, or frames to decode from the video
-        with_video = {video.video_id for video in tables.videos if video.video_path}
+        with_video = {v.video_id for v in tables.videos if v.video_path and spec.video_frames_as_images}
         assert any(f.image_path or f.video_id in with_video for f in tables.frames), f"{name}: no image-branch frames"
     if "clip" in spec.branches:
         assert all(video.fps for video in tables.videos), f"{name}: clip branch needs each video's fps"

@@ -176,6 +176,7 @@ SPEC = SourceSpec(
     capabilities=frozenset({"has_phase", "has_actions", "has_tool_presence"}),
     labels={"phase": PHASES, "tool": TOOLS, "action": ACTIONS},
     read=read,
+    video_frames_as_images=True,
     split_variants=SPLITS,
     default_split_variant="public",
     homepage="https://endovissub-workflowandskill.grand-challenge.org/Data (Synapse, data agreement)",
