@@ -33,6 +33,7 @@ from pathlib import Path
 
 from public_converters.schema import Frame, SemanticMask, SourceError, SourceTables, Video, segments_from_labels
 from public_converters.seg_to_box import image_size
+from public_converters.spec import SourceSpec
 
 
 FPS = 25
@@ -139,3 +140,29 @@ def read_procedure(root: Path, labels, type_name: str, prefix: str) -> SourceTab
         relative = video.relative_to(root).as_posix()
         tables.videos.append(Video(video_id, "train", FPS, len(phases), video_path=relative))
     return tables
+
+
+def procedure_spec(name: str, title: str, procedure: str, type_name: str, prefix: str) -> SourceSpec:
+    """The spec of one HeiCo procedure: the three differ only in their folder, ids and procedure type."""
+
+    def read(root: Path, labels) -> SourceTables:
+        return read_procedure(root, labels, type_name, prefix)
+
+    return SourceSpec(
+        name=name,
+        title=title,
+        procedure=procedure,
+        branches=("image", "clip"),
+        capabilities=frozenset({"has_phase", "has_tool_presence", "has_tool_bbox", "has_masks"}),
+        labels={"phase": PHASES, "tool": TOOLS},
+        read=read,
+        mask_policies=MASK_POLICIES,
+        homepage="https://www.synapse.org/#!Synapse:syn21903917 (account, data use terms)",
+        license="unknown",
+        unconfirmed=(
+            "frame folder name = frame number in the video",
+            "frame folders directly under <n>/ or under 'Instrument segmentations/'",
+            "test surgeries of EndoVis 2017 / ROBUST-MIS (all read as train)",
+            "license",
+        ),
+    )

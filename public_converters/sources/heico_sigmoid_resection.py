@@ -1,30 +1,12 @@
 """HeiCo, Sigmoid Resection: 10 surgeries, 25-fps phases, ROBUST-MIS instrument masks; reader in ``_heico``."""
 
-from pathlib import Path
-
-from public_converters.sources._heico import MASK_POLICIES, PHASES, TOOLS, read_procedure
-from public_converters.spec import SourceSpec
+from public_converters.sources._heico import procedure_spec
 
 
-def read(root: Path, labels):
-    return read_procedure(root, labels, "Sigmoid Resection", "sigmoid_resection")
-
-
-SPEC = SourceSpec(
-    name="heico_sigmoid_resection",
-    title="HeiCo Sigmoid Resection",
-    procedure="laparoscopic sigmoid resection",
-    branches=("image", "clip"),
-    capabilities=frozenset({"has_phase", "has_tool_presence", "has_tool_bbox", "has_masks"}),
-    labels={"phase": PHASES, "tool": TOOLS},
-    read=read,
-    mask_policies=MASK_POLICIES,
-    homepage="https://www.synapse.org/#!Synapse:syn21903917 (account, data use terms)",
-    license="unknown",
-    unconfirmed=(
-        "frame folder name = frame number in the video",
-        "frame folders directly under <n>/ or under 'Instrument segmentations/'",
-        "test surgeries of EndoVis 2017 / ROBUST-MIS (all read as train)",
-        "license",
-    ),
+SPEC = procedure_spec(
+    "heico_sigmoid_resection",
+    "HeiCo Sigmoid Resection",
+    "laparoscopic sigmoid resection",
+    "Sigmoid Resection",
+    "sigmoid_resection",
 )
