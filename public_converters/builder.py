@@ -20,6 +20,7 @@ an unused split), every clip window sampled is an item or counted as thinned.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -89,11 +90,21 @@ def image_items(normalised: Normalised) -> tuple[list[ImageItem], Counter]:
     return items, skipped
 
 
+def frames_by_video(normalised: Normalised) -> dict[str, list[int]]:
+    """The sorted frames with an image file, per video (what a clip of a frame-folder source can show)."""
+    found = defaultdict(list)
+    for frame in normalised.tables.frames:
+        if frame.image_path:
+            found[frame.video_id].append(frame.frame_index)
+    return {video: sorted(frames) for video, frames in found.items()}
+
+
 def clip_items(normalised: Normalised, config: SamplingConfig) -> tuple[list[ClipItem], Counter]:
     tables, source = normalised.tables, normalised.spec.name
     segments = defaultdict(list)
     for segment in tables.segments:
         segments[segment.video_id].append(segment)
+    available = frames_by_video(normalised)
     items, counts = [], Counter()
     for video in tables.videos:
         if video.split not in SPLITS:
@@ -101,7 +112,8 @@ def clip_items(normalised: Normalised, config: SamplingConfig) -> tuple[list[Cli
             continue
         own = segments[video.video_id]
         kinds = frozenset(s.kind for s in own)
-        grounded, qualified = grounded_clips(video, own, config, source)
+        shipped = None if video.video_path else available.get(video.video_id, [])
+        grounded, qualified = grounded_clips(video, own, config, source, shipped)
         counts["grounded windows qualified"] += qualified
         counts["grounded windows thinned"] += qualified - len(grounded)
         for clip in [*strategic_clips(video, own, config, source), *grounded]:
@@ -110,19 +122,16 @@ def clip_items(normalised: Normalised, config: SamplingConfig) -> tuple[list[Cli
     return items, counts
 
 
-def clip_frames(item: ClipItem, images: dict[tuple[str, int], str]) -> list[int]:
+def clip_frames(item: ClipItem, available: dict[str, list[int]]) -> list[int]:
     """The frames a clip shows: the grounded window's own, else 8 spread over the clip (over its image frames when
-    the source ships frames instead of a video)."""
+    the source ships frames instead of a video; none if the clip falls between them)."""
     if item.clip.frames:
         return list(item.clip.frames)
     if item.video.video_path:
         span = list(range(item.clip.start_frame, item.clip.end_frame + 1))
     else:
-        span = sorted(
-            f
-            for (video, f) in images
-            if video == item.video.video_id and item.clip.start_frame <= f <= item.clip.end_frame
-        )
+        frames = available.get(item.video.video_id, [])
+        span = frames[bisect_left(frames, item.clip.start_frame) : bisect_right(frames, item.clip.end_frame)]
     return spread(span, CLIP_FRAMES)
 
 
@@ -206,6 +215,7 @@ def build_source(normalised: Normalised, options: BuildOptions) -> SourceBuild:
     frames_needed: dict[str, dict[int, str | None]] = defaultdict(dict)
     outlines: dict[str, list] = defaultdict(list)
     images = {(f.video_id, f.frame_index): f.image_path for f in tables.frames if f.image_path}
+    available = frames_by_video(normalised)
     for branch in spec.branches:
         if branch == "image":
             items, skipped = image_items(normalised)
@@ -216,7 +226,7 @@ def build_source(normalised: Normalised, options: BuildOptions) -> SourceBuild:
         if sampling:
             manifest["clip sampling"] = sampling
         manifest["skipped"][branch] = {k: v for k, v in skipped.items() if k not in sampling}
-        without = 0
+        without = frameless = 0
         for item, qas in zip(items, rendered, strict=True):
             if not qas:
                 without += 1
@@ -226,7 +236,10 @@ def build_source(normalised: Normalised, options: BuildOptions) -> SourceBuild:
                 frame_list = [item.frame.frame_index]
                 frames_needed[video][item.frame.frame_index] = item.frame.image_path
             else:
-                frame_list = clip_frames(item, images)
+                frame_list = clip_frames(item, available)
+                if not frame_list:
+                    frameless += 1
+                    continue
                 for frame_index in frame_list:
                     frames_needed[video][frame_index] = (
                         images.get((video, frame_index)) if not item.video.video_path else None
@@ -244,8 +257,10 @@ def build_source(normalised: Normalised, options: BuildOptions) -> SourceBuild:
                     outlines[video].append((item.frame.frame_index, item.frame.image_path, qa.overlay.mask, shown[0]))
                 for version in ("template", "instruction"):
                     records.append(_record(qa, item, version, shown, timestamps, normalised))
-        manifest["items"][branch] = len(items) - without
+        manifest["items"][branch] = len(items) - without - frameless
         manifest["skipped"][branch]["items without an applicable template"] = without
+        if frameless:
+            manifest["skipped"][branch]["clips between the frames a frame-folder source ships"] = frameless
     videos = {v.video_id: v for v in tables.videos}
     jobs = [
         MediaJob(

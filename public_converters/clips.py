@@ -104,20 +104,37 @@ def strategic_clips(video: Video, segments: list[Segment], config: SamplingConfi
     return sorted(clips.values(), key=lambda c: (c.start_frame, c.end_frame))
 
 
+def frame_grid(step: int, total: int, available: list[int] | None) -> list[int]:
+    """Every ``step``-th frame of the video, or, for a source that ships frames instead of a video, its available
+    frames thinned greedily so that consecutive grid frames are at least ``step`` apart."""
+    if available is None:
+        return list(range(0, total, step))
+    grid: list[int] = []
+    for frame in available:
+        if not grid or frame - grid[-1] >= step:
+            grid.append(frame)
+    return grid
+
+
 def grounded_clips(
-    video: Video, segments: list[Segment], config: SamplingConfig, source: str
+    video: Video, segments: list[Segment], config: SamplingConfig, source: str, available: list[int] | None = None
 ) -> tuple[list[Clip], int]:
-    """Windows with a constant label for every task the video has; returns (kept clips, windows that qualified)."""
+    """Windows with a constant label for every task the video has; returns (kept clips, windows that qualified).
+
+    ``available``: the sorted frames a frame-folder source ships (None when frames are decoded from the video); a
+    window over them may not span a gap wider than twice its nominal length."""
     kinds = [k for k in GROUNDED_KINDS if any(s.kind == k for s in segments)]
     if not video.fps or not kinds:
         return [], 0
     timelines = {k: LabelTimeline([s for s in segments if s.kind == k]) for k in kinds}
     total = video.total_frames or max(s.end_frame for s in segments) + 1
     step = max(1, round(video.fps / config.grid_fps))
-    grid = list(range(0, total, step))
+    grid = frame_grid(step, total, available)
     qualified = []
     for first in range(0, len(grid) - config.window + 1, config.stride):
         frames = tuple(grid[first : first + config.window])
+        if frames[-1] - frames[0] > 2 * step * (config.window - 1):
+            continue
         if all(timelines[k].constant_label(frames[0], frames[-1]) for k in kinds):
             qualified.append(Clip(video.video_id, frames[0], frames[-1], "grounded", "window", frames))
     kept = qualified

@@ -195,3 +195,11 @@ def test_articles_and_number_agree():
     qas = by_template(render(image_item(tools=["electrocautery hook"]), load_templates("image"), CTX, ALL))
     assert qas["tool_presence"][0].answer == "The visible instrument is: electrocautery hook."
     assert "an electrocautery hook" in qas["tool_presence_binary"][0].question
+
+
+def test_grounded_windows_of_a_frame_folder_source_use_only_its_frames():
+    video = Video("v1", "train", 25.0, 2500)  # no video file: frames ship as images, here every 2 s with a gap
+    shipped = [f for f in range(0, 2500, 50) if not 1200 <= f < 2000]
+    clips, _ = grounded_clips(video, PHASES, SamplingConfig(max_per_video=None), "toy", shipped)
+    assert clips and all(set(c.frames) <= set(shipped) for c in clips)
+    assert all(c.end_frame - c.start_frame <= 2 * 25 * 7 for c in clips)  # no window across the 32 s gap
