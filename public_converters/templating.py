@@ -469,9 +469,7 @@ def fill_clip_phase_binary(item, ctx, rng):
 
 
 def fill_phase_count(item, ctx, rng):
-    phases = sorted(
-        set(_labels_in_order(clip_sequence(item, "phase"))), key=_labels_in_order(clip_sequence(item, "phase")).index
-    )
+    phases = list(dict.fromkeys(_labels_in_order(clip_sequence(item, "phase"))))  # distinct, in order of appearance
     if not phases:
         return []
     things = "phase is" if len(phases) == 1 else "distinct phases are"
