@@ -1,14 +1,17 @@
 """Helpers for the tiny native-layout copies that tests and ``make demo`` build (no binaries are committed).
 
 Each sample module ``public_converters/samples/<source>.py`` defines ``write(root)`` and ``BAD_INPUTS``: a dict from a
-bad-input case (see ``BAD_INPUT_CASES``) to a function that damages a written copy and returns the path (relative to
-the root) that the resulting error must name. Images are small (64x48 unless the source needs a fixed size) and
+bad-input case (see ``BAD_INPUT_CASES``) to a function that damages a written copy and returns the name (or a fragment
+of the path relative to the root) that the resulting error must mention; ``remove``, ``cut``, ``shrink``, ``rewrite``,
+``rename`` and ``edit_json`` build the usual ones. Images are small (64x48 unless the source needs a fixed size) and
 deterministic: content is drawn from a generator seeded by the file's name.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +19,9 @@ from PIL import Image
 
 from builders.options import stable_seed
 
+
+Damage = Callable[[Path], str]
+"""Damages a written sample copy (its root) and returns what the resulting error must mention."""
 
 BAD_INPUT_CASES = ("missing_file", "truncated_image", "wrong_mask_size", "malformed_row", "unknown_label")
 
@@ -79,3 +85,47 @@ def replace_in_file(path: Path, old: str, new: str, count: int = 1) -> None:
     if old not in text:
         raise ValueError(f"{path}: {old!r} not found (the sample layout changed)")
     path.write_text(text.replace(old, new, count))
+
+
+def _damage(relative: str, names: str | None, apply: Callable[[Path], None]) -> Damage:
+    def damage(root: Path) -> str:
+        apply(root / relative)
+        return Path(relative).name if names is None else names
+
+    return damage
+
+
+def remove(relative: str, names: str | None = None) -> Damage:
+    """Delete a file or a whole folder (an incomplete download)."""
+    return _damage(relative, names, lambda path: shutil.rmtree(path) if path.is_dir() else path.unlink())
+
+
+def cut(relative: str, keep: float = 0.4, names: str | None = None) -> Damage:
+    """Keep only the first ``keep`` fraction of a file's bytes (a broken download)."""
+    return _damage(relative, names, lambda path: truncate(path, keep))
+
+
+def shrink(relative: str, size: tuple[int, int] = (32, 24), names: str | None = None) -> Damage:
+    """Resave an image (a mask, usually) at another (width, height) than its frame's."""
+    return _damage(relative, names, lambda path: resize_image(path, size))
+
+
+def rewrite(relative: str, old: str, new: str, count: int = 1, names: str | None = None) -> Damage:
+    """Replace text in a file (a malformed row, a misspelled label)."""
+    return _damage(relative, names, lambda path: replace_in_file(path, old, new, count))
+
+
+def rename(relative: str, new_name: str, names: str | None = None) -> Damage:
+    """Rename a file or folder within its folder; the error must mention ``names``, else the new name."""
+    return _damage(relative, names or new_name, lambda path: path.rename(path.with_name(new_name)))
+
+
+def edit_json(relative: str, change: Callable[[dict], None], names: str | None = None) -> Damage:
+    """Load a JSON file, let ``change`` mutate the document in place, write it back."""
+
+    def apply(path: Path) -> None:
+        document = json.loads(path.read_text())
+        change(document)
+        write_json(path, document)
+
+    return _damage(relative, names, apply)

@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 
 from public_converters.samples._common import (
+    cut,
     noise_image,
-    replace_in_file,
-    resize_image,
-    truncate,
+    remove,
+    rewrite,
+    shrink,
     write_image,
     write_text,
     write_video,
@@ -53,30 +54,14 @@ def write_procedure(root: Path, type_name: str) -> None:
 
 
 def bad_inputs(type_name: str) -> dict:
-    def missing(root: Path) -> str:
-        (root / type_name / "2" / f"{type_name}_2_Phase.csv").unlink()
-        return f"{type_name}_2_Phase.csv"
-
-    def truncated(root: Path) -> str:
-        truncate(root / type_name / "1/12/raw.png")
-        return "1/12/raw.png"
-
-    def wrong_size(root: Path) -> str:
-        resize_image(root / type_name / "2/Instrument segmentations/30/instrument_instances.png", (32, 24))
-        return "30/instrument_instances.png"
-
-    def malformed(root: Path) -> str:
-        replace_in_file(root / type_name / "1" / f"{type_name}_1_Phase.csv", "\n5,0\n", "\n5,0,7\n")
-        return f"{type_name}_1_Phase.csv"
-
-    def unknown(root: Path) -> str:
-        replace_in_file(root / type_name / "2" / f"{type_name}_2_Phase.csv", "\n50,12\n", "\n50,15\n")
-        return f"{type_name}_2_Phase.csv"
-
+    phases_1, phases_2 = f"{type_name}/1/{type_name}_1_Phase.csv", f"{type_name}/2/{type_name}_2_Phase.csv"
     return {
-        "missing_file": missing,
-        "truncated_image": truncated,
-        "wrong_mask_size": wrong_size,
-        "malformed_row": malformed,
-        "unknown_label": unknown,
+        "missing_file": remove(phases_2),
+        "truncated_image": cut(f"{type_name}/1/12/raw.png", 0.5, names="1/12/raw.png"),
+        "wrong_mask_size": shrink(
+            f"{type_name}/2/Instrument segmentations/30/instrument_instances.png",
+            names="30/instrument_instances.png",
+        ),
+        "malformed_row": rewrite(phases_1, "\n5,0\n", "\n5,0,7\n"),
+        "unknown_label": rewrite(phases_2, "\n50,12\n", "\n50,15\n"),
     }

@@ -4,7 +4,7 @@ millisecond phase/step intervals (unsorted, out_of_body and severe_index nested)
 import pickle
 from pathlib import Path
 
-from public_converters.samples._common import replace_in_file, truncate, write_json, write_text, write_video
+from public_converters.samples._common import cut, remove, rewrite, write_json, write_text, write_video
 from public_converters.sources._multibypass140 import PHASE_NAMES, STEP_NAMES
 
 
@@ -61,26 +61,9 @@ def write_centre(root: Path, centre: str, folder: str, splits: dict[str, list[st
 def bad_inputs(centre: str, folder: str, videos: list[str]) -> dict:
     first, second = videos[0], videos[1]
     labels = f"labels/{centre}/labels_by70"
-
-    def missing(root: Path) -> str:
-        (root / labels / f"{second}.mp4.json").unlink()
-        return f"{second}.mp4.json"
-
-    def truncated(root: Path) -> str:
-        truncate(root / "datasets/MultiBypass140" / folder / "videos" / f"{first}.mp4", 0.3)
-        return f"{first}.mp4"
-
-    def malformed(root: Path) -> str:
-        replace_in_file(root / labels / f"{second}.mp4.json", '"end": 1600', '"end": -1600')
-        return f"{second}.mp4.json"
-
-    def unknown(root: Path) -> str:
-        replace_in_file(root / labels / f"{first}.mp4.json", "gastric_pouch_creation", "gastric_pouch_creatoin")
-        return f"{first}.mp4.json"
-
     return {
-        "missing_file": missing,
-        "truncated_image": truncated,
-        "malformed_row": malformed,
-        "unknown_label": unknown,
+        "missing_file": remove(f"{labels}/{second}.mp4.json"),
+        "truncated_image": cut(f"datasets/MultiBypass140/{folder}/videos/{first}.mp4", 0.3),
+        "malformed_row": rewrite(f"{labels}/{second}.mp4.json", '"end": 1600', '"end": -1600'),
+        "unknown_label": rewrite(f"{labels}/{first}.mp4.json", "gastric_pouch_creation", "gastric_pouch_creatoin"),
     }

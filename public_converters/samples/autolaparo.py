@@ -6,10 +6,11 @@ from pathlib import Path
 import numpy as np
 
 from public_converters.samples._common import (
+    cut,
     noise_image,
-    replace_in_file,
-    resize_image,
-    truncate,
+    remove,
+    rewrite,
+    shrink,
     write_image,
     write_text,
     write_video,
@@ -58,35 +59,10 @@ def write(root: Path) -> None:
         write_image(task3 / "masks" / f"{name}.png", np.repeat(grey[..., None], 3, axis=2))  # R=G=B
 
 
-def _missing(root: Path) -> str:
-    (root / "AutoLaparo_Task1/labels/label_15.txt").unlink()
-    return "label_15.txt"
-
-
-def _truncated(root: Path) -> str:
-    truncate(root / "AutoLaparo_Task3/imgs/001125.jpg", 0.4)
-    return "001125.jpg"
-
-
-def _wrong_mask_size(root: Path) -> str:
-    resize_image(root / "AutoLaparo_Task3/masks/228050.png", (32, 24))
-    return "228050.png"
-
-
-def _malformed(root: Path) -> str:
-    replace_in_file(root / "AutoLaparo_Task2/laparoscope_motion_label.txt", "228\t0\t6", "228 0 6")
-    return "laparoscope_motion_label.txt"
-
-
-def _unknown(root: Path) -> str:
-    replace_in_file(root / "AutoLaparo_Task1/labels/label_01.txt", "\n12\t3\n", "\n12\t8\n")
-    return "label_01.txt"
-
-
 BAD_INPUTS = {
-    "missing_file": _missing,
-    "truncated_image": _truncated,
-    "wrong_mask_size": _wrong_mask_size,
-    "malformed_row": _malformed,
-    "unknown_label": _unknown,
+    "missing_file": remove("AutoLaparo_Task1/labels/label_15.txt"),
+    "truncated_image": cut("AutoLaparo_Task3/imgs/001125.jpg"),
+    "wrong_mask_size": shrink("AutoLaparo_Task3/masks/228050.png"),
+    "malformed_row": rewrite("AutoLaparo_Task2/laparoscope_motion_label.txt", "228\t0\t6", "228 0 6"),
+    "unknown_label": rewrite("AutoLaparo_Task1/labels/label_01.txt", "\n12\t3\n", "\n12\t8\n"),
 }

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from public_converters.samples._common import replace_in_file, truncate, write_text, write_video
+from public_converters.samples._common import cut, remove, rewrite, write_text, write_video
 from public_converters.sources.cholec80 import TOOL_COLUMNS
 
 
@@ -34,29 +34,9 @@ def write(root: Path) -> None:
         write_text(root / "tool_annotations" / f"{video}-tool.txt", header + "\n" + "\n".join(tool_rows) + "\n")
 
 
-def _missing(root: Path) -> str:
-    (root / "tool_annotations/video41-tool.txt").unlink()
-    return "video41-tool.txt"
-
-
-def _truncated(root: Path) -> str:
-    truncate(root / "videos/video01.mp4", 0.3)
-    return "video01.mp4"
-
-
-def _malformed(root: Path) -> str:
-    replace_in_file(root / "phase_annotations/video01-phase.txt", "\n12\tPreparation\n", "\n12\tPreparation\t7\n")
-    return "video01-phase.txt"
-
-
-def _unknown(root: Path) -> str:
-    replace_in_file(root / "phase_annotations/video41-phase.txt", "GallbladderPackaging", "GallbladerPackaging", 5)
-    return "video41-phase.txt"
-
-
 BAD_INPUTS = {
-    "missing_file": _missing,
-    "truncated_image": _truncated,
-    "malformed_row": _malformed,
-    "unknown_label": _unknown,
+    "missing_file": remove("tool_annotations/video41-tool.txt"),
+    "truncated_image": cut("videos/video01.mp4", 0.3),
+    "malformed_row": rewrite("phase_annotations/video01-phase.txt", "\n12\tPreparation\n", "\n12\tPreparation\t7\n"),
+    "unknown_label": rewrite("phase_annotations/video41-phase.txt", "GallbladderPackaging", "GallbladerPackaging", 5),
 }

@@ -5,14 +5,15 @@ Quirks written: two polygons sharing a group_id (one instance), two graspers tol
 points, an absolute Windows ``imagePath``, an empty frame without ``imageHeight``/``imageWidth``, a frame with
 shapes but without them (rasterised at the image's size), the seg8k ``videoNN`` file names."""
 
-import json
 from pathlib import Path
 
 from public_converters.samples._common import (
+    cut,
+    edit_json,
     noise_image,
-    replace_in_file,
-    resize_image,
-    truncate,
+    remove,
+    rewrite,
+    shrink,
     write_image,
     write_json,
 )
@@ -80,38 +81,13 @@ def write(root: Path) -> None:
             write_image(root / sequence / "img_dir" / f"{stem}.png", noise_image(stem, SIZE))
 
 
-def _missing(root: Path) -> str:
-    (root / "val/VID03_t80_sparse/img_dir/t80_VID03_000030.png").unlink()
-    return "img_dir/t80_VID03_000030.png"
-
-
-def _truncated(root: Path) -> str:
-    truncate(root / "train/VID01_t50_full/img_dir/t50_VID01_000001.png", 0.4)
-    return "t50_VID01_000001.png"
-
-
-def _wrong_size(root: Path) -> str:
-    resize_image(root / "test/VID09_seg8k/img_dir/seg8k_video09_28661.png", (32, 24))
-    return "seg8k_video09_28661.png"
-
-
-def _malformed(root: Path) -> str:
-    path = root / "val/VID03_t80_sparse/ann_dir/t80_VID03_000060.json"
-    document = json.loads(path.read_text())
-    document["shapes"][1]["points"] = [[2, 40], [8]]
-    write_json(path, document)
-    return "t80_VID03_000060.json"
-
-
-def _unknown(root: Path) -> str:
-    replace_in_file(root / "test/VID09_seg8k/ann_dir/seg8k_video09_28661.json", '"bipolar"', '"bipolar grasper"')
-    return "seg8k_video09_28661.json"
-
-
 BAD_INPUTS = {
-    "missing_file": _missing,
-    "truncated_image": _truncated,
-    "wrong_mask_size": _wrong_size,
-    "malformed_row": _malformed,
-    "unknown_label": _unknown,
+    "missing_file": remove("val/VID03_t80_sparse/img_dir/t80_VID03_000030.png", names="img_dir/t80_VID03_000030.png"),
+    "truncated_image": cut("train/VID01_t50_full/img_dir/t50_VID01_000001.png"),
+    "wrong_mask_size": shrink("test/VID09_seg8k/img_dir/seg8k_video09_28661.png"),
+    "malformed_row": edit_json(
+        "val/VID03_t80_sparse/ann_dir/t80_VID03_000060.json",
+        lambda document: document["shapes"][1].update(points=[[2, 40], [8]]),
+    ),
+    "unknown_label": rewrite("test/VID09_seg8k/ann_dir/seg8k_video09_28661.json", '"bipolar"', '"bipolar grasper"'),
 }

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from public_converters.samples._common import noise_image, resize_image, truncate, write_image
+from public_converters.samples._common import cut, noise_image, remove, rename, shrink, write_image
 
 
 WIDTH, HEIGHT = 64, 48
@@ -42,27 +42,6 @@ def write(root: Path) -> None:
             write_image(base.with_name(base.name + "_color_mask.png"), np.zeros((HEIGHT, WIDTH, 3), dtype=np.uint8))
 
 
-def _missing(root: Path) -> str:
-    (root / "video01/video01_00080/frame_81_endo_watershed_mask.png").unlink()
-    return "frame_81_endo_watershed_mask.png"
-
-
-def _truncated(root: Path) -> str:
-    truncate(root / "video12/video12_00400/frame_400_endo.png", 0.4)
-    return "frame_400_endo.png"
-
-
-def _wrong_size(root: Path) -> str:
-    resize_image(root / "video01/video01_00080/frame_80_endo_watershed_mask.png", (WIDTH // 2, HEIGHT // 2))
-    return "frame_80_endo_watershed_mask.png"
-
-
-def _malformed(root: Path) -> str:
-    clip = root / "video01/video01_00080"
-    (clip / "frame_81_endo.png").rename(clip / "frame_181_endo.png")  # outside the clip's 80 frames
-    return "frame_181_endo.png"
-
-
 def _unknown(root: Path) -> str:
     path = root / "video12/video12_00400/frame_400_endo_watershed_mask.png"
     grey = watershed(400)
@@ -72,9 +51,10 @@ def _unknown(root: Path) -> str:
 
 
 BAD_INPUTS = {
-    "missing_file": _missing,
-    "truncated_image": _truncated,
-    "wrong_mask_size": _wrong_size,
-    "malformed_row": _malformed,
+    "missing_file": remove("video01/video01_00080/frame_81_endo_watershed_mask.png"),
+    "truncated_image": cut("video12/video12_00400/frame_400_endo.png"),
+    "wrong_mask_size": shrink("video01/video01_00080/frame_80_endo_watershed_mask.png", (WIDTH // 2, HEIGHT // 2)),
+    # a frame number outside the clip's 80 frames
+    "malformed_row": rename("video01/video01_00080/frame_81_endo.png", "frame_181_endo.png"),
     "unknown_label": _unknown,
 }

@@ -4,10 +4,9 @@ VID01 has boxes (as the five bbox videos of the release), VID02 sparse frame key
 quirks are all there: string frame keys, the ``carlot`` typo, ``null_verb``/``null_target`` triplets, rows of -1 ids,
 one tool repeated by two triplets with the same box."""
 
-import json
 from pathlib import Path
 
-from public_converters.samples._common import noise_image, replace_in_file, truncate, write_image, write_json
+from public_converters.samples._common import cut, edit_json, noise_image, remove, rewrite, write_image, write_json
 
 
 INSTRUMENTS = ["grasper", "bipolar", "hook", "scissors", "clipper", "irrigator"]
@@ -136,32 +135,16 @@ def write(root: Path) -> None:
             write_image(root / "videos" / video / f"{frame:06d}.png", noise_image(f"{video}/{frame}"))
 
 
-def _missing(root: Path) -> str:
-    (root / "labels/VID02.json").unlink()
-    return "labels/VID02.json"
-
-
-def _truncated(root: Path) -> str:
-    truncate(root / "videos/VID01/000003.png", 0.4)
-    return "VID01/000003.png"
-
-
-def _malformed(root: Path) -> str:
-    path = root / "labels/VID103.json"
-    data = json.loads(path.read_text())
-    data["annotations"]["11"][1] = data["annotations"]["11"][1][:14]  # a 14-element row
-    write_json(path, data)
-    return "labels/VID103.json"
-
-
-def _unknown(root: Path) -> str:
-    replace_in_file(root / "labels/VID01.json", '"carlot-triangle-dissection"', '"carlot-triangle-disection"')
-    return "labels/VID01.json"
+def _short_row(labels: dict) -> None:
+    """Cut one instance row to 14 elements (the release's rows have 15)."""
+    del labels["annotations"]["11"][1][14:]
 
 
 BAD_INPUTS = {
-    "missing_file": _missing,
-    "truncated_image": _truncated,
-    "malformed_row": _malformed,
-    "unknown_label": _unknown,
+    "missing_file": remove("labels/VID02.json", names="labels/VID02.json"),
+    "truncated_image": cut("videos/VID01/000003.png", names="VID01/000003.png"),
+    "malformed_row": edit_json("labels/VID103.json", _short_row, names="labels/VID103.json"),
+    "unknown_label": rewrite(
+        "labels/VID01.json", '"carlot-triangle-dissection"', '"carlot-triangle-disection"', names="labels/VID01.json"
+    ),
 }

@@ -8,10 +8,12 @@ import numpy as np
 from PIL import Image
 
 from public_converters.samples._common import (
+    cut,
     noise_image,
-    replace_in_file,
-    resize_image,
-    truncate,
+    remove,
+    rename,
+    rewrite,
+    shrink,
     write_image,
     write_text,
 )
@@ -62,35 +64,14 @@ def write(root: Path) -> None:
         write_text(folder / "weak_labels.csv", "\n".join(rows) + "\n")
 
 
-def _missing(root: Path) -> str:
-    (root / "liver/03/mask01.png").unlink()
-    return "liver/03/mask01.png"
-
-
-def _truncated(root: Path) -> str:
-    truncate(root / "multilabel/07/image00.png", 0.3)
-    return "multilabel/07/image00.png"
-
-
-def _wrong_mask_size(root: Path) -> str:
-    resize_image(root / "colon/01/mask01.png", (32, 24))
-    return "colon/01/mask01.png"
-
-
-def _malformed(root: Path) -> str:
-    replace_in_file(root / "colon/01/weak_labels.csv", "image01.png,0,1", "image01.png,0,2")
-    return "colon/01/weak_labels.csv"
-
-
-def _unknown(root: Path) -> str:
-    (root / "multilabel/07/mask00_stomach.png").rename(root / "multilabel/07/mask00_stomack.png")
-    return "multilabel/07/mask00_stomack.png"
-
-
 BAD_INPUTS = {
-    "missing_file": _missing,
-    "truncated_image": _truncated,
-    "wrong_mask_size": _wrong_mask_size,
-    "malformed_row": _malformed,
-    "unknown_label": _unknown,
+    "missing_file": remove("liver/03/mask01.png", names="liver/03/mask01.png"),
+    "truncated_image": cut("multilabel/07/image00.png", 0.3, names="multilabel/07/image00.png"),
+    "wrong_mask_size": shrink("colon/01/mask01.png", names="colon/01/mask01.png"),
+    "malformed_row": rewrite(
+        "colon/01/weak_labels.csv", "image01.png,0,1", "image01.png,0,2", names="colon/01/weak_labels.csv"
+    ),
+    "unknown_label": rename(
+        "multilabel/07/mask00_stomach.png", "mask00_stomack.png", names="multilabel/07/mask00_stomack.png"
+    ),
 }

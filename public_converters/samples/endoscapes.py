@@ -2,7 +2,6 @@
 (BBox201 boxes, CVS ``ds`` with its causal fill on non-keyframes), a Seg50 folder with ``iscrowd: 0`` RLE masks,
 the ``*_vids.txt`` split lists and ``all_metadata.csv``."""
 
-import json
 import os
 from pathlib import Path
 
@@ -10,9 +9,11 @@ import numpy as np
 from pycocotools import mask as mask_utils
 
 from public_converters.samples._common import (
+    cut,
+    edit_json,
     noise_image,
-    replace_in_file,
-    truncate,
+    remove,
+    rewrite,
     write_image,
     write_json,
     write_text,
@@ -131,38 +132,16 @@ def write(root: Path) -> None:
     write_text(root / "all_metadata.csv", "\n".join(metadata) + "\n")
 
 
-def _missing(root: Path) -> str:
-    (root / "val/annotation_ds_coco.json").unlink()
-    return "val/annotation_ds_coco.json"
-
-
-def _truncated(root: Path) -> str:
-    truncate(root / "all/121_1125.jpg", 0.3)
-    return "all/121_1125.jpg"
-
-
-def _wrong_mask_size(root: Path) -> str:
-    path = root / "train_seg/annotation_coco.json"
-    coco = json.loads(path.read_text())
-    coco["annotations"][0]["segmentation"]["size"] = [HEIGHT, WIDTH * 2]
-    write_json(path, coco)
-    return "train_seg/annotation_coco.json"
-
-
-def _malformed(root: Path) -> str:
-    replace_in_file(root / "all_metadata.csv", "\n121,1125,", "\n121,frame1125,")
-    return "all_metadata.csv"
-
-
-def _unknown(root: Path) -> str:
-    replace_in_file(root / "val/annotation_coco.json", '"cystic_plate"', '"cystic_plates"')
-    return "val/annotation_coco.json"
-
-
 BAD_INPUTS = {
-    "missing_file": _missing,
-    "truncated_image": _truncated,
-    "wrong_mask_size": _wrong_mask_size,
-    "malformed_row": _malformed,
-    "unknown_label": _unknown,
+    "missing_file": remove("val/annotation_ds_coco.json", names="val/annotation_ds_coco.json"),
+    "truncated_image": cut("all/121_1125.jpg", 0.3, names="all/121_1125.jpg"),
+    "wrong_mask_size": edit_json(
+        "train_seg/annotation_coco.json",
+        lambda coco: coco["annotations"][0]["segmentation"].update(size=[HEIGHT, WIDTH * 2]),
+        names="train_seg/annotation_coco.json",
+    ),
+    "malformed_row": rewrite("all_metadata.csv", "\n121,1125,", "\n121,frame1125,"),
+    "unknown_label": rewrite(
+        "val/annotation_coco.json", '"cystic_plate"', '"cystic_plates"', names="val/annotation_coco.json"
+    ),
 }

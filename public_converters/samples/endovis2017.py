@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from public_converters.samples._common import noise_image, resize_image, truncate, write_image, write_json
+from public_converters.samples._common import cut, noise_image, remove, rename, shrink, write_image, write_json
 
 
 WIDTH, HEIGHT = 64, 48
@@ -79,38 +79,26 @@ def write(root: Path) -> None:
             )
 
 
-def _missing(root: Path) -> str:
-    (root / "instrument_1_4_training/instrument_dataset_1/ground_truth/Other_labels/frame001.png").unlink()
-    return "Other_labels/frame001.png"
-
-
-def _truncated(root: Path) -> str:
-    truncate(root / "instrument_9_10_testing/instrument_dataset_9/left_frames/frame000.png", 0.4)
-    return "instrument_dataset_9/left_frames/frame000.png"
-
-
-def _wrong_size(root: Path) -> str:
-    path = "instrument_5_8_training/instrument_dataset_7/ground_truth/Left_Bipolar_Forceps/frame000.png"
-    resize_image(root / path, (WIDTH, HEIGHT // 2))
-    return path
-
-
-def _malformed(root: Path) -> str:
-    folder = root / "instrument_1_4_training/instrument_dataset_4/ground_truth/Large_Needle_Driver_Left_labels"
-    (folder / "frame000.png").rename(folder / "frame0.png")
-    return "Large_Needle_Driver_Left_labels/frame0.png"
-
-
-def _unknown(root: Path) -> str:
-    folder = root / "instrument_5_8_training/instrument_dataset_7/ground_truth"
-    (folder / "Right_Vessel_Sealer").rename(folder / "Right_Harmonic_Ace_labels")
-    return "Right_Harmonic_Ace_labels"
-
+GROUND_TRUTH_7 = "instrument_5_8_training/instrument_dataset_7/ground_truth"
 
 BAD_INPUTS = {
-    "missing_file": _missing,
-    "truncated_image": _truncated,
-    "wrong_mask_size": _wrong_size,
-    "malformed_row": _malformed,
-    "unknown_label": _unknown,
+    "missing_file": remove(
+        "instrument_1_4_training/instrument_dataset_1/ground_truth/Other_labels/frame001.png",
+        names="Other_labels/frame001.png",
+    ),
+    "truncated_image": cut(
+        "instrument_9_10_testing/instrument_dataset_9/left_frames/frame000.png",
+        names="instrument_dataset_9/left_frames/frame000.png",
+    ),
+    "wrong_mask_size": shrink(
+        f"{GROUND_TRUTH_7}/Left_Bipolar_Forceps/frame000.png",
+        (WIDTH, HEIGHT // 2),
+        names=f"{GROUND_TRUTH_7}/Left_Bipolar_Forceps/frame000.png",
+    ),
+    "malformed_row": rename(
+        "instrument_1_4_training/instrument_dataset_4/ground_truth/Large_Needle_Driver_Left_labels/frame000.png",
+        "frame0.png",
+        names="Large_Needle_Driver_Left_labels/frame0.png",
+    ),
+    "unknown_label": rename(f"{GROUND_TRUTH_7}/Right_Vessel_Sealer", "Right_Harmonic_Ace_labels"),
 }

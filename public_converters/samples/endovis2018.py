@@ -7,10 +7,11 @@ from pathlib import Path
 import numpy as np
 
 from public_converters.samples._common import (
+    cut,
     noise_image,
-    replace_in_file,
-    resize_image,
-    truncate,
+    remove,
+    rewrite,
+    shrink,
     write_image,
     write_json,
     write_text,
@@ -84,35 +85,21 @@ def write(root: Path) -> None:
     write_text(junk, "AppleDouble resource fork, not a PNG")
 
 
-def _missing(root: Path) -> str:
-    (root / RELEASE_1 / "seq_1/labels/frame000.png").unlink()
-    return "seq_1/labels/frame000.png"
-
-
-def _truncated(root: Path) -> str:
-    truncate(root / "miccai_challenge_release_2/seq_5/left_frames/frame000.png", 0.4)
-    return "seq_5/left_frames/frame000.png"
-
-
-def _wrong_size(root: Path) -> str:
-    resize_image(root / "repairs/seq_1_frame001.png", (WIDTH * 2, HEIGHT * 2))
-    return "repairs/seq_1_frame001.png"
-
-
-def _malformed(root: Path) -> str:
-    replace_in_file(root / "miccai_challenge_release_2/labels.json", '"color": [', '"colour": [')
-    return "miccai_challenge_release_2/labels.json"
-
-
-def _unknown(root: Path) -> str:
-    replace_in_file(root / "test_data/labels.json", '"covered-kidney"', '"covered-kidneys"')
-    return "test_data/labels.json"
-
-
 BAD_INPUTS = {
-    "missing_file": _missing,
-    "truncated_image": _truncated,
-    "wrong_mask_size": _wrong_size,
-    "malformed_row": _malformed,
-    "unknown_label": _unknown,
+    "missing_file": remove(f"{RELEASE_1}/seq_1/labels/frame000.png", names="seq_1/labels/frame000.png"),
+    "truncated_image": cut(
+        "miccai_challenge_release_2/seq_5/left_frames/frame000.png", names="seq_5/left_frames/frame000.png"
+    ),
+    "wrong_mask_size": shrink(
+        "repairs/seq_1_frame001.png", (WIDTH * 2, HEIGHT * 2), names="repairs/seq_1_frame001.png"
+    ),
+    "malformed_row": rewrite(
+        "miccai_challenge_release_2/labels.json",
+        '"color": [',
+        '"colour": [',
+        names="miccai_challenge_release_2/labels.json",
+    ),
+    "unknown_label": rewrite(
+        "test_data/labels.json", '"covered-kidney"', '"covered-kidneys"', names="test_data/labels.json"
+    ),
 }

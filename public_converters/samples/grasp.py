@@ -1,12 +1,11 @@
 """A tiny GraSP in its native layout: three cases (two 45-fps originals, one 30-fps), 1-fps long-term keyframes,
 short-term keyframes with RLE instrument masks and multi-label actions, fold files, ids restarting in every file."""
 
-import json
 from pathlib import Path
 
 import numpy as np
 
-from public_converters.samples._common import noise_image, replace_in_file, truncate, write_image, write_json
+from public_converters.samples._common import cut, edit_json, noise_image, remove, rewrite, write_image, write_json
 from public_converters.seg_to_box import encode_rle
 from public_converters.sources.grasp import ACTIONS, PHASES, STEPS, TOOLS
 
@@ -91,41 +90,16 @@ def write(root: Path) -> None:
 ANNOTATIONS = "GraSP_30fps/annotations"
 
 
-def _missing(root: Path) -> str:
-    (root / ANNOTATIONS / "grasp_long-term_test.json").unlink()
-    return "grasp_long-term_test.json"
-
-
-def _truncated(root: Path) -> str:
-    truncate(root / "GraSP_30fps/frames/CASE001/000000090.jpg", 0.4)
-    return "000000090.jpg"
-
-
-def _edit(path: Path, change) -> None:
-    data = json.loads(path.read_text())
-    change(data["annotations"][0])
-    write_json(path, data)
-
-
-def _wrong_mask_size(root: Path) -> str:
-    _edit(root / ANNOTATIONS / "grasp_short-term_test.json", lambda a: a["segmentation"].update(size=[48, 60]))
-    return "grasp_short-term_test.json"
-
-
-def _malformed(root: Path) -> str:
-    _edit(root / ANNOTATIONS / "grasp_short-term_train.json", lambda a: a.update(bbox=a["bbox"][:3]))
-    return "grasp_short-term_train.json"
-
-
-def _unknown(root: Path) -> str:
-    replace_in_file(root / ANNOTATIONS / "grasp_long-term_train.json", '"LPIL"', '"LPIL_v2"')
-    return "grasp_long-term_train.json"
-
-
 BAD_INPUTS = {
-    "missing_file": _missing,
-    "truncated_image": _truncated,
-    "wrong_mask_size": _wrong_mask_size,
-    "malformed_row": _malformed,
-    "unknown_label": _unknown,
+    "missing_file": remove(f"{ANNOTATIONS}/grasp_long-term_test.json"),
+    "truncated_image": cut("GraSP_30fps/frames/CASE001/000000090.jpg"),
+    "wrong_mask_size": edit_json(
+        f"{ANNOTATIONS}/grasp_short-term_test.json",
+        lambda coco: coco["annotations"][0]["segmentation"].update(size=[48, 60]),
+    ),
+    "malformed_row": edit_json(
+        f"{ANNOTATIONS}/grasp_short-term_train.json",
+        lambda coco: coco["annotations"][0].update(bbox=coco["annotations"][0]["bbox"][:3]),
+    ),
+    "unknown_label": rewrite(f"{ANNOTATIONS}/grasp_long-term_train.json", '"LPIL"', '"LPIL_v2"'),
 }

@@ -2,14 +2,15 @@
 the ``_`` substitute, a skipped side-effect set) and COCO polygon files for instruments and anatomy with their frames
 under ``insseg/INSSEG_xx/0.mp4_/`` and ``ganseg/GANSEG_xx/0.mp4_/`` (64x48 instead of 750x480 to stay small)."""
 
-import json
 from pathlib import Path
 
 from public_converters.samples._common import (
+    cut,
+    edit_json,
     noise_image,
-    replace_in_file,
-    resize_image,
-    truncate,
+    remove,
+    rewrite,
+    shrink,
     write_image,
     write_json,
     write_video,
@@ -76,37 +77,12 @@ def write(root: Path) -> None:
     write_json(root / "anatomy.json", _coco(ANATOMY_IMAGES, ANATOMY_POLYGONS))
 
 
-def _missing(root: Path) -> str:
-    (root / INSTRUMENT_IMAGES[1]).unlink()
-    return INSTRUMENT_IMAGES[1]
-
-
-def _truncated(root: Path) -> str:
-    truncate(root / INSTRUMENT_IMAGES[0], 0.4)
-    return INSTRUMENT_IMAGES[0]
-
-
-def _wrong_size(root: Path) -> str:
-    resize_image(root / ANATOMY_IMAGES[0], (80, 60))
-    return ANATOMY_IMAGES[0]
-
-
-def _malformed(root: Path) -> str:
-    data = json.loads((root / "anatomy.json").read_text())
-    data["annotations"][1]["segmentation"] = [[44, 10, 60, 10]]  # two points: not a polygon
-    write_json(root / "anatomy.json", data)
-    return "anatomy.json"
-
-
-def _unknown(root: Path) -> str:
-    replace_in_file(root / "instruments.json", '"name": "sealer-divider"', '"name": "sealer-devider"')
-    return "instruments.json"
-
-
 BAD_INPUTS = {
-    "missing_file": _missing,
-    "truncated_image": _truncated,
-    "wrong_mask_size": _wrong_size,
-    "malformed_row": _malformed,
-    "unknown_label": _unknown,
+    "missing_file": remove(INSTRUMENT_IMAGES[1], names=INSTRUMENT_IMAGES[1]),
+    "truncated_image": cut(INSTRUMENT_IMAGES[0], names=INSTRUMENT_IMAGES[0]),
+    "wrong_mask_size": shrink(ANATOMY_IMAGES[0], (80, 60), names=ANATOMY_IMAGES[0]),
+    "malformed_row": edit_json(  # two points: not a polygon
+        "anatomy.json", lambda coco: coco["annotations"][1].update(segmentation=[[44, 10, 60, 10]])
+    ),
+    "unknown_label": rewrite("instruments.json", '"name": "sealer-divider"', '"name": "sealer-devider"'),
 }

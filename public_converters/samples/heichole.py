@@ -4,7 +4,7 @@ action CSVs with a row per frame; Hei-Chole10's files in the lower-case spelling
 
 from pathlib import Path
 
-from public_converters.samples._common import replace_in_file, truncate, write_text, write_video
+from public_converters.samples._common import cut, remove, rewrite, write_text, write_video
 
 
 FPS = 25
@@ -46,29 +46,13 @@ def write(root: Path) -> None:
     write_text(root / "Annotations" / "Skill" / "Hei-Chole1_Skill.csv", "3,4,3,4,2\n")
 
 
-def _missing(root: Path) -> str:
-    (root / "Annotations/Action/hei-chole10_annotation_action.csv").unlink()
-    return "Hei-Chole10_Annotation_Action.csv"
-
-
-def _truncated(root: Path) -> str:
-    truncate(root / "Videos/Full/Hei-Chole1.mp4", 0.3)
-    return "Hei-Chole1.mp4"
-
-
-def _malformed(root: Path) -> str:
-    replace_in_file(root / "Annotations/Instrument/Hei-Chole1_Annotation_Instrument.csv", "\n12,1,0,", "\n12,1,0,0,")
-    return "Hei-Chole1_Annotation_Instrument.csv"
-
-
-def _unknown(root: Path) -> str:
-    replace_in_file(root / "Annotations/Phase/hei-chole10_annotation_phase.csv", "\n70,3\n", "\n70,9\n")
-    return "hei-chole10_annotation_phase.csv"
-
-
 BAD_INPUTS = {
-    "missing_file": _missing,
-    "truncated_image": _truncated,
-    "malformed_row": _malformed,
-    "unknown_label": _unknown,
+    "missing_file": remove(
+        "Annotations/Action/hei-chole10_annotation_action.csv", names="Hei-Chole10_Annotation_Action.csv"
+    ),
+    "truncated_image": cut("Videos/Full/Hei-Chole1.mp4", 0.3),
+    "malformed_row": rewrite(
+        "Annotations/Instrument/Hei-Chole1_Annotation_Instrument.csv", "\n12,1,0,", "\n12,1,0,0,"
+    ),
+    "unknown_label": rewrite("Annotations/Phase/hei-chole10_annotation_phase.csv", "\n70,3\n", "\n70,9\n"),
 }

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from public_converters.samples._common import noise_image, resize_image, truncate, write_image
+from public_converters.samples._common import cut, noise_image, remove, rename, shrink, write_image
 
 
 WIDTH, HEIGHT = 64, 48
@@ -60,27 +60,6 @@ def write(root: Path) -> None:
             _write_mask(labels / f"{number:06d}_mask.png", rectangles, encoding)
 
 
-def _missing(root: Path) -> str:
-    (root / "pig2/labels/labels/000030_mask.png").unlink()
-    return "pig2/labels/labels/000030_mask.png"
-
-
-def _truncated(root: Path) -> str:
-    truncate(root / "pig10/imgs/000090.png", 0.3)
-    return "pig10/imgs/000090.png"
-
-
-def _wrong_mask_size(root: Path) -> str:
-    resize_image(root / "pig1/labels/000030_mask.png", (32, 24))
-    return "pig1/labels/000030_mask.png"
-
-
-def _malformed(root: Path) -> str:
-    """A mask whose name does not carry the 6-digit frame number."""
-    (root / "pig1/labels/000030_mask.png").rename(root / "pig1/labels/00030_mask.png")
-    return "pig1/labels/00030_mask.png"
-
-
 def _unknown(root: Path) -> str:
     """A second class colour (VOC index 2, green) where only blood is known."""
     path = root / "pig1/labels/000000_mask.png"
@@ -91,9 +70,10 @@ def _unknown(root: Path) -> str:
 
 
 BAD_INPUTS = {
-    "missing_file": _missing,
-    "truncated_image": _truncated,
-    "wrong_mask_size": _wrong_mask_size,
-    "malformed_row": _malformed,
+    "missing_file": remove("pig2/labels/labels/000030_mask.png", names="pig2/labels/labels/000030_mask.png"),
+    "truncated_image": cut("pig10/imgs/000090.png", 0.3, names="pig10/imgs/000090.png"),
+    "wrong_mask_size": shrink("pig1/labels/000030_mask.png", names="pig1/labels/000030_mask.png"),
+    # a mask whose name does not carry the 6-digit frame number
+    "malformed_row": rename("pig1/labels/000030_mask.png", "00030_mask.png", names="pig1/labels/00030_mask.png"),
     "unknown_label": _unknown,
 }

@@ -1,10 +1,9 @@
 """A tiny LapGyn4 v1.2 in its native layout: the four subsets' class folders with a few 64x48 JPEG frames from
 three cases (one per split), a frame filed under two action classes, ``Suturing_Other``, random-int count images."""
 
-import shutil
 from pathlib import Path
 
-from public_converters.samples._common import noise_image, truncate, write_image, write_text
+from public_converters.samples._common import cut, noise_image, remove, rename, write_image, write_text
 
 
 BASE = "LapGyn4_v1.2"
@@ -30,31 +29,9 @@ def write(root: Path) -> None:
         write_image(root / BASE / relative, noise_image(Path(relative).name))
 
 
-def _missing(root: Path) -> str:
-    shutil.rmtree(root / BASE / "Anatomical_Structures")
-    return "Anatomical_Structures"
-
-
-def _truncated(root: Path) -> str:
-    truncate(root / BASE / "Surgical_Actions/Coagulation/c_1_v_1_f_10.jpg", 0.4)
-    return "c_1_v_1_f_10.jpg"
-
-
-def _malformed(root: Path) -> str:
-    folder = root / BASE / "Surgical_Actions/Suturing"
-    (folder / "c_2_v_1_f_5.jpg").rename(folder / "c_2_v_1_frame_5.jpg")
-    return "c_2_v_1_frame_5.jpg"
-
-
-def _unknown(root: Path) -> str:
-    folder = root / BASE / "Anatomical_Structures"
-    (folder / "Oviduct").rename(folder / "Ovidukt")
-    return "Ovidukt"
-
-
 BAD_INPUTS = {
-    "missing_file": _missing,
-    "truncated_image": _truncated,
-    "malformed_row": _malformed,
-    "unknown_label": _unknown,
+    "missing_file": remove(f"{BASE}/Anatomical_Structures"),
+    "truncated_image": cut(f"{BASE}/Surgical_Actions/Coagulation/c_1_v_1_f_10.jpg"),
+    "malformed_row": rename(f"{BASE}/Surgical_Actions/Suturing/c_2_v_1_f_5.jpg", "c_2_v_1_frame_5.jpg"),
+    "unknown_label": rename(f"{BASE}/Anatomical_Structures/Oviduct", "Ovidukt"),
 }

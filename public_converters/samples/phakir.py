@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 
 from public_converters.samples._common import (
+    cut,
     noise_image,
-    replace_in_file,
-    resize_image,
-    truncate,
+    remove,
+    rewrite,
+    shrink,
     write_image,
     write_text,
     write_video,
@@ -58,35 +59,10 @@ def write(root: Path) -> None:
             write_image(root / image, noise_image(image, SIZE))
 
 
-def _missing(root: Path) -> str:
-    (root / "Video_07/Video_07_Masks/1000/frame_001000.png").unlink()
-    return "frame_001000.png"
-
-
-def _truncated(root: Path) -> str:
-    truncate(root / "Frames/Video_01/0/frame_000050.png", 0.3)
-    return "frame_000050.png"
-
-
-def _wrong_size(root: Path) -> str:
-    resize_image(root / "Video_01/Video_01_Masks/0/frame_000025.png", (32, 24))
-    return "Video_01_Masks/0/frame_000025.png"
-
-
-def _malformed(root: Path) -> str:
-    replace_in_file(root / "Video_01/Video_01_Phases.csv", "\n12,Preparation\n", "\n12,Preparation,x\n")
-    return "Video_01_Phases.csv"
-
-
-def _unknown(root: Path) -> str:
-    replace_in_file(root / "Video_07/Video_07_Phases.csv", ",ClippingCutting\n", ",ClipingCutting\n", 3)
-    return "Video_07_Phases.csv"
-
-
 BAD_INPUTS = {
-    "missing_file": _missing,
-    "truncated_image": _truncated,
-    "wrong_mask_size": _wrong_size,
-    "malformed_row": _malformed,
-    "unknown_label": _unknown,
+    "missing_file": remove("Video_07/Video_07_Masks/1000/frame_001000.png"),
+    "truncated_image": cut("Frames/Video_01/0/frame_000050.png", 0.3),
+    "wrong_mask_size": shrink("Video_01/Video_01_Masks/0/frame_000025.png", names="Video_01_Masks/0/frame_000025.png"),
+    "malformed_row": rewrite("Video_01/Video_01_Phases.csv", "\n12,Preparation\n", "\n12,Preparation,x\n"),
+    "unknown_label": rewrite("Video_07/Video_07_Phases.csv", ",ClippingCutting\n", ",ClipingCutting\n", 3),
 }

@@ -6,7 +6,7 @@ zero-padded frame indices in one action file, background ("Other", id 0) runs, a
 
 from pathlib import Path
 
-from public_converters.samples._common import replace_in_file, truncate, write_text, write_video
+from public_converters.samples._common import cut, remove, rewrite, write_text, write_video
 
 
 FPS = 60
@@ -28,29 +28,13 @@ def write(root: Path) -> None:
         write_text(root / folder / "action_discrete.txt", "\n".join(rows) + "\n")
 
 
-def _missing(root: Path) -> str:
-    (root / "train2/video_3/action_discrete.txt").unlink()
-    return "video_3/action_discrete.txt"
-
-
-def _truncated(root: Path) -> str:
-    truncate(root / "test/video_41/video_left.avi", 0.3)
-    return "video_41/video_left.avi"
-
-
-def _malformed(root: Path) -> str:
-    replace_in_file(root / "train1/video_11_2/action_discrete.txt", "\n12,4\n", "\n12,4,1\n")
-    return "video_11_2/action_discrete.txt"
-
-
-def _unknown(root: Path) -> str:
-    replace_in_file(root / "test/video_41/action_discrete.txt", "\n18,3\n", "\n18,9\n")
-    return "video_41/action_discrete.txt"
-
-
 BAD_INPUTS = {
-    "missing_file": _missing,
-    "truncated_image": _truncated,
-    "malformed_row": _malformed,
-    "unknown_label": _unknown,
+    "missing_file": remove("train2/video_3/action_discrete.txt", names="video_3/action_discrete.txt"),
+    "truncated_image": cut("test/video_41/video_left.avi", 0.3, names="video_41/video_left.avi"),
+    "malformed_row": rewrite(
+        "train1/video_11_2/action_discrete.txt", "\n12,4\n", "\n12,4,1\n", names="video_11_2/action_discrete.txt"
+    ),
+    "unknown_label": rewrite(
+        "test/video_41/action_discrete.txt", "\n18,3\n", "\n18,9\n", names="video_41/action_discrete.txt"
+    ),
 }

@@ -3,7 +3,7 @@ by the README's ``c_<class>_v_<video>.mp4`` convention instead of the tree's ``N
 
 from pathlib import Path
 
-from public_converters.samples._common import truncate, write_text, write_video
+from public_converters.samples._common import cut, remove, rename, write_text, write_video
 
 
 FPS = 25
@@ -23,31 +23,9 @@ def write(root: Path) -> None:
         write_video(base / relative, frames, FPS)
 
 
-def _missing(root: Path) -> str:
-    (root / "SurgicalActions160/07_coagulation/07_08.mp4").unlink()
-    return "07_coagulation"
-
-
-def _truncated(root: Path) -> str:
-    truncate(root / "SurgicalActions160/01_abdominal_access/01_09.mp4", 0.3)
-    return "01_09.mp4"
-
-
-def _malformed(root: Path) -> str:
-    folder = root / "SurgicalActions160/01_abdominal_access"
-    (folder / "01_01.mp4").rename(folder / "01_x1.mp4")
-    return "01_x1.mp4"
-
-
-def _unknown(root: Path) -> str:
-    base = root / "SurgicalActions160"
-    (base / "07_coagulation").rename(base / "07_coagulaton")
-    return "07_coagulaton"
-
-
 BAD_INPUTS = {
-    "missing_file": _missing,
-    "truncated_image": _truncated,
-    "malformed_row": _malformed,
-    "unknown_label": _unknown,
+    "missing_file": remove("SurgicalActions160/07_coagulation/07_08.mp4", names="07_coagulation"),
+    "truncated_image": cut("SurgicalActions160/01_abdominal_access/01_09.mp4", 0.3),
+    "malformed_row": rename("SurgicalActions160/01_abdominal_access/01_01.mp4", "01_x1.mp4"),
+    "unknown_label": rename("SurgicalActions160/07_coagulation", "07_coagulaton"),
 }
