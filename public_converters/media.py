@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,8 +130,9 @@ def outline(image: Image.Image, rle: dict) -> Image.Image:
 
 
 def write_job(job: MediaJob, cache_dir: Path, max_side: int | None) -> int:
-    """Write the job's missing JPEGs into ``cache_dir``; returns how many were written (0 on a resumed run)."""
-    written = 0
+    """Write the job's missing JPEGs into ``cache_dir``; returns how many were written (0 on a resumed run). Each
+    image file is decoded once for its plain frame and all its outlines."""
+    targets: dict[str, list[tuple[Path, dict | None]]] = defaultdict(list)  # image path -> (JPEG, outline RLE)
     decode = []
     for frame_index, image_path in job.frames:
         target = cache_dir / media_name(job.source, job.video_id, frame_index)
@@ -138,9 +140,15 @@ def write_job(job: MediaJob, cache_dir: Path, max_side: int | None) -> int:
             continue
         if image_path is None:
             decode.append(frame_index)
-            continue
-        _save_jpeg(load_image(job.root / image_path, "RGB"), target, max_side)
-        written += 1
+        else:
+            targets[image_path].append((target, None))
+    for _frame_index, image_path, rle, name in job.outlines:
+        if not (cache_dir / name).exists():
+            targets[image_path].append((cache_dir / name, rle))
+    for image_path, wanted in targets.items():
+        image = load_image(job.root / image_path, "RGB")
+        for target, rle in wanted:
+            _save_jpeg(image if rle is None else outline(image, rle), target, max_side)
     if decode:
         from builders.frames import open_decoder
 
@@ -149,13 +157,7 @@ def write_job(job: MediaJob, cache_dir: Path, max_side: int | None) -> int:
         for position, frame_index in enumerate(sorted(decode)):
             image = Image.fromarray(batch.data[position].permute(1, 2, 0).numpy())
             _save_jpeg(image, cache_dir / media_name(job.source, job.video_id, frame_index), max_side)
-            written += 1
-    for _frame_index, image_path, rle, name in job.outlines:
-        target = cache_dir / name
-        if not target.exists():
-            _save_jpeg(outline(load_image(job.root / image_path, "RGB"), rle), target, max_side)
-            written += 1
-    return written
+    return sum(len(wanted) for wanted in targets.values()) + len(decode)
 
 
 def _run_job(args) -> int:

@@ -221,3 +221,27 @@ def test_video_frames_feed_the_image_branch_only_where_the_source_says_so(corpus
     autolaparo = manifest["sources"]["autolaparo"]  # its 1-fps phase rows label clips, not images
     assert autolaparo["skipped"]["image"]["frame without an image"] > 0
     assert all(r["file"].endswith((".jpg", ".png")) for r in records(out, "image") if r["source"] == "autolaparo")
+
+
+def test_media_is_written_once_and_a_rerun_decodes_nothing(sources, tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    from public_converters.builder import build_source
+    from public_converters.media import media_name, write_media
+    from public_converters.normalise import normalise_source
+
+    normalised = normalise_source(registry()["cholecseg8k"], sources["cholecseg8k"])
+    built = build_source(normalised, BuildOptions({}, tmp_path))
+    outlines = [(job, o) for job in built.jobs for o in job.outlines]
+    expected = sum(len(job.frames) for job in built.jobs) + len(outlines)
+    assert outlines and write_media(built.jobs, tmp_path / "cache") == expected
+    assert write_media(built.jobs, tmp_path / "cache") == 0  # resumed: everything is in the cache
+
+    def greenness(name):  # how much green dominates, summed over the image
+        pixels = np.asarray(Image.open(tmp_path / "cache" / name).convert("RGB")).astype(int)
+        return int(np.clip(pixels[..., 1] - (pixels[..., 0] + pixels[..., 2]) / 2, 0, None).sum())
+
+    job, (frame_index, _, _, name) = outlines[0]
+    plain = greenness(media_name("cholecseg8k", job.video_id, frame_index))
+    assert greenness(name) - plain > 5000  # the same frame, plus a green contour (about 25+ pure-green pixels)
