@@ -26,7 +26,6 @@ from public_converters.schema import CVS_CRITERIA, Frame, Instance, Relation, Se
 
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
-VERSIONS = ("template", "instruction", "paraphrase")
 REGIONS = (
     ("upper left", "upper middle", "upper right"),
     ("middle left", "centre", "middle right"),
