@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 DEMO_DIR := build/demo
 SURGIQ_SAMPLE := sample_data/surgiq
-CHECK_DIRS := builders public_converters recipes model_cards tests benchmarks sample_data
+CHECK_DIRS := sureon builders public_converters recipes model_cards tests benchmarks sample_data
 
 .PHONY: setup system-deps demo test slow_test quality style bench clean
 
@@ -36,7 +36,7 @@ demo: $(STAMP)
 	$(PY) -m public_converters.samples --out $(DEMO_DIR)/public_sources
 	$(VENV)/bin/sureon build public --source-root $(DEMO_DIR)/public_sources --out $(DEMO_DIR)/public \
 		--cache-dir $(DEMO_DIR)/cache/public --min-clip-seconds 4 --max-clip-seconds 12 --grid-fps 2 --overwrite
-	$(PY) -m recipes.tiny_models --out $(DEMO_DIR)/tiny-qwen3-vl
+	$(PY) -m recipes.training.tiny_models --out $(DEMO_DIR)/tiny-qwen3-vl
 	rm -rf $(DEMO_DIR)/sft-smoke
 	$(PY) recipes/sft.py --config recipes/tiny/sft/config_smoke.yaml
 	$(VENV)/bin/sureon eval sureon --model $(DEMO_DIR)/sft-smoke --dataset $(DEMO_DIR)/sureon --mode both \
@@ -46,7 +46,7 @@ demo: $(STAMP)
 		--against $(SURGIQ_SAMPLE)/external_sample.jsonl --out $(DEMO_DIR)/surgiq_near_duplicates
 	$(VENV)/bin/sureon build surgiq --source $(SURGIQ_SAMPLE)/surgiq_sample.jsonl \
 		--exclude-ids $(DEMO_DIR)/surgiq_near_duplicates/dedupe_ids.txt --out $(DEMO_DIR)/surgiq --overwrite
-	$(PY) -m recipes.tiny_models --kind causal-lm --out $(DEMO_DIR)/tiny-causal-lm
+	$(PY) -m recipes.training.tiny_models --kind causal-lm --out $(DEMO_DIR)/tiny-causal-lm
 	for config in default shuffled; do \
 		$(VENV)/bin/sureon eval surgiq --model $(DEMO_DIR)/tiny-causal-lm --dataset $(DEMO_DIR)/surgiq \
 			--config $$config --out $(DEMO_DIR)/surgiq_runs/tiny-$$config || exit 1; \

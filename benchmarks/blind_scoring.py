@@ -1,6 +1,6 @@
 """Benchmark blind-curation scoring: R sampled trials per question from one batched ``generate`` call
-(``TransformersBackend.sample`` with ``num_return_sequences=R``, what :func:`builders.curation.score_records` uses)
-against R separate calls of one trial each, on the same questions, measured in the same run.
+(``TransformersBackend.sample`` with ``num_return_sequences=R``, what :func:`recipes.curation.curate.score_records`
+uses) against R separate calls of one trial each, on the same questions, measured in the same run.
 
 The model is the tiny causal LM (built on the spot) or ``--model PATH``; questions are blind prompts of the demo
 Sureon release (``format_messages(record, blind=True)``), cycled to ``--questions``. Times are the best of
@@ -20,7 +20,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.timing import best_of  # noqa: E402
 from builders.prompt import format_messages  # noqa: E402
-from recipes.inference import TransformersBackend  # noqa: E402
+from recipes.evaluation.inference import TransformersBackend  # noqa: E402
 
 
 def demo_conversations(n: int) -> list[list[dict]]:
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         model = args.model
         if model is None:
-            from recipes.tiny_models import build_tiny_causal_lm
+            from recipes.training.tiny_models import build_tiny_causal_lm
 
             model = str(build_tiny_causal_lm(Path(tmp) / "tiny"))
         backend = TransformersBackend(model, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size)

@@ -1,4 +1,4 @@
-"""Benchmark the clip frame sampler (builders/frames.py) on a window deep in a long video.
+"""Benchmark the clip frame sampler (builders/sureon/frames.py) on a window deep in a long video.
 
 For the same 8 frames of an 8-second window starting at 90% of a long synthetic H.264 video, this times
 
@@ -34,7 +34,7 @@ from torchcodec.decoders import VideoDecoder
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from builders.frames import FramePolicy, open_decoder, plan_frame_indices, sample_clip  # noqa: E402
+from builders.sureon.frames import FramePolicy, open_decoder, plan_frame_indices, sample_clip  # noqa: E402
 from sample_data.make_videos import encode_h264, read_frame_index  # noqa: E402
 
 

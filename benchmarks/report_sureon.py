@@ -1,7 +1,7 @@
 """Benchmark a paper-scale Sureon report: 11 models in both modes plus a human baseline, 340 items each.
 
-Times ``recipes.report_sureon.build_report`` (every bootstrap and Wilson interval of Tables 3 and 14-17, the 66
-McNemar tests and Holm) and, as the baseline measured in the same run, a bare numpy percentile bootstrap of the
+Times ``recipes.evaluation.sureon.report.build_report`` (every bootstrap and Wilson interval of Tables 3 and 14-17, the
+66 McNemar tests and Holm) and, as the baseline measured in the same run, a bare numpy percentile bootstrap of the
 same number of accuracy estimates (index draws, means, percentiles; no seeding from ids, no Wilson, no tests). The
 ratio is what the protocol's bookkeeping and scipy's bootstrap cost on top of the resampling itself.
 
@@ -20,8 +20,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from recipes.report_sureon import build_report  # noqa: E402
-from recipes.sureon_metrics import parse_prediction  # noqa: E402
+from recipes.evaluation.sureon.metrics import parse_prediction  # noqa: E402
+from recipes.evaluation.sureon.report import build_report  # noqa: E402
 
 
 COUNTS = {"AD": 35, "IAI": 31, "EA": 34, "EE": 37, "PAD": 29, "LAR": 37, "SPI": 31, "F": 31, "TO": 34, "SM": 41}

@@ -1,4 +1,4 @@
-"""Benchmark the review decision log (builders/review/store.py) under concurrent reviewers.
+"""Benchmark the review decision log (builders/pipeline/review/store.py) under concurrent reviewers.
 
 Times the same number of decisions written
 
@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from builders.review.store import Assignment, ReviewStore  # noqa: E402
+from builders.pipeline.review.store import Assignment, ReviewStore  # noqa: E402
 
 
 def make_parser() -> argparse.ArgumentParser:

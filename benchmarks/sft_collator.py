@@ -1,4 +1,4 @@
-"""Benchmark the training collator (recipes/collator.py) on 8-frame clips at Qwen3-VL's real processor sizes.
+"""Benchmark the training collator (recipes/training/collator.py) on 8-frame clips at Qwen3-VL's real processor sizes.
 
 For the same batches of video-QA rows (8 JPEG frames of 640x360 each, as the Sureon builder writes them), this times
 
@@ -29,10 +29,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from builders.schema import video_qa_features  # noqa: E402
-from recipes.chat_inputs import media_kwargs, split_visuals  # noqa: E402
-from recipes.collator import SFTCollator  # noqa: E402
-from recipes.data import MixtureSource, build_mixture  # noqa: E402
-from recipes.tiny_models import CHAT_TEMPLATE, train_tokenizer  # noqa: E402
+from recipes.training.chat_inputs import media_kwargs, split_visuals  # noqa: E402
+from recipes.training.collator import SFTCollator  # noqa: E402
+from recipes.training.mixture import MixtureSource, build_mixture  # noqa: E402
+from recipes.training.tiny_models import CHAT_TEMPLATE, train_tokenizer  # noqa: E402
 
 
 def jpeg(seed: int) -> bytes:

@@ -1,13 +1,13 @@
 """Benchmark SurgiQ's scorer and near-duplicate search, each against a baseline measured in the same run.
 
-1. Scoring: the full scorer (``recipes.surgiq_eval.score_prompts``: tokenisation, left-padded batches, one forward
-   per question keeping only the last position's logits, label log-probabilities, the on-disk cache) against a raw
-   forward pass of the same batches (pre-tokenised, full logits), as time per question and their ratio. The model is
-   the tiny causal LM (built on the spot) or ``--model PATH``; questions are synthetic, with SurgiQ's length
-   distribution (59.8 +- 26.6 words).
-2. Near-duplicates: ``builders.near_duplicates`` (inverted n-gram index) on ``--surgiq`` x ``--external`` synthetic
-   questions (default the paper's 13,055 x 206,683), against an all-pairs comparison of precomputed n-gram sets,
-   timed on a sub-sample and extrapolated to the full pair count. Planted duplicates must all be found.
+1. Scoring: the full scorer (``recipes.evaluation.surgiq.evaluate.score_prompts``: tokenisation, left-padded batches,
+   one forward per question keeping only the last position's logits, label log-probabilities, the on-disk cache)
+   against a raw forward pass of the same batches (pre-tokenised, full logits), as time per question and their
+   ratio. The model is the tiny causal LM (built on the spot) or ``--model PATH``; questions are synthetic, with
+   SurgiQ's length distribution (59.8 +- 26.6 words).
+2. Near-duplicates: ``builders.surgiq.near_duplicates`` (inverted n-gram index) on ``--surgiq`` x ``--external``
+   synthetic questions (default the paper's 13,055 x 206,683), against an all-pairs comparison of precomputed n-gram
+   sets, timed on a sub-sample and extrapolated to the full pair count. Planted duplicates must all be found.
 
     python benchmarks/surgiq_scoring.py [--questions 256] [--batch-size 8] [--surgiq 13055] [--external 206683]
 """
@@ -27,8 +27,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.timing import best_of  # noqa: E402
-from builders.near_duplicates import NgramIndex, ngrams  # noqa: E402
-from recipes.surgiq_eval import LabelScorer, ScoreCache, render_prompts, score_prompts  # noqa: E402
+from builders.surgiq.near_duplicates import NgramIndex, ngrams  # noqa: E402
+from recipes.evaluation.surgiq.evaluate import LabelScorer, ScoreCache, render_prompts, score_prompts  # noqa: E402
 from sample_data.make_surgiq_sample import surgiq_rows  # noqa: E402
 
 
@@ -70,8 +70,8 @@ def vocabulary_of(size: int, seed: int = 0) -> list[str]:
 def bench_scoring(args) -> None:
     import torch
 
-    from recipes.modeling import load_model, load_processor, tokenizer_of
-    from recipes.tiny_models import build_tiny_causal_lm
+    from recipes.training.modeling import load_model, load_processor, tokenizer_of
+    from recipes.training.tiny_models import build_tiny_causal_lm
 
     workdir = Path(tempfile.mkdtemp(prefix="surgiq-bench-"))
     model_path = args.model or str(build_tiny_causal_lm(workdir / "tiny-lm"))

@@ -8,9 +8,9 @@ from datasets import DatasetInfo, Features, SplitDict, SplitInfo
 from datasets.info import DatasetInfosDict
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from builders.categories import BY_CODE, CATEGORIES, MCQ
 from builders.options import LETTERS
 from builders.plots import pyplot, save_figure
+from builders.sureon.categories import BY_CODE, CATEGORIES, MCQ
 from model_cards import SUREON_CITATION, template_path
 
 

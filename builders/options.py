@@ -1,6 +1,6 @@
 """Answer options: read every layout a release may use, resolve the answer, order them reproducibly.
 
-Layouts accepted [the release's real layout is inferred, see ``shared/research/sureon_release.md``]:
+Layouts accepted [the release's real layout is inferred, see ``docs/release_format.md``]:
 a list of strings; a list of ``{letter, text, correct}`` structs (key spellings vary, see ``_TEXT_KEYS``);
 a ``{letter: text}`` mapping; one column per letter; a correct answer plus a pool of distractors; any of the
 list forms JSON-encoded in a string column. Any option count is supported (4 on the website, 7 in the paper).

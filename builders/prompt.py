@@ -13,9 +13,9 @@ header: its prompt is the question text alone, and an image record (one frame, n
 image branch) shows its image without a time tag.
 """
 
-from builders.categories import MCQ, ORDERING
-from builders.clips import format_clock
 from builders.options import LETTERS
+from builders.sureon.categories import MCQ, ORDERING
+from builders.sureon.clips import format_clock
 
 
 INSTRUCTIONS = {

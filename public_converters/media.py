@@ -42,7 +42,7 @@ def _check_images(args) -> list[str]:
 
 
 def _check_video(root: Path, relative: str, last_frame: int) -> str | None:
-    from builders.frames import open_decoder
+    from builders.video import open_decoder
 
     path = root / relative
     if not path.is_file():
@@ -150,7 +150,7 @@ def write_job(job: MediaJob, cache_dir: Path, max_side: int | None) -> int:
         for target, rle in wanted:
             _save_jpeg(image if rle is None else outline(image, rle), target, max_side)
     if decode:
-        from builders.frames import open_decoder
+        from builders.video import open_decoder
 
         decoder = open_decoder(job.root / job.video_path)
         batch = decoder.get_frames_at(sorted(decode))

@@ -1,1 +1,4 @@
-"""Launchable training and evaluation scripts (TRL style) and their YAML recipes."""
+"""The model layer: training (``sft.py`` + ``training``), evaluation (``evaluation``) and stage-3 curation.
+
+Everything here may use the data layer (``builders``, ``public_converters``); nothing there imports this package.
+"""

@@ -9,11 +9,12 @@ Any field can be overridden on the command line (``--learning_rate 5e-6 --output
 blind guesser for fold ``k`` of 4: ``--config recipes/qwen3-vl-8b/guesser/config_refined.yaml --fold k``.
 On a CPU machine: ``python recipes/sft.py --config recipes/tiny/sft/config_smoke.yaml``.
 
-What this adds to TRL's ``sft.py`` (see ``../shared/research/training_notes.md`` for why each is needed): video
-clips as pre-sampled frames with their real timestamps (``recipes.collator``), a YAML data mixture of our builders'
-outputs rendered with the project's one prompt formatter (``recipes.data``), loss on the answer only, a ``blind``
-mode without any visual input, video-level folds, explicit freezing (``recipes.freezing``), uniform vision-tower
-calls so ZeRO-3 never hangs on mixed modalities, multi-stage schedules, automatic resume, and a model card.
+What this adds to TRL's ``sft.py`` (see ``docs/training_notes.md`` for why each is needed): video
+clips as pre-sampled frames with their real timestamps (``recipes.training.collator``), a YAML data mixture of our
+builders' outputs rendered with the project's one prompt formatter (``recipes.training.mixture``), loss on the answer
+only, a ``blind`` mode without any visual input, video-level folds, explicit freezing (``recipes.training.freezing``),
+uniform vision-tower calls so ZeRO-3 never hangs on mixed modalities, multi-stage schedules, automatic resume, and a
+model card.
 """
 
 import dataclasses
@@ -32,14 +33,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # `accelerate launch recipes/sft.py` runs this file as a script
     sys.path.insert(0, str(REPO_ROOT))
 
-from recipes.collator import SFTCollator  # noqa: E402
-from recipes.data import build_mixture, mixture_summary, parse_mixture  # noqa: E402
-from recipes.freezing import apply_freezing  # noqa: E402
-from recipes.modeling import load_model, load_processor, tokenizer_of  # noqa: E402
+from recipes.training.collator import SFTCollator  # noqa: E402
+from recipes.training.freezing import apply_freezing  # noqa: E402
+from recipes.training.mixture import build_mixture, mixture_summary, parse_mixture  # noqa: E402
+from recipes.training.modeling import COMPLETE_MARKER, load_model, load_processor, tokenizer_of  # noqa: E402
 
 
 logger = logging.getLogger("sureon.sft")
-COMPLETE_MARKER = "training_complete.json"
 
 
 @dataclass
@@ -248,7 +248,7 @@ def train_stage(stage: dict, model_path: str, script_args, training_args: SFTCon
 
 
 def write_card(final: dict, summaries: list[dict], base_model: str, recipe: str | None) -> Path:
-    from recipes.model_card import read_eval_results, render_model_card
+    from recipes.training.model_card import read_eval_results, render_model_card
 
     script_args, training_args = final["script_args"], final["training_args"]
     last = summaries[-1]

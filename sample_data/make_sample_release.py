@@ -1,6 +1,6 @@
 """Write the small synthetic Sureon release shipped in ``sample_data/sureon_release`` (the Hub layout as downloaded).
 
-Shaped like the official annotation-only release as far as it is known (``shared/research/sureon_release.md``):
+Shaped like the official annotation-only release as far as it is known (``docs/release_format.md``):
 ``question_id``, ``clip_id`` (``<source_id>_<category>_<HH-MM-SS.ss>_<HH-MM-SS.ss>``, one with ``_`` decimals, one
 with a 32-hex source id), ``passes_blind_curation`` (true / false / null), options as ``{letter, text, correct}``
 structs (4 on train / validation as on the website, 7 on test as in the paper), the answer as option text, temporal
@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from builders.release import RELEASE_OPTIONS_TYPE
+from builders.sureon.release import RELEASE_OPTIONS_TYPE
 
 
 LETTERS = "ABCDEFG"

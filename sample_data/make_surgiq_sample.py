@@ -1,6 +1,6 @@
 """Write the small synthetic SurgiQ file shipped in ``sample_data/surgiq/`` (and a MedQA-style external file).
 
-Shaped like the proposed SurgiQ schema [``shared/research/sureon_release.md``]: JSON Lines with ``id``, ``question``,
+Shaped like the proposed SurgiQ schema [``docs/release_format.md``]: JSON Lines with ``id``, ``question``,
 ``options`` (a list of four), ``answer`` (a letter), ``explanation``, ``domain`` (the six domains, spelled as a
 release might: "General Surgery", ...), ``question_type`` (case-based / reasoning / best-option / negative),
 ``source_type`` and a ``source_ref`` the builder carries through. Correct positions are balanced over A-D in a seeded

@@ -72,7 +72,7 @@ def fps_of():
 @pytest.fixture(scope="session")
 def sureon_build(sample_videos, tmp_path_factory):
     """The sample release built once per session with frames (all configs); tests must not modify it."""
-    from builders.sureon import BuildOptions, build_sureon
+    from builders.sureon.build import BuildOptions, build_sureon
 
     tmp = tmp_path_factory.mktemp("sureon_build")
     options = BuildOptions(
@@ -84,7 +84,7 @@ def sureon_build(sample_videos, tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_qwen3_vl(tmp_path_factory) -> Path:
     """A random 2-layer Qwen3-VL with its processor, saved once per session (read-only for tests)."""
-    from recipes.tiny_models import build_tiny_qwen3_vl
+    from recipes.training.tiny_models import build_tiny_qwen3_vl
 
     return build_tiny_qwen3_vl(tmp_path_factory.mktemp("tiny") / "qwen3-vl")
 
@@ -92,6 +92,6 @@ def tiny_qwen3_vl(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_causal_lm(tmp_path_factory) -> Path:
     """A random 2-layer text-only Qwen3 with its tokenizer, saved once per session (read-only for tests)."""
-    from recipes.tiny_models import build_tiny_causal_lm
+    from recipes.training.tiny_models import build_tiny_causal_lm
 
     return build_tiny_causal_lm(tmp_path_factory.mktemp("tiny") / "qwen3")

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from conftest import REPO, SAMPLE_RELEASE
 
-from builders.cli import main as cli_main
 from builders.prompt import format_messages
-from builders.sureon import BuildOptions, build_sureon
-from recipes.inference import TransformersBackend
+from builders.sureon.build import BuildOptions, build_sureon
+from recipes.evaluation.inference import TransformersBackend
+from sureon.cli import main as cli_main
 
 
 @pytest.fixture(scope="module")
@@ -183,7 +183,7 @@ def test_curate_training_folds_from_guessers_trained_with_the_recipe(sureon_demo
 
     from datasets import load_dataset
 
-    from builders.folds import assign_folds
+    from builders.sureon.folds import assign_folds
 
     rows = load_dataset(str(sureon_demo), "train_all", split="train")
     videos = dict(zip(rows["source_id"], rows["subject"], strict=True))
@@ -212,7 +212,7 @@ def test_curate_training_folds_from_guessers_trained_with_the_recipe(sureon_demo
 
 
 def test_audit_reads_the_raw_release_and_names_a_bad_row(tmp_path):
-    from recipes.audit import load_mcq, normalise_row
+    from recipes.curation.audit import load_mcq, normalise_row
 
     records = load_mcq(str(SAMPLE_RELEASE), None, "validation")
     mcq = [r for r in records if r["options"]]

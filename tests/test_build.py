@@ -11,12 +11,12 @@ from datasets import get_dataset_config_names, load_dataset
 from PIL import Image
 
 from builders.card import STAT_ROWS, video_qa_stats
-from builders.cli import main as cli_main
-from builders.frames import FramePolicy, plan_frame_indices
-from builders.release import ReleaseError, read_release
-from builders.sureon import CONFIGS, BuildOptions, build_sureon
+from builders.sureon.build import CONFIGS, BuildOptions, build_sureon
+from builders.sureon.frames import FramePolicy, plan_frame_indices
+from builders.sureon.release import ReleaseError, read_release
 from sample_data.make_sample_release import release_rows
 from sample_data.make_videos import read_frame_index
+from sureon.cli import main as cli_main
 
 
 def build(tmp_path, release, videos=None, name="out", **kwargs):

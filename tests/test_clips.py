@@ -1,7 +1,7 @@
 import pytest
 
-from builders.categories import BY_CODE, CATEGORIES, MCQ, resolve_category
-from builders.clips import ClipIdError, format_clock, parse_clip_id, parse_seconds
+from builders.sureon.categories import BY_CODE, CATEGORIES, MCQ, resolve_category
+from builders.sureon.clips import ClipIdError, format_clock, parse_clip_id, parse_seconds
 
 
 @pytest.mark.parametrize(

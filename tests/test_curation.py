@@ -8,7 +8,9 @@ from collections import Counter
 
 import pytest
 
-from builders.curation import (
+from builders.sureon.distractor_pool import clean_pool, is_diverse
+from builders.sureon.folds import assign_folds
+from recipes.curation.curate import (
     FoldLeakError,
     Guesser,
     Sampling,
@@ -21,8 +23,6 @@ from builders.curation import (
     load_guesser,
     survival_table,
 )
-from builders.distractor_pool import clean_pool, is_diverse
-from builders.folds import assign_folds
 
 
 SUBJECTS = ("Bariatric", "Colorectal", "Hernia")

@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from builders.distractor_pool import clean_pool, draw_configurations, draw_distractors, is_diverse
+from builders.sureon.distractor_pool import clean_pool, draw_configurations, draw_distractors, is_diverse
 
 
 def pool(per_model=6, models=("M1", "M2", "M3")):

@@ -6,7 +6,7 @@ import pytest
 from fake_chat_server import FakeChatServer, Reply, last_user_text
 
 from builders.llm import LLMClient
-from recipes.judge import DEFAULT_PROMPT, JudgePrompt, SequenceJudge
+from recipes.evaluation.judge import DEFAULT_PROMPT, JudgePrompt, SequenceJudge
 
 
 REFERENCE = "The fundus is retracted, Calot's triangle is dissected, and the cystic duct and artery are clipped."

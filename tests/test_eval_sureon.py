@@ -11,13 +11,13 @@ import pytest
 from conftest import SAMPLE_RELEASE
 from fake_chat_server import FakeChatServer, Reply, last_user_text
 
-from builders.cli import main as cli_main
 from builders.prompt import answer_target, format_messages
-from builders.sureon import BuildOptions, build_sureon
-from recipes.answers import parse_answer
-from recipes.evaluate_sureon import PREDICTION_FIELDS, check_frames
-from recipes.inference import TransformersBackend
-from recipes.tiny_models import build_tiny_qwen3_vl
+from builders.sureon.build import BuildOptions, build_sureon
+from recipes.evaluation.answers import parse_answer
+from recipes.evaluation.inference import TransformersBackend
+from recipes.evaluation.sureon.evaluate import PREDICTION_FIELDS, check_frames
+from recipes.training.tiny_models import build_tiny_qwen3_vl
+from sureon.cli import main as cli_main
 
 
 EXPECTED_FIELDS = [
@@ -317,7 +317,7 @@ def test_a_retrained_checkpoint_at_the_same_name_regenerates(evaluated, tiny_vl,
 
 
 def test_failed_endpoint_calls_stop_the_run_and_a_rerun_asks_only_for_them(bench, tmp_path):
-    from recipes.evaluate_sureon import main
+    from recipes.evaluation.sureon.evaluate import main
 
     overloaded = {"on": True}
 
@@ -341,7 +341,7 @@ def test_failed_endpoint_calls_stop_the_run_and_a_rerun_asks_only_for_them(bench
 
 
 def test_a_text_only_model_answers_blind_and_refuses_frames(bench, tmp_path, capsys):
-    from recipes.tiny_models import build_tiny_causal_lm
+    from recipes.training.tiny_models import build_tiny_causal_lm
 
     model = build_tiny_causal_lm(tmp_path / "tiny-lm")
     argv = ["eval", "sureon", "--model", str(model), "--dataset", str(bench), "--max-new-tokens", "4", "--limit", "3"]

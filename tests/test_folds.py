@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from builders.folds import assign_folds, fold_table
+from builders.sureon.folds import assign_folds, fold_table
 
 
 def corpus():

@@ -6,8 +6,8 @@ import itertools
 import pytest
 from PIL import Image
 
-from builders import frames as frames_module
-from builders.frames import (
+from builders.sureon import frames as frames_module
+from builders.sureon.frames import (
     ClipError,
     FrameCache,
     FramePolicy,

@@ -3,7 +3,7 @@
 import pytest
 from sklearn.metrics import f1_score
 
-from recipes.perception_metrics import (
+from recipes.evaluation.public.metrics import (
     canonical_label,
     clip_window,
     cvs_accuracy,

@@ -11,17 +11,17 @@ import pytest
 from datasets import load_dataset
 from fake_chat_server import FakeChatServer, Reply
 
-from builders.categories import BY_CODE, CATEGORIES, MCQ
-from builders.cli import main as cli_main
-from builders.distractor_pool import is_diverse
 from builders.llm import LLMCache, LLMClient
 from builders.pipeline.agents import Stage1Config, write_stage1
 from builders.pipeline.output import read_stage_output
 from builders.pipeline.radg import AnswerIndex, Stage2Config, write_stage2
 from builders.pipeline.splits import load_or_make_split, make_split
 from builders.pipeline.transcripts import Line, Transcript, TranscriptError, read_transcripts
-from builders.release import read_release
-from builders.sureon import BuildOptions, build_sureon
+from builders.sureon.build import BuildOptions, build_sureon
+from builders.sureon.categories import BY_CODE, CATEGORIES, MCQ
+from builders.sureon.distractor_pool import is_diverse
+from builders.sureon.release import read_release
+from sureon.cli import main as cli_main
 
 
 GENERATORS = ["med-27b", "llama-70b", "qwen-35b"]

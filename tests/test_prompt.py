@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from builders.prompt import answer_target, format_messages, question_text
-from builders.release import read_release
+from builders.sureon.release import read_release
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,13 @@ from datasets import load_dataset
 from fake_chat_server import FakeChatServer, Reply, last_user_text
 
 from builders.llm import LLMClient
-from public_converters.builder import BuildOptions, build_public
+from public_converters.build import BuildOptions, build_public
 from public_converters.clips import LabelTimeline, SamplingConfig
 from public_converters.grounded import parse_answer
 from public_converters.schema import SourceError, read_tables
 from public_converters.spec import registry, sample_module
 from public_converters.templating import GROUNDED
-from recipes.data import MixtureSource, load_source, resolve_media, to_example
+from recipes.training.mixture import MixtureSource, load_source, resolve_media, to_example
 
 
 SAMPLING = SamplingConfig(min_seconds=4, max_seconds=12, grid_fps=2)
@@ -227,7 +227,7 @@ def test_media_is_written_once_and_a_rerun_decodes_nothing(sources, tmp_path):
     import numpy as np
     from PIL import Image
 
-    from public_converters.builder import build_source
+    from public_converters.build import build_source
     from public_converters.media import media_name, write_media
     from public_converters.normalise import normalise_source
 

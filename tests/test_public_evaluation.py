@@ -1,7 +1,7 @@
 """Evaluation metadata of the public benchmarks: official test splits and the Cholec80 overlap exclusions."""
 
 from public_converters.evaluation import cholec80_overlap, official_test_videos, write_evaluation_metadata
-from recipes.perception_metrics import read_video_list
+from recipes.evaluation.public.metrics import read_video_list
 
 
 def test_official_test_splits():

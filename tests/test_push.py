@@ -2,8 +2,8 @@
 
 import pytest
 
-from builders.cli import main as cli_main
-from builders.sureon import BuildOptions, build_sureon
+from builders.sureon.build import BuildOptions, build_sureon
+from sureon.cli import main as cli_main
 
 
 SECRET = "hf_THISISASECRETTOKEN1234567890"

@@ -13,8 +13,8 @@ import yaml
 from accelerate.commands.config.config_args import load_config_from_file
 from conftest import REPO
 
-from recipes.data import parse_mixture
 from recipes.sft import SFTScriptArguments, make_parser, stage_plan
+from recipes.training.mixture import parse_mixture
 
 
 RECIPES = sorted((REPO / "recipes").glob("*/*/config_*.yaml"))

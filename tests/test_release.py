@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from builders.options import LETTERS
-from builders.release import ColumnMapping, ReleaseError, check_leakage, find_split_files, read_release
+from builders.sureon.release import ColumnMapping, ReleaseError, check_leakage, find_split_files, read_release
 
 
 def by_id(release):

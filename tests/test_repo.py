@@ -25,11 +25,68 @@ def test_readme_make_commands_exist():
 
 
 def test_readme_paths_exist():
-    folders = r"(?:builders|sample_data|benchmarks|recipes|model_cards|tests|accelerate_configs|\.ci)"
+    folders = r"(?:sureon|builders|public_converters|recipes|model_cards|sample_data|docs|benchmarks|tests"
+    folders += r"|accelerate_configs|\.ci)"
     paths = set(re.findall(rf"`({folders}/[\w./-]*)`", README))
     assert paths, "the README names no repository paths"
     missing = [p for p in paths if not (REPO / p).exists() and not p.startswith("sample_data/sureon_release/")]
     assert not missing
+
+
+def layout_rows(text: str) -> list[tuple[str, str]]:
+    """``| `path` | holds |`` rows of a layout table."""
+    return re.findall(r"^\| `([^`]+)` \| (.+) \|$", text, flags=re.MULTILINE)
+
+
+def named_paths(folder: str, holds: str) -> list[str]:
+    """Repository paths a layout row names: the row's own, paths with a slash, and file names inside its folder."""
+    paths = [] if "<" in folder else [folder]
+    inside = folder.split("<")[0].rstrip("/")
+    for token in re.findall(r"`([^`\s]+)`", holds):
+        if "<" in token:
+            continue
+        if "/" in token and (REPO / token).exists():
+            paths.append(token)
+        elif token.endswith(("/", ".py", ".md", ".json")):
+            paths.append(f"{inside}/{token}")
+    return paths
+
+
+def test_readme_layout_table_names_only_existing_paths():
+    layout = README.split("## Layout")[1].split("\n## ")[0]
+    rows = layout_rows(layout)
+    assert {folder for folder, _ in rows} >= {"sureon/", "builders/", "public_converters/", "recipes/", "docs/"}
+    missing = [path for folder, holds in rows for path in named_paths(folder, holds) if not (REPO / path).exists()]
+    assert not missing
+    assert "docs/architecture.md" in README and "docs/sources/" in README
+
+
+def test_architecture_map_matches_the_tree():
+    """Every path the map names exists, and every package of the project is on the map."""
+    architecture = (REPO / "docs" / "architecture.md").read_text()
+    rows = layout_rows(architecture)
+    missing = [path for folder, holds in rows for path in named_paths(folder, holds) if not (REPO / path).exists()]
+    assert not missing
+    packages = sorted(
+        str(init.parent.relative_to(REPO)) + "/"
+        for top in ("sureon", "builders", "public_converters", "recipes")
+        for init in (REPO / top).rglob("__init__.py")
+    )
+    mapped = {folder for folder, _ in rows}
+    off_map = [package for package in packages if package not in mapped and f"`{package}`" not in architecture]
+    assert not off_map, f"packages missing from docs/architecture.md: {off_map}"
+    modules = sorted(
+        path
+        for top in ("sureon", "builders", "recipes")
+        for path in (REPO / top).rglob("*.py")
+        if path.name != "__init__.py" and path.name != "__main__.py"
+    )
+    unnamed = [
+        str(path.relative_to(REPO))
+        for path in modules
+        if f"`{path.name}`" not in architecture and str(path.relative_to(REPO)) not in architecture
+    ]
+    assert not unnamed, f"modules docs/architecture.md does not name: {unnamed}"
 
 
 def test_readme_launch_commands_point_at_existing_files():
@@ -53,7 +110,7 @@ def test_ci_runs_the_readme_test_command():
 
 def test_console_script_and_packages():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    assert project["scripts"]["sureon"] == "builders.cli:main"
+    assert project["scripts"]["sureon"] == "sureon.cli:main"
     assert {"gpu", "vllm", "dev"} <= set(project["optional-dependencies"])
 
 
@@ -69,3 +126,15 @@ def test_readme_lists_every_public_source_as_the_code_declares_it():
 
     assert len(registry()) == 22
     assert sources_markdown() in README, "regenerate the table with: python -m public_converters.spec"
+
+
+def test_every_public_source_has_its_provenance_page():
+    """What each reader relies on, with the upstream source of each fact, is findable inside the project."""
+    from public_converters.spec import registry
+
+    index = (REPO / "docs" / "sources" / "README.md").read_text()
+    for name in registry():
+        row = re.search(rf"^\| `{name}` \| \[(\w+\.md)\]", index, flags=re.MULTILINE)
+        assert row, f"docs/sources/README.md has no row for {name}"
+        page = (REPO / "docs" / "sources" / row.group(1)).read_text()
+        assert "## " in page and "Reader:" in page, f"{row.group(1)} names no reader"

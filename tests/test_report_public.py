@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from builders.cli import main as cli
-from recipes.report_public import load_groups, parse_exclusions
-from recipes.sureon_metrics import PredictionError
+from recipes.evaluation.public.report import load_groups, parse_exclusions
+from recipes.evaluation.sureon.metrics import PredictionError
+from sureon.cli import main as cli
 
 
 def phase(video, frame, reference, prediction, mode="frame", benchmark="Cholec80"):

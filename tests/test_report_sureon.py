@@ -5,16 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from builders.cli import main as cli
-from recipes.report_sureon import (
-    PAPER_TABLE14,
-    accuracies_report,
-    build_report,
-    load_models,
-    render_accuracies,
-    render_markdown,
-)
-from recipes.sureon_metrics import (
+from recipes.evaluation.sureon.metrics import (
     PredictionError,
     item_table,
     parse_prediction,
@@ -22,6 +13,15 @@ from recipes.sureon_metrics import (
     read_predictions,
     score_model,
 )
+from recipes.evaluation.sureon.report import (
+    PAPER_TABLE14,
+    accuracies_report,
+    build_report,
+    load_models,
+    render_accuracies,
+    render_markdown,
+)
+from sureon.cli import main as cli
 
 
 def record(qid, model, mode, category, correct, fmt="mcq", options=7, scored_by="accuracy", parsed="A"):

@@ -10,11 +10,11 @@ from collections import Counter
 import pytest
 from scipy.stats import chisquare
 
-from builders.review.assignment import assign
-from builders.review.export import export_review
-from builders.review.reliability import agreement, agreement_report, rated_pairs
-from builders.review.samples import load_samples
-from builders.review.store import Assignment, ReviewStore
+from builders.pipeline.review.assignment import assign
+from builders.pipeline.review.export import export_review
+from builders.pipeline.review.reliability import agreement, agreement_report, rated_pairs
+from builders.pipeline.review.samples import load_samples
+from builders.pipeline.review.store import Assignment, ReviewStore
 
 
 PASSWORD = "correct horse battery"
@@ -301,7 +301,7 @@ def test_export_keeps_only_unanimous_approvals_and_reconciles(reviewed, tmp_path
 def test_cli_creates_accounts_assigns_and_exports(sureon_build, tmp_path, monkeypatch, capsys):
     import io
 
-    from builders.cli import main
+    from sureon.cli import main
 
     db = tmp_path / "review.sqlite"
     for name in ("ana", "ben"):

@@ -2,10 +2,10 @@
 
 import pytest
 
-from builders.frames import index_videos
-from builders.review.app import ALL, Filters, ReviewUI, build_blocks, new_session
-from builders.review.samples import load_samples
-from builders.review.store import Assignment, ReviewStore
+from builders.pipeline.review.app import ALL, Filters, ReviewUI, build_blocks, new_session
+from builders.pipeline.review.samples import load_samples
+from builders.pipeline.review.store import Assignment, ReviewStore
+from builders.sureon.frames import index_videos
 
 
 gr = pytest.importorskip("gradio")

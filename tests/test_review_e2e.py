@@ -17,9 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from builders.review.export import export_review
-from builders.review.samples import load_samples
-from builders.review.store import Assignment, ReviewStore
+from builders.pipeline.review.export import export_review
+from builders.pipeline.review.samples import load_samples
+from builders.pipeline.review.store import Assignment, ReviewStore
 
 
 pytest.importorskip("gradio")
@@ -42,7 +42,7 @@ def free_port() -> int:
 
 
 def start_server(dataset: Path, db: Path, videos: Path, port: int) -> subprocess.Popen:
-    command = [sys.executable, "-m", "builders.cli", "review", "serve", "--dataset", str(dataset), "--db", str(db)]
+    command = [sys.executable, "-m", "sureon.cli", "review", "serve", "--dataset", str(dataset), "--db", str(db)]
     command += ["--videos", str(videos), "--port", str(port)]
     server = subprocess.Popen(command, cwd=REPO, env=os.environ | {"GRADIO_ANALYTICS_ENABLED": "False"})
     deadline = time.monotonic() + 90

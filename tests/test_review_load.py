@@ -11,10 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from builders.frames import index_videos
-from builders.review.app import ALL, FILE_ROUTE, ReviewUI, launch_app
-from builders.review.samples import load_samples
-from builders.review.store import Assignment, ReviewStore
+from builders.pipeline.review.app import ALL, FILE_ROUTE, ReviewUI, launch_app
+from builders.pipeline.review.samples import load_samples
+from builders.pipeline.review.store import Assignment, ReviewStore
+from builders.sureon.frames import index_videos
 
 
 pytest.importorskip("gradio")

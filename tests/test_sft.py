@@ -13,12 +13,12 @@ from huggingface_hub import ModelCard
 from PIL import Image
 
 from builders.prompt import answer_target
-from recipes.chat_inputs import video_metadata
-from recipes.collator import SFTCollator
-from recipes.data import MixtureSource, build_mixture, parse_mixture
-from recipes.freezing import parameter_group
-from recipes.modeling import load_model, load_processor
 from recipes.sft import main, make_parser
+from recipes.training.chat_inputs import video_metadata
+from recipes.training.collator import SFTCollator
+from recipes.training.freezing import parameter_group
+from recipes.training.mixture import MixtureSource, build_mixture, parse_mixture
+from recipes.training.modeling import load_model, load_processor
 
 
 def image_source(folder: Path, n: int = 6) -> dict:

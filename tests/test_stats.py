@@ -1,4 +1,4 @@
-"""Accuracy intervals, McNemar and Holm checked against values computed independently of recipes.stats."""
+"""Accuracy intervals, McNemar and Holm checked against values computed independently of recipes.evaluation.stats."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from recipes.stats import (
+from recipes.evaluation.stats import (
     bootstrap_ci,
     estimate,
     estimate_from_count,

@@ -6,16 +6,16 @@ import json
 import numpy as np
 import pytest
 
-from builders.cli import main as cli_main
-from recipes.calibration import (
+from recipes.evaluation.surgiq.calibration import (
     brier_score,
     calibration_summary,
     confidence_accuracy_gap,
     expected_calibration_error,
     reliability_bins,
 )
-from recipes.surgiq_report import build_report, load_runs, report_markdown
-from recipes.surgiq_shortcuts import expected_credit, shortcut_accuracy
+from recipes.evaluation.surgiq.report import build_report, load_runs, report_markdown
+from recipes.evaluation.surgiq.shortcuts import expected_credit, shortcut_accuracy
+from sureon.cli import main as cli_main
 
 
 # Four questions, computed by hand: confidences .92 (right), .88 (wrong), .55 (right), .31 (wrong).

@@ -14,9 +14,8 @@ import yaml
 from conftest import REPO
 from datasets import get_dataset_config_names, load_dataset
 
-from builders.cli import main as cli_main
 from builders.options import LETTERS
-from builders.surgiq import (
+from builders.surgiq.build import (
     PAPER_ANSWER_POSITION,
     BuildOptions,
     SurgiqColumns,
@@ -26,6 +25,7 @@ from builders.surgiq import (
     read_surgiq,
 )
 from sample_data.make_surgiq_sample import external_rows, surgiq_rows
+from sureon.cli import main as cli_main
 
 
 SAMPLE = REPO / "sample_data" / "surgiq" / "surgiq_sample.jsonl"
@@ -291,7 +291,7 @@ def test_demo_target_builds_and_scores_the_surgiq_sample():
     for step in (
         "sureon near-duplicates surgiq --source $(SURGIQ_SAMPLE)/surgiq_sample.jsonl",
         "sureon build surgiq --source $(SURGIQ_SAMPLE)/surgiq_sample.jsonl",
-        "-m recipes.tiny_models --kind causal-lm --out $(DEMO_DIR)/tiny-causal-lm",
+        "-m recipes.training.tiny_models --kind causal-lm --out $(DEMO_DIR)/tiny-causal-lm",
         "sureon eval surgiq --model $(DEMO_DIR)/tiny-causal-lm --dataset $(DEMO_DIR)/surgiq",
         "sureon report surgiq",
     ):

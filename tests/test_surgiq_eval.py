@@ -9,11 +9,9 @@ import pytest
 import torch
 from conftest import REPO
 
-from builders.cli import main as cli_main
 from builders.prompt import ANSWER_CUE, surgiq_prompt
-from builders.surgiq import BuildOptions, build_surgiq
-from recipes.modeling import load_model, load_processor, tokenizer_of
-from recipes.surgiq_eval import (
+from builders.surgiq.build import BuildOptions, build_surgiq
+from recipes.evaluation.surgiq.evaluate import (
     FEWSHOT_POOL_SIZE,
     LabelScorer,
     ScoreCache,
@@ -22,7 +20,9 @@ from recipes.surgiq_eval import (
     render_prompts,
     score_prompts,
 )
-from recipes.tiny_models import build_tiny_causal_lm, build_tiny_qwen3_vl
+from recipes.training.modeling import load_model, load_processor, tokenizer_of
+from recipes.training.tiny_models import build_tiny_causal_lm, build_tiny_qwen3_vl
+from sureon.cli import main as cli_main
 
 
 SAMPLE = REPO / "sample_data" / "surgiq" / "surgiq_sample.jsonl"

@@ -8,9 +8,9 @@ import random
 import pytest
 from conftest import REPO
 
-from builders.cli import main as cli_main
-from builders.near_duplicates import NgramIndex, find_near_duplicates, ngrams, normalise, read_external
-from builders.surgiq import read_id_list, read_surgiq
+from builders.surgiq.build import read_id_list, read_surgiq
+from builders.surgiq.near_duplicates import NgramIndex, find_near_duplicates, ngrams, normalise, read_external
+from sureon.cli import main as cli_main
 
 
 SAMPLE_DIR = REPO / "sample_data" / "surgiq"

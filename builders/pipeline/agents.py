@@ -20,12 +20,12 @@ from pathlib import Path
 import pyarrow as pa
 from pydantic import BaseModel, Field
 
-from builders.categories import BY_CODE, CATEGORIES, MCQ, ORDERING, Category
-from builders.distractor_pool import clean_pool
 from builders.llm import ChatRequest, LLMClient
 from builders.options import OptionError, lettered_events, options_from_pool, parse_order
 from builders.pipeline.output import lettered, write_stage_output
 from builders.pipeline.transcripts import Transcript, format_lines
+from builders.sureon.categories import BY_CODE, CATEGORIES, MCQ, ORDERING, Category
+from builders.sureon.distractor_pool import clean_pool
 
 
 STAGE1_DISTRACTORS = 3  # 4 options, as on the release's train / validation splits

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from builders.hub import staged_output
 from builders.options import LETTERS
-from builders.release import RELEASE_OPTIONS_TYPE
+from builders.sureon.release import RELEASE_OPTIONS_TYPE
 
 
 RELEASE_FIELDS = [
@@ -44,7 +44,7 @@ def lettered(options: list[str], answer: str) -> list[dict]:
 
 def read_stage_output(folder: Path) -> dict[str, list[dict]]:
     """Records per split of a pipeline output folder (or any release folder in the same layout)."""
-    from builders.release import find_split_files
+    from builders.sureon.release import find_split_files
 
     return {
         split: [row for path in files for row in pq.read_table(path).to_pylist()]

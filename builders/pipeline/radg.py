@@ -10,7 +10,7 @@ query text is; the answer is used so that exemplars share its style], merged in 
 Each generator model (M1-M3) writes N = 6 distractors from the question, answer, stage-1 options, transcript context
 and exemplars (prompt ``prompts/distractors.md``, in the spirit of the seed's Fig. 8). The pool of up to 18 keeps
 each distractor's model (``distractor_pool`` column, read by the hardening stage); the final distractors are a draw
-seeded by ``question_id`` under the cross-model diversity constraint (:mod:`builders.distractor_pool`).
+seeded by ``question_id`` under the cross-model diversity constraint (:mod:`builders.sureon.distractor_pool`).
 
 The search is exact: answers are grouped by question type, a batch of same-type queries is scored with one matrix
 product and each pool takes its top-k through precomputed positions (``benchmarks/radg.py`` times it against a
@@ -28,12 +28,12 @@ import pyarrow as pa
 from datasets import Features
 from pydantic import BaseModel
 
-from builders.categories import MCQ, resolve_category
-from builders.distractor_pool import POOL_FEATURE, clean_pool, draw_distractors
 from builders.llm import ChatRequest, LLMClient
 from builders.options import normalise_option, options_from_pool, stable_seed
 from builders.pipeline.agents import STAGE1_FIELDS, read_prompt
 from builders.pipeline.output import lettered, read_stage_output, write_stage_output
+from builders.sureon.categories import MCQ, resolve_category
+from builders.sureon.distractor_pool import POOL_FEATURE, clean_pool, draw_distractors
 
 
 DEFAULT_EMBEDDING_MODEL = "BAAI/bge-m3"

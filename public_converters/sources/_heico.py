@@ -2,7 +2,7 @@
 segmentations; shared reader of ``heico_proctocolectomy``, ``heico_rectal_resection`` and ``heico_sigmoid_resection``
 (the seed's Table 13 counts the three procedures as three sources; point each at the same ``HeiCo/`` folder).
 
-Layout read (``shared/research/formats_A.md`` §7; third-party download script quoting the paper)::
+Layout read (``docs/sources/heico.md``; third-party download script quoting the paper)::
 
     HeiCo/<Type>/<n>/<Type>_<n>.avi             25 fps, e.g. Proctocolectomy/1/Proctocolectomy_1.avi
     HeiCo/<Type>/<n>/<Type>_<n>_Phase.csv       no header, "frame,phase_id", a row for every video frame

@@ -1,7 +1,7 @@
 """MultiBypass140 (Lavanchy et al. 2024): laparoscopic Roux-en-Y gastric bypass, phases and steps, two centres.
 
 Shared reader of ``multibypass_bern`` (BernBypass70) and ``multibypass_strasbourg`` (StrasBypass70); the seed's
-Table 13 counts the centres as two sources. Layout read (``shared/research/formats_A.md`` §9; the labels live in the
+Table 13 counts the centres as two sources. Layout read (``docs/sources/multibypass140.md``; the labels live in the
 ``CAMMA-public/MultiBypass140`` git repository, the videos in its zips; point the source at the repository clone)::
 
     labels/<centre>/labels_by70/BBP01.mp4.json                    {"phases": [...], "steps": [...]}
@@ -23,8 +23,8 @@ frames get no step. Ordinary phases (0-11) overlapping one another, or steps ove
 
 Splits: the default is the official fold 0, read from the split pickles of the release (they are plain git files
 of the labels repository; a pickle is loaded without any class lookup, so it cannot run code). Folds 1-4 are split
-variants where the research notes list both their validation and test videos (Bern); the Strasbourg test lists were
-not available, so Strasbourg folds 1-4 are not offered (use the pickles' fold 0).
+variants where ``docs/sources/multibypass140.md`` lists both their validation and test videos (Bern); the
+Strasbourg test lists were not available, so Strasbourg folds 1-4 are not offered (use the pickles' fold 0).
 """
 
 from __future__ import annotations

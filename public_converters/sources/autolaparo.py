@@ -1,6 +1,6 @@
 """AutoLaparo (Wang et al. 2022): laparoscopic hysterectomy; workflow, laparoscope motion and segmentation tasks.
 
-Layout read (``../shared/research/formats_B.md`` §7), every task folder optional but at least one present::
+Layout read (``docs/sources/autolaparo.md``), every task folder optional but at least one present::
 
     AutoLaparo_Task1/videos/01.mp4 ... 21.mp4          25 fps
     AutoLaparo_Task1/labels/label_01.txt ...           header line, then "<second>\t<phase>" per second, both 1-based

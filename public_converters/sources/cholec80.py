@@ -1,6 +1,6 @@
 """Cholec80 (Twinanda et al. 2016): 80 cholecystectomy videos with phases at 25 fps and tool presence at 1 fps.
 
-Layout read (``../shared/research/formats_A.md`` §1)::
+Layout read (``docs/sources/cholec80.md``)::
 
     videos/video01.mp4 ...                 25 fps
     phase_annotations/video01-phase.txt    TSV, header "Frame\tPhase", one row per 25-fps frame, CamelCase names

@@ -1,6 +1,6 @@
 """CholecInstanceSeg (Alabi et al. 2025): tool instance polygons on 41.9k cholecystectomy frames, 85 sequences.
 
-Layout read (``../shared/research/formats_A.md`` §4)::
+Layout read (``docs/sources/cholecinstanceseg.md``)::
 
     <split>/<VIDnn>_<partition>/ann_dir/<prefix>_<VIDnn|videoNN>_<frame>.json   LabelMe, one file per frame
     <split>/<VIDnn>_<partition>/img_dir/<same stem>.png                          the frame (see below)

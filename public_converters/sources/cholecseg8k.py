@@ -1,6 +1,6 @@
 """CholecSeg8k (Hong et al. 2020): 8,080 Cholec80 frames with 13-class semantic masks, read from the watershed masks.
 
-Layout read (``../shared/research/formats_A.md`` §3, the Kaggle release ``newslab/cholecseg8k``)::
+Layout read (``docs/sources/cholecseg8k.md``, the Kaggle release ``newslab/cholecseg8k``)::
 
     videoNN/videoNN_SSSSS/frame_<k>_endo.png                    RGB frame (854x480 in the release)
     videoNN/videoNN_SSSSS/frame_<k>_endo_watershed_mask.png     ground truth: class as a decimal grey level

@@ -1,7 +1,7 @@
 """CholecT50 (Nwoye et al. 2022): 50 cholecystectomy videos, 1-fps frames with instrument-verb-target triplets,
 phases, and instrument boxes in a few videos.
 
-Layout read (``../shared/research/formats_A.md`` §2)::
+Layout read (``docs/sources/cholect50.md``)::
 
     videos/VID01/000000.png ...   1-fps frames (854x480), 6-digit 0-based frame number; VIDnn with 2+ digits
     labels/VID01.json             {"categories": {kind: {id: name}}, "fps": 1, "num_frames", "annotations"}

@@ -1,7 +1,7 @@
 """Dresden Surgical Anatomy Dataset (Carstens et al. 2023): 13,195 frames of 32 robot-assisted rectal resections with
 expert-reviewed binary masks of 11 abdominal structures.
 
-Layout read (``../shared/research/formats_B.md`` §4)::
+Layout read (``docs/sources/dsad.md``)::
 
     <structure>/<surgery>/imageNN.png, maskNN.png       one folder per structure (abdominal_wall ... vesicular_glands)
     <structure>/<surgery>/weak_labels.csv               per-image visibility of every structure

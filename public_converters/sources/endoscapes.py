@@ -1,6 +1,6 @@
 """Endoscapes2023 (Murali et al. 2023): cholecystectomy frames with CVS criteria, boxes (BBox201) and masks (Seg50).
 
-Layout read (``../shared/research/formats_A.md`` §5)::
+Layout read (``docs/sources/endoscapes.md``)::
 
     all/<vid>_<frame>.jpg                       the real JPEGs (frame = 25-fps frame number of the original video)
     train/ val/ test/                           symlinks to all/ + annotation_coco.json, annotation_ds_coco.json

@@ -1,6 +1,6 @@
 """EndoVis2017 Robotic Instrument Segmentation (Allan et al. 2019): da Vinci porcine frames, one mask per instrument.
 
-Layout read (``../shared/research/formats_B.md`` §1; third-party loaders agree)::
+Layout read (``docs/sources/endovis2017.md``; third-party loaders agree)::
 
     instrument_1_4_training/instrument_dataset_N/left_frames/frame000.png .. frame224.png   (1920x1080)
     instrument_1_4_training/instrument_dataset_N/ground_truth/<Instrument folder>/frameNNN.png

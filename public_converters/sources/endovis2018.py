@@ -1,6 +1,6 @@
 """EndoVis2018 Robotic Scene Segmentation (Allan et al. 2020): porcine nephrectomy frames with RGB class masks.
 
-Layout read (``../shared/research/formats_B.md`` §2; a third-party loader that audited the real download)::
+Layout read (``docs/sources/endovis2018.md``; a third-party loader that audited the real download)::
 
     miccai_challenge_2018_release_1/[miccai_challenge_2018_release_1/]labels.json, seq_1 .. seq_4/
     miccai_challenge_release_2/ seq_5 .. seq_7      release_3: seq_9 .. seq_12 (there is no seq_8)

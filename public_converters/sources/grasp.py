@@ -1,6 +1,6 @@
 """GraSP (Ayobi et al. 2024): 13 robot-assisted radical prostatectomies with phases, steps, instrument masks, actions.
 
-Layout read (``../shared/research/formats_B.md`` §6; the GraSP README's ``GraSP_30fps`` tree), under the GraSP root::
+Layout read (``docs/sources/grasp.md``; the GraSP README's ``GraSP_30fps`` tree), under the GraSP root::
 
     GraSP_30fps/frames/CASE001/000000068.jpg ...    named by the 9-digit frame number of the original video
     GraSP_30fps/annotations/grasp_short-term_{train,test,fold1,fold2}.json   COCO-like: instruments (RLE masks, boxes)

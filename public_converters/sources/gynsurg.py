@@ -1,7 +1,7 @@
 """GynSurg (Nasirihaghighi et al., ACM MM 2025, ITEC Klagenfurt): action clips (clip branch) and COCO polygon
 segmentation of instruments and anatomy (image branch) in gynecologic laparoscopy.
 
-Layout read (``../shared/research/formats_B.md`` §8; ``Sahar-Nasiri/GynSurg`` README and mask scripts)::
+Layout read (``docs/sources/gynsurg.md``; ``Sahar-Nasiri/GynSurg`` README and mask scripts)::
 
     GynSurg_Action_3sec/<set>/<Class>/<clip>.mp4    3 s clips with 1 s overlap; <set> e.g. GynSurg_bleeding_dataset
     instruments.json, anatomy.json                   COCO: images[] (id, path, width, height), annotations[]

@@ -1,6 +1,6 @@
 """HeiChole (Wagner et al., MedIA 2023; EndoVis 2019): 24 public cholecystectomy videos, phases, actions, instruments.
 
-Layout read (``shared/research/formats_A.md`` §6; third-party loaders, no official listing)::
+Layout read (``docs/sources/heichole.md``; third-party loaders, no official listing)::
 
     Videos/Full/Hei-Chole1.mp4                                  25 fps (also accepted: Videos/ or the root)
     Annotations/Phase/Hei-Chole1_Annotation_Phase.csv           no header, "frame,phase_id", one row per frame

@@ -1,6 +1,6 @@
 """HemoSet (Miao et al. 2024): blood segmentation in porcine surgery for automated hemostasis.
 
-Layout read (``../shared/research/formats_B.md`` §5; several third-party loaders agree)::
+Layout read (``docs/sources/hemoset.md``; several third-party loaders agree)::
 
     pig1/ ... pig11/
       imgs/000000.png, 000030.png, ...      frames, the 6-digit original frame number (step 30 in the examples)

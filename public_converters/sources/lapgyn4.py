@@ -1,7 +1,7 @@
 """LapGyn4 v1.2 (Leibetseder et al. 2018, ITEC Klagenfurt): four image-classification problems in gynecologic
 laparoscopy, shipped as class folders of 1-fps JPEG frames; no masks, no annotation file, no split.
 
-Layout read (``../shared/research/formats_B.md`` §3, the official Readme as quoted by EndoViT)::
+Layout read (``docs/sources/lapgyn4.md``, the official Readme as quoted by EndoViT)::
 
     LapGyn4_v1.2/Readme.txt                              (the root may be this folder or the one holding it)
     LapGyn4_v1.2/Actions_on_Anatomy/Suturing_{Other,Ovary,Uterus,Vagina}/c_<case>_v_<video>_f_<frame>.jpg

@@ -1,8 +1,8 @@
 """MultiBypass140, Bern centre (BernBypass70): 70 LRYGB videos with phases and steps; reader in ``_multibypass140``.
 
-Split variants ``fold1``..``fold4``: the validation and test videos of the official folds as the research notes list
-them (``shared/research/formats_A.md`` §9, read from the repository's pickles); the remaining 40 videos are taken to
-be the training set (inferred: 10 + 20 + 40 = 70). The default split is fold 0, read from the release's pickles.
+Split variants ``fold1``..``fold4``: the validation and test videos of the official folds as
+``docs/sources/multibypass140.md`` lists them (read from the repository's pickles); the remaining 40 videos are taken
+to be the training set (inferred: 10 + 20 + 40 = 70). The default split is fold 0, read from the release's pickles.
 """
 
 from pathlib import Path

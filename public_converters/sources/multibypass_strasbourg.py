@@ -1,8 +1,9 @@
 """MultiBypass140, Strasbourg centre (StrasBypass70): 70 LRYGB videos with phases and steps; reader in
 ``_multibypass140``.
 
-Only the official fold 0 is offered, read from the release's split pickles: the research notes list the Strasbourg
-validation videos of every fold but none of the test lists, so folds 1-4 cannot be written down as data here.
+Only the official fold 0 is offered, read from the release's split pickles: ``docs/sources/multibypass140.md``
+lists the Strasbourg validation videos of every fold but none of the test lists, so folds 1-4 cannot be written down
+as data here.
 """
 
 from pathlib import Path

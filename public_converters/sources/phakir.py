@@ -1,5 +1,5 @@
 """PhaKIR (Rueckert et al., EndoVis 2024): 8 public cholecystectomy videos with phases on every frame and instrument
-instance masks on every 25th frame (``../shared/research/formats_A.md`` §8).
+instance masks on every 25th frame (``docs/sources/phakir.md``).
 
 Layout read (the most strongly supported one; many facts are unconfirmed, see ``SPEC.unconfirmed``)::
 

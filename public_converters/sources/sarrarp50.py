@@ -1,6 +1,6 @@
 """SAR-RARP50 (Psychogyios et al. 2023, EndoVis 2022): suturing in 50 robot-assisted radical prostatectomies.
 
-Layout read (``../shared/research/formats_B.md`` §9; the official toolkit ``surgical-vision/SAR_RARP50-evaluation``)::
+Layout read (``docs/sources/sarrarp50.md``; the official toolkit ``surgical-vision/SAR_RARP50-evaluation``)::
 
     train1/video_2/  train2/video_1/  test/video_41/ ...   each video_XX.zip unzipped; the top folders are optional
     video_XX/video_left.avi          60 fps (the toolkit hard-codes 60)

@@ -1,6 +1,6 @@
 """SurgicalActions160 (Schoeffmann et al. 2018, ITEC Klagenfurt): 160 short gynecologic-laparoscopy clips, 16 actions.
 
-Layout read (``../shared/research/formats_B.md`` §10, the official README as quoted by EndoViT)::
+Layout read (``docs/sources/surgicalactions160.md``, the official README as quoted by EndoViT)::
 
     SurgicalActions160/README.txt                  (the root may be this folder or the folder holding it)
     SurgicalActions160/01_abdominal_access/01_01.mp4 ... 01_10.mp4

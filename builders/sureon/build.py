@@ -1,0 +1,248 @@
+"""Build the Sureon datasets (Sureon-DB, validation pools, the 340-question benchmark) from the official release.
+
+    sureon build sureon --release DIR [--videos DIR] --out OUT [--configs bench db ...]
+
+Configs (names are part of the contract): ``bench`` (test), ``db`` (train, passing blind curation: Sureon-DB),
+``train_all``, ``validation``, ``validation_curated``. Sequence-summary passthroughs (flag null) count as passing.
+
+With ``--videos``, each clip gets its sampled frames (see :mod:`builders.sureon.frames`); a missing or unreadable video
+is handled by ``--on-missing-video``: ``error`` (default: list every missing source and stop), ``skip`` (leave its
+questions out and list them in ``build_manifest.json``) or ``annotation-only`` (keep them without frames).
+Every config reconciles: read = written + skipped.
+"""
+
+import json
+import os
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+from tqdm.auto import tqdm
+
+from builders.card import STAT_FIELDS, plot_category_distribution, render_card, video_qa_stats
+from builders.hub import DEFAULT_MAX_SHARD_BYTES, configs_metadata, staged_output, write_split
+from builders.schema import video_qa_features
+from builders.sureon.frames import ClipFrames, FrameCache, FramePolicy, extract_all, index_videos
+from builders.sureon.release import ColumnMapping, Release, ReleaseError, check_leakage, read_release
+
+
+MISSING_VIDEO_MODES = ("error", "skip", "annotation-only")
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    name: str
+    split: str
+    curated_only: bool
+    description: str
+
+
+CONFIGS: dict[str, ConfigSpec] = {
+    spec.name: spec
+    for spec in (
+        ConfigSpec("bench", "test", False, "the surgeon-verified benchmark (340 questions in the official release)"),
+        ConfigSpec("db", "train", True, "Sureon-DB: training questions that pass blind curation"),
+        ConfigSpec("train_all", "train", False, "every training question, before blind curation"),
+        ConfigSpec("validation", "validation", False, "every validation question, before blind curation"),
+        ConfigSpec("validation_curated", "validation", True, "validation questions that pass blind curation"),
+    )
+}
+
+
+def passes_curation(record: dict) -> bool:
+    return record["passes_blind_curation"] is True or (
+        record["passes_blind_curation"] is None and record["category"] == "SM"
+    )
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sureon" / "frames"
+
+
+@dataclass
+class BuildOptions:
+    release: Path
+    out: Path
+    videos: Path | None = None
+    configs: list[str] | None = None
+    mapping: ColumnMapping = field(default_factory=ColumnMapping)
+    on_missing_video: str = "error"
+    policy: FramePolicy = field(default_factory=FramePolicy)
+    cache_dir: Path = field(default_factory=default_cache_dir)
+    num_workers: int = 1
+    shuffle_options: bool = False
+    overwrite: bool = False
+    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES
+
+
+@dataclass
+class ConfigReport:
+    name: str
+    split: str
+    read: int
+    written: int
+    skipped: list[dict]
+
+    def line(self) -> str:
+        return (
+            f"{self.name:<20} {self.split:<11} read {self.read:>7}  written {self.written:>7}  "
+            f"skipped {len(self.skipped):>6}"
+        )
+
+
+@dataclass
+class BuildReport:
+    out: Path
+    configs: list[ConfigReport]
+    warnings: list[str]
+    unknown_categories: dict[str, int]
+
+    def summary(self) -> str:
+        lines = [f"Built {self.out}", *(c.line() for c in self.configs)]
+        if self.unknown_categories:
+            lines.append(f"categories outside the ten, kept under their own name: {self.unknown_categories}")
+        if any(c.skipped for c in self.configs):
+            lines.append(f"skipped questions and why: {self.out / 'build_manifest.json'}")
+        if self.warnings:
+            lines.append(f"{len(self.warnings)} warning(s) (see build_manifest.json), first: {self.warnings[0]}")
+        return "\n".join(lines)
+
+
+def select_configs(release: Release, requested: list[str] | None) -> list[ConfigSpec]:
+    if requested:
+        unknown = [name for name in requested if name not in CONFIGS]
+        if unknown:
+            raise ReleaseError(f"unknown config(s) {unknown}; choose from {list(CONFIGS)}")
+        absent = [n for n in requested if CONFIGS[n].split not in release.splits]
+        if absent:
+            raise ReleaseError(f"config(s) {absent} need split(s) the release lacks (found {list(release.splits)})")
+        return [CONFIGS[n] for n in CONFIGS if n in requested]
+    return [spec for spec in CONFIGS.values() if spec.split in release.splits]
+
+
+@dataclass
+class ClipFrameStore:
+    """Where each record's frames come from after sampling: the cache, or the reason there are none."""
+
+    videos: dict[str, Path]
+    missing: set[str]
+    failures: dict[tuple[str, float, float], str]
+    cache: FrameCache
+    policy: FramePolicy
+
+    def lookup(self, record: dict) -> tuple[ClipFrames | None, str | None]:
+        source, window = record["source_id"], (record["start"], record["end"])
+        if source in self.missing:
+            return None, "video not found"
+        if (source, *window) in self.failures:
+            return None, self.failures[(source, *window)]
+        frames = self.cache.get(self.cache.key(self.videos[source], *window, self.policy))
+        if frames is None:
+            raise RuntimeError(f"frames of {record['clip_id']} vanished from the cache {self.cache.root} mid-build")
+        return frames, None
+
+
+def sample_frames(opts: BuildOptions, records: list[dict]) -> ClipFrameStore:
+    """Decode (or find cached) the frames of every clip of ``records``, one decoder per source video."""
+    videos = index_videos(opts.videos)
+    missing = sorted({r["source_id"] for r in records} - set(videos))
+    if missing and opts.on_missing_video == "error":
+        raise FileNotFoundError(
+            f"{len(missing)} source video(s) not found in {opts.videos} (expected <source_id>.<ext>): "
+            f"{', '.join(missing)}. Download them, or pass --on-missing-video skip|annotation-only."
+        )
+    jobs: dict[Path, list[tuple[float, float]]] = defaultdict(list)
+    for record in records:
+        if record["source_id"] in videos:
+            jobs[videos[record["source_id"]]].append((record["start"], record["end"]))
+    failures: dict[tuple[str, float, float], str] = {}
+    with tqdm(total=len(jobs), desc="sampling frames", unit="video", disable=None) as progress:
+        for video, outcome in extract_all(dict(jobs), opts.policy, opts.cache_dir, opts.num_workers):
+            failures.update({(video.stem, *window): error for window, error in outcome.items() if error})
+            progress.update()
+    if failures and opts.on_missing_video == "error":
+        raise RuntimeError(
+            f"{len(failures)} clip(s) could not be sampled (frames decoded so far are cached; a rerun resumes):\n  "
+            + "\n  ".join(sorted(failures.values()))
+        )
+    return ClipFrameStore(videos, set(missing), failures, FrameCache(opts.cache_dir), opts.policy)
+
+
+def config_rows(records: list[dict], store: ClipFrameStore | None, skip_missing: bool, kept: list, skipped: list):
+    """Output rows of one config; records without frames are skipped (listed in ``skipped``) or kept frameless."""
+    for record in records:
+        row = {k: v for k, v in record.items() if not k.startswith("_")} | record["_extras"]
+        if store is not None:
+            frames, reason = store.lookup(record)
+            if reason and skip_missing:
+                skipped.append({key: record[key] for key in ("question_id", "source_id")} | {"reason": reason})
+                continue
+            row["frames"] = [{"bytes": jpeg, "path": None} for jpeg in frames.jpegs] if frames else []
+            row["frame_timestamps"] = frames.timestamps if frames else []
+        kept.append({k: row[k] for k in STAT_FIELDS})  # frames stream to disk, not into memory
+        yield row
+
+
+def build_sureon(opts: BuildOptions) -> BuildReport:
+    """Read, validate and write the requested configs; see the module docstring."""
+    if opts.on_missing_video not in MISSING_VIDEO_MODES:
+        raise ValueError(f"--on-missing-video must be one of {MISSING_VIDEO_MODES}, got {opts.on_missing_video!r}")
+    release = read_release(opts.release, opts.mapping, opts.shuffle_options)
+    check_leakage(release)
+    specs = select_configs(release, opts.configs)
+    selected = {
+        spec.name: [r for r in release.splits[spec.split].records if not spec.curated_only or passes_curation(r)]
+        for spec in specs
+    }
+    with_frames = opts.videos is not None
+    store = None
+    if with_frames:
+        unique = {r["question_id"]: r for records in selected.values() for r in records}
+        store = sample_frames(opts, list(unique.values()))
+
+    reports, card_configs, written_stats, dataset_infos, extra_columns = [], [], {}, {}, []
+    with staged_output(opts.out, opts.overwrite) as staging:
+        for spec in specs:
+            extra_schema = release.splits[spec.split].extra_fields
+            features = video_qa_features(with_frames, pa.schema(extra_schema) if extra_schema else None)
+            kept: list[dict] = []
+            skipped: list[dict] = []
+            rows = config_rows(selected[spec.name], store, opts.on_missing_video == "skip", kept, skipped)
+            written = write_split(rows, features, staging / spec.name, spec.split, opts.max_shard_bytes)
+            dataset_infos[spec.name] = written.info(features)
+            report = ConfigReport(spec.name, spec.split, len(selected[spec.name]), written.num_examples, skipped)
+            if report.read != report.written + len(report.skipped):
+                raise RuntimeError(
+                    f"{spec.name}: read {report.read} != written {report.written} + skipped {len(skipped)}"
+                )
+            reports.append(report)
+            written_stats[spec.name] = video_qa_stats(kept)
+            card_configs.append(
+                {
+                    "name": spec.name,
+                    "split": spec.split,
+                    "description": spec.description,
+                    "stats": written_stats[spec.name],
+                }
+            )
+            extra_columns += [f.name for f in extra_schema if f.name not in extra_columns]
+
+        plot_category_distribution(written_stats, staging / "assets" / "category_distribution.png")
+        metadata = configs_metadata({s.name: [s.split] for s in specs}, default=specs[0].name)
+        (staging / "README.md").write_text(
+            render_card(card_configs, metadata, dataset_infos, with_frames, extra_columns)
+        )
+        manifest = {
+            "configs": {
+                r.name: {"split": r.split, "read": r.read, "written": r.written, "skipped": r.skipped} for r in reports
+            },
+            "stats": written_stats,
+            "unknown_categories": release.unknown_categories,
+            "warnings": release.warnings,
+            "frames": {"with_frames": with_frames, "policy": asdict(opts.policy)}
+            if with_frames
+            else {"with_frames": False},
+        }
+        (staging / "build_manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return BuildReport(opts.out, reports, release.warnings, release.unknown_categories)

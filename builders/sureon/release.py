@@ -1,0 +1,356 @@
+"""Read the official Sureon release (annotation-only parquet, Hub layout) into normalised video-QA records.
+
+Only ``question_id``, ``clip_id`` and ``passes_blind_curation`` are confirmed by the release card; every other
+column name is inferred from the project's website [``docs/release_format.md``]. So all columns go
+through one declared :class:`ColumnMapping` whose defaults are the inferred names; a column the mapping requires but
+the files lack is an error naming it and listing what was found. Columns the mapping does not consume are carried
+through to the output under their own names (``release_<name>`` on a clash), never dropped.
+
+Every row problem of a release is collected and reported at once (file, row, ``question_id``, what to fix).
+"""
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from builders.columns import MAX_ERRORS_SHOWN, RowError, raise_row_errors
+from builders.columns import ColumnMapping as BaseColumnMapping
+from builders.options import (
+    OptionError,
+    lettered_events,
+    options_from_pool,
+    parse_order,
+    read_options,
+    resolve_answer,
+    seeded_shuffle,
+)
+from builders.sureon.categories import BY_CODE, MCQ, OPEN, ORDERING, resolve_category
+from builders.sureon.clips import ClipIdError, parse_clip_id, parse_seconds
+
+
+# The release's option layout as inferred from the project website: one struct per option, the correct one flagged
+# (docs/release_format.md; the other layouts builders/options.py reads stay accepted).
+RELEASE_OPTIONS_TYPE = pa.list_(pa.struct([("letter", pa.string()), ("text", pa.string()), ("correct", pa.bool_())]))
+
+
+SPLITS = ("train", "validation", "test")
+_SPLIT_WORDS = {
+    "train": "train",
+    "training": "train",
+    "validation": "validation",
+    "valid": "validation",
+    "val": "validation",
+    "dev": "validation",
+    "test": "test",
+    "bench": "test",
+    "benchmark": "test",
+}
+OUTPUT_COLUMNS = (
+    "question_id",
+    "clip_id",
+    "source_id",
+    "start",
+    "end",
+    "category",
+    "category_slug",
+    "question",
+    "options",
+    "answer",
+    "answer_index",
+    "answer_format",
+    "answer_order",
+    "passes_blind_curation",
+    "specialty",
+    "subject",
+    "procedure",
+    "transcript",
+    "reasoning",
+    "frames",
+    "frame_timestamps",
+)
+
+
+class ReleaseError(ValueError):
+    """A release that cannot be read as it stands; the message says what and where, and how to fix it."""
+
+
+@dataclass
+class ColumnMapping(BaseColumnMapping):
+    """Which release column holds each field. Defaults are the inferred release names.
+
+    ``None`` disables an optional field. Override on the command line with ``--column field=release_name`` or with a
+    YAML file of ``field: release_name`` (``--columns-file``).
+    """
+
+    question_id: str = "question_id"
+    clip_id: str = "clip_id"
+    question: str = "question"
+    answer: str = "answer"
+    passes_blind_curation: str = "passes_blind_curation"
+    category: str | None = "category"
+    options: str | None = "options"
+    option_columns: list[str] | None = None
+    distractors: str | None = "distractors"
+    source_id: str | None = "source_id"
+    start: str | None = "start"
+    end: str | None = "end"
+    time_window: str | None = "time_window"
+    specialty: str | None = "specialty"
+    subject: str | None = "subject"
+    procedure: str | None = "procedure"
+    transcript: str | None = "transcript"
+    reasoning: str | None = "reasoning"
+
+    REQUIRED: ClassVar[tuple[str, ...]] = ("question_id", "clip_id", "question", "answer", "passes_blind_curation")
+    ERROR: ClassVar[type[ValueError]] = ReleaseError
+
+
+@dataclass
+class SplitRecords:
+    split: str
+    files: list[Path]
+    records: list[dict]
+    extra_fields: list[pa.Field]
+
+
+@dataclass
+class Release:
+    splits: dict[str, SplitRecords]
+    warnings: list[str]
+
+    @property
+    def unknown_categories(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for split in self.splits.values():
+            for record in split.records:
+                if record["category"] not in BY_CODE:
+                    counts[record["category"]] = counts.get(record["category"], 0) + 1
+        return dict(sorted(counts.items()))
+
+
+def find_split_files(release_dir: Path) -> dict[str, list[Path]]:
+    """Assign each parquet file under ``release_dir`` to train / validation / test by the words in its path."""
+    if not release_dir.is_dir():
+        raise ReleaseError(
+            f"release folder {release_dir} does not exist. Download it with "
+            "`hf download aleperez24/sureon --repo-type dataset --local-dir DIR` (gated: accept the terms first)."
+        )
+    files = sorted(
+        p
+        for p in release_dir.rglob("*.parquet")
+        if not any(part.startswith(".") for part in p.relative_to(release_dir).parts)
+    )
+    if not files:
+        raise ReleaseError(f"no parquet files under {release_dir}: is this the downloaded release folder?")
+    by_split: dict[str, list[Path]] = {}
+    unassigned = []
+    for path in files:
+        rel = path.relative_to(release_dir)
+        split = None
+        for part in reversed(rel.parts):  # the file name decides before its folders
+            words = [_SPLIT_WORDS[w] for w in re.split(r"[^a-z]+", Path(part).stem.lower()) if w in _SPLIT_WORDS]
+            if len(set(words)) == 1:
+                split = words[0]
+                break
+        if split is None:
+            unassigned.append(str(rel))
+        else:
+            by_split.setdefault(split, []).append(path)
+    if unassigned:
+        raise ReleaseError(
+            f"cannot tell the split of {unassigned} under {release_dir}: "
+            "name files or folders with train / validation / test"
+        )
+    return by_split
+
+
+def _read_flag(value) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    if text in ("", "none", "null", "nan"):
+        return None
+    raise ValueError(f"passes_blind_curation {value!r} is not true / false / null")
+
+
+def _text(value) -> str:
+    return "" if value is None else str(value)
+
+
+def _window(row: dict, cols: dict, clip) -> tuple[float, float]:
+    if cols["start"] and cols["end"] and row[cols["start"]] is not None and row[cols["end"]] is not None:
+        return parse_seconds(row[cols["start"]]), parse_seconds(row[cols["end"]])
+    if cols["time_window"] and row[cols["time_window"]]:
+        parts = re.split(r"\s*(?:→|->|–|\bto\b|,)\s*", str(row[cols["time_window"]]).strip())
+        if len(parts) != 2:
+            raise ValueError(f"time_window {row[cols['time_window']]!r} is not 'start → end'")
+        return parse_seconds(parts[0]), parse_seconds(parts[1])
+    if clip is None:
+        raise ValueError("no start/end columns and the clip_id does not encode the window")
+    return clip.start, clip.end
+
+
+def normalise_row(row: dict, cols: dict, letter_columns: list[str], shuffle_options: bool) -> dict:
+    """One release row -> one record of the output schema (without frames); raise ValueError on bad input."""
+    question_id = _text(row[cols["question_id"]]).strip()
+    clip_id = _text(row[cols["clip_id"]]).strip()
+    if not question_id:
+        raise ValueError("empty question_id")
+    try:
+        clip = parse_clip_id(clip_id)
+    except ClipIdError:
+        if not (cols["source_id"] and row[cols["source_id"]]):
+            raise
+        clip = None
+    source_id = (
+        _text(row[cols["source_id"]]).strip() if cols["source_id"] and row[cols["source_id"]] else clip.source_id
+    )
+    start, end = _window(row, cols, clip)
+    if end < start:
+        raise ValueError(f"window ends ({end}s) before it starts ({start}s)")
+
+    raw_category = row[cols["category"]] if cols["category"] else None
+    if not raw_category:
+        if clip is None:
+            raise ValueError("no category value and the clip_id does not encode one")
+        raw_category = clip.category_slug
+    category, known = resolve_category(str(raw_category))
+    category_slug = known.slug if known else category
+
+    question = _text(row[cols["question"]])
+    answer = _text(row[cols["answer"]]).strip()
+    if letter_columns:
+        options = [_text(row[c]) for c in letter_columns if row[c] not in (None, "")]
+        flagged = None
+    elif cols["options"]:
+        options, flagged = read_options(row[cols["options"]])
+    else:
+        options, flagged = [], None
+    pool = read_options(row[cols["distractors"]])[0] if cols["distractors"] and not options else []
+    if pool:
+        options, flagged = options_from_pool(answer, pool, question_id), None
+    elif options and shuffle_options:
+        order = seeded_shuffle(range(len(options)), "options", question_id)
+        flagged = order.index(flagged) if flagged is not None else None
+        options = [options[i] for i in order]
+    answer_index = resolve_answer(answer, options, flagged)
+    if answer_index >= 0:
+        answer = options[answer_index]
+
+    answer_format = known.answer_format if known else (MCQ if options else OPEN)
+    answer_order: list[str] = []
+    if answer_format == ORDERING and not options:
+        events = lettered_events(question)
+        answer_order = parse_order(answer, len(events) or None)
+    elif answer_format == MCQ and not options:
+        raise ValueError(f"{category} is a multiple-choice category but the row has no options")
+
+    return {
+        "question_id": question_id,
+        "clip_id": clip_id,
+        "source_id": source_id,
+        "start": start,
+        "end": end,
+        "category": category,
+        "category_slug": category_slug,
+        "question": question,
+        "options": options,
+        "answer": answer,
+        "answer_index": answer_index,
+        "answer_format": answer_format,
+        "answer_order": answer_order,
+        "passes_blind_curation": _read_flag(row[cols["passes_blind_curation"]]),
+        "specialty": _text(row[cols["specialty"]]) if cols["specialty"] else "",
+        "subject": _text(row[cols["subject"]]) if cols["subject"] else "",
+        "procedure": _text(row[cols["procedure"]]) if cols["procedure"] else "",
+        "transcript": _text(row[cols["transcript"]]) if cols["transcript"] else "",
+        "reasoning": _text(row[cols["reasoning"]]) if cols["reasoning"] else "",
+        "_clip_window": (clip.start, clip.end) if clip else None,
+    }
+
+
+def _carry_name(column: str) -> str:
+    return f"release_{column}" if column in OUTPUT_COLUMNS else column
+
+
+def read_release(
+    release_dir: str | Path, mapping: ColumnMapping | None = None, shuffle_options: bool = False
+) -> Release:
+    """Read and validate every split of a release folder; raise :class:`ReleaseError` listing all row problems."""
+    release_dir = Path(release_dir)
+    mapping = mapping or ColumnMapping()
+    errors: list[RowError] = []
+    warnings: list[str] = []
+    splits: dict[str, SplitRecords] = {}
+    for split, files in sorted(find_split_files(release_dir).items(), key=lambda kv: SPLITS.index(kv[0])):
+        records: list[dict] = []
+        extra_fields: dict[str, pa.Field] = {}
+        for path in files:
+            table = pq.read_table(path)
+            where = str(path.relative_to(release_dir))
+            cols = mapping.resolve(table.column_names, where)
+            letter_columns = mapping.letter_columns(table.column_names) if not cols["options"] else []
+            consumed = {c for c in cols.values() if c} | set(letter_columns)
+            extras = [c for c in table.column_names if c not in consumed]
+            for name in extras:
+                carried = table.schema.field(name).with_name(_carry_name(name))
+                if carried.name in extra_fields and not extra_fields[carried.name].type.equals(carried.type):
+                    raise ReleaseError(
+                        f"{where}: column {name!r} is {carried.type} here but {extra_fields[carried.name].type} "
+                        f"in another {split} file"
+                    )
+                extra_fields.setdefault(carried.name, carried)
+            for row_number, row in enumerate(table.to_pylist()):
+                qid = row.get(cols["question_id"])
+                try:
+                    record = normalise_row(row, cols, letter_columns, shuffle_options)
+                except (ValueError, OptionError) as err:
+                    errors.append(RowError(f"{where} row {row_number}", qid, str(err)))
+                    continue
+                record["_extras"] = {_carry_name(c): row[c] for c in extras}
+                record["_where"] = f"{where} row {row_number}"
+                records.append(record)
+        for record in records:
+            for name in extra_fields:
+                record["_extras"].setdefault(name, None)
+        splits[split] = SplitRecords(split, files, records, list(extra_fields.values()))
+
+    seen: dict[str, str] = {}
+    for split in splits.values():
+        for record in split.records:
+            qid = record["question_id"]
+            if qid in seen:
+                errors.append(RowError(record["_where"], qid, f"duplicate question_id (first at {seen[qid]})"))
+            else:
+                seen[qid] = record["_where"]
+            window = record.pop("_clip_window")
+            if window and (abs(window[0] - record["start"]) > 0.05 or abs(window[1] - record["end"]) > 0.05):
+                warnings.append(
+                    f"{record['_where']}: start/end columns ({record['start']}, {record['end']}) differ from the "
+                    f"clip_id window {window}; the columns are used"
+                )
+    raise_row_errors(errors, str(release_dir), ReleaseError)
+    return Release(splits=splits, warnings=warnings)
+
+
+def check_leakage(release: Release) -> None:
+    """Fail if a source video feeds more than one split (the release promises video-level disjoint splits)."""
+    owners: dict[str, set[str]] = {}
+    for split in release.splits.values():
+        for record in split.records:
+            owners.setdefault(record["source_id"], set()).add(split.split)
+    leaked = {source: sorted(s, key=SPLITS.index) for source, s in sorted(owners.items()) if len(s) > 1}
+    if leaked:
+        listing = "; ".join(f"{source} in {', '.join(s)}" for source, s in list(leaked.items())[:MAX_ERRORS_SHOWN])
+        raise ReleaseError(
+            f"{len(leaked)} source video(s) appear in more than one split (train / validation / test must be "
+            f"disjoint by source video): {listing}"
+        )

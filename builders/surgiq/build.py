@@ -1,0 +1,480 @@
+"""Build SurgiQ (text-only four-option surgical MCQs) in the Hub layout from the user's own files.
+
+    sureon build surgiq --source FILE [FILE ...] --out OUT [--exclude-ids dedupe.txt]
+
+The release is not on the Hub (the paper points at an anonymous review mirror) and its column names are not known
+[``docs/release_format.md``], so the builder reads JSON, JSONL, CSV or parquet through one declared
+:class:`SurgiqColumns` mapping whose defaults are the proposed schema (``id``, ``question``, ``options``,
+``answer``, ``explanation``, ``domain``, ``question_type``, ``source_type``). Options come as a list (or a JSON list
+in a CSV cell, or ``{letter: text}``) or as one column per letter (``A``..``D``, ``option_a``..); the answer as a
+letter or as the option text. Every row problem is collected and raised at once with its file, line and value:
+an unknown domain / question type / source type, a question with other than four options, an answer matching no
+option, an empty field, a repeated id. Unmapped columns are carried through unchanged.
+
+Configs (names are part of the contract), each one ``test`` split:
+``default``  the stored option order, kept fixed (the paper's evaluation set);
+``shuffled`` options permuted with a seed from the question id, labels updated (the paper's answer-order robustness
+             set, Table A3); ``option_order`` gives each presented option's stored position.
+
+The correct-answer position balance is reported per config (build summary, manifest and card) next to the paper's
+(A 26.9 / B 23.8 / C 24.7 / D 24.6 %). ``--exclude-ids`` applies a dedupe list (one id per line, ``#`` comments; see
+:mod:`builders.surgiq.near_duplicates`): excluded questions are listed in ``build_manifest.json``, so read = written +
+skipped always holds.
+"""
+
+import csv
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from builders.card import mcq_stats, plot_domain_type_distribution, render_mcq_card
+from builders.columns import ColumnMapping, RowError, raise_row_errors
+from builders.hub import DEFAULT_MAX_SHARD_BYTES, configs_metadata, staged_output, write_split
+from builders.options import LETTERS, OptionError, read_options, resolve_answer, seeded_shuffle
+from builders.schema import TEXT_MCQ_FEATURES, text_mcq_features
+
+
+NUM_OPTIONS = 4
+SPLIT = "test"
+SOURCE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".parquet")
+
+# Canonical values (slugs) and their display names; the paper's six domains, four formats and three source kinds.
+DOMAINS = {
+    "general_surgery": "General surgery",
+    "neurosurgery": "Neurosurgery",
+    "robotic_surgery": "Robotic surgery",
+    "orthopedic_surgery": "Orthopedic surgery",
+    "critical_care": "Critical care",
+    "laparoscopic_surgery": "Laparoscopic surgery",
+}
+QUESTION_TYPES = {
+    "case_based": "Case-based",
+    "reasoning": "Reasoning",
+    "best_option": "Best-option",
+    "negative": "Negative",
+}
+SOURCE_TYPES = {"textbook": "Textbook", "research_paper": "Research paper", "exam": "Exam"}
+VOCABULARIES = {"domain": DOMAINS, "question_type": QUESTION_TYPES, "source_type": SOURCE_TYPES}
+# Spellings seen in the paper and in common MCQ releases; keys are normalised with :func:`value_key`.
+BUILTIN_ALIASES = {
+    "domain": {
+        "general": "general_surgery",
+        "neuro_surgery": "neurosurgery",
+        "neurological_surgery": "neurosurgery",
+        "robotic": "robotic_surgery",
+        "robot_assisted_surgery": "robotic_surgery",
+        "orthopaedic_surgery": "orthopedic_surgery",
+        "orthopedic": "orthopedic_surgery",
+        "orthopaedic": "orthopedic_surgery",
+        "orthopedics": "orthopedic_surgery",
+        "orthopaedics": "orthopedic_surgery",
+        "surgical_critical_care": "critical_care",
+        "critical_care_surgery": "critical_care",
+        "laparoscopic": "laparoscopic_surgery",
+        "laparoscopy": "laparoscopic_surgery",
+    },
+    "question_type": {
+        "case": "case_based",
+        "clinical_case": "case_based",
+        "casebased": "case_based",
+        "best_answer": "best_option",
+        "bestoption": "best_option",
+        "negation": "negative",
+        "except": "negative",
+    },
+    "source_type": {
+        "book": "textbook",
+        "textbooks": "textbook",
+        "paper": "research_paper",
+        "research": "research_paper",
+        "article": "research_paper",
+        "journal_article": "research_paper",
+        "examination": "exam",
+        "exam_material": "exam",
+        "exams": "exam",
+    },
+}
+# The paper's release (section 3.2), in percent.
+PAPER_ANSWER_POSITION = {"A": 26.9, "B": 23.8, "C": 24.7, "D": 24.6}
+
+
+class SurgiqError(ValueError):
+    """SurgiQ source files that cannot be read as they stand; the message says what, where and how to fix it."""
+
+
+@dataclass
+class SurgiqColumns(ColumnMapping):
+    """Which source column holds each field (defaults: the proposed schema). ``None`` disables an optional field."""
+
+    id: str = "id"
+    question: str = "question"
+    options: str | None = "options"
+    option_columns: list[str] | None = None
+    answer: str = "answer"
+    explanation: str | None = "explanation"
+    domain: str = "domain"
+    question_type: str = "question_type"
+    source_type: str | None = "source_type"
+
+    REQUIRED: ClassVar[tuple[str, ...]] = ("id", "question", "answer", "domain", "question_type")
+    ERROR: ClassVar[type[ValueError]] = SurgiqError
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    name: str
+    description: str
+    shuffled: bool
+
+
+CONFIGS = {
+    spec.name: spec
+    for spec in (
+        ConfigSpec("default", "the stored option order, kept fixed across evaluations (the paper's setting)", False),
+        ConfigSpec("shuffled", "options permuted with a seed from the question id (answer-order robustness)", True),
+    )
+}
+
+
+def in_vocabulary_order(values, vocabulary: dict) -> list[str]:
+    """``values`` in the vocabulary's (the paper's) order, then any others alphabetically."""
+    values = set(values)
+    return [v for v in vocabulary if v in values] + sorted(values - set(vocabulary))
+
+
+def value_key(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", str(text).casefold()).strip("_")
+
+
+def parse_aliases(pairs: list[str] | None) -> dict[str, dict[str, str]]:
+    """``["domain:Ortho=orthopedic_surgery"]`` -> ``{"domain": {"ortho": "orthopedic_surgery"}}``, validated."""
+    aliases: dict[str, dict[str, str]] = {}
+    for pair in pairs or []:
+        name, _, rest = pair.partition(":")
+        value, sep, canonical = rest.rpartition("=")
+        if name not in VOCABULARIES or not sep or not value:
+            raise SurgiqError(
+                f"--alias {pair!r}: expected FIELD:VALUE=CANONICAL with FIELD one of {list(VOCABULARIES)}, "
+                "e.g. --alias domain:Ortho=orthopedic_surgery"
+            )
+        if canonical not in VOCABULARIES[name]:
+            raise SurgiqError(
+                f"--alias {pair!r}: {canonical!r} is not a {name}; choose from {list(VOCABULARIES[name])}"
+            )
+        aliases.setdefault(name, {})[value_key(value)] = canonical
+    return aliases
+
+
+def canonical_value(name: str, value, aliases: dict[str, dict[str, str]]) -> str:
+    """The canonical slug of a domain / question type / source type value; ``ValueError`` naming it if unknown."""
+    key = value_key(value if value is not None else "")
+    vocabulary = VOCABULARIES[name]
+    if key in vocabulary:
+        return key
+    for table in (aliases.get(name, {}), BUILTIN_ALIASES[name]):
+        if key in table:
+            return table[key]
+    raise ValueError(
+        f"unknown {name} {value!r}; expected one of {list(vocabulary)} "
+        f"(map other spellings with --alias {name}:VALUE=CANONICAL)"
+    )
+
+
+@dataclass
+class SourceRows:
+    path: Path
+    rows: list[tuple[str, dict]]  # (where, row)
+    columns: list[str]
+
+
+def _json_rows(path: Path) -> list[dict]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise SurgiqError(f"{path}: not valid JSON ({err}); is it JSON Lines? name it .jsonl") from None
+    if isinstance(data, dict) and data and all(isinstance(value, dict) for value in data.values()):
+        return [{"id": key} | value for key, value in data.items()]  # keyed by id (PubMedQA-style)
+    if isinstance(data, dict):
+        lists = [value for value in data.values() if isinstance(value, list)]
+        if len(lists) != 1:
+            raise SurgiqError(f"{path}: expected a list of questions, or an object holding exactly one such list")
+        data = lists[0]
+    if not isinstance(data, list):
+        raise SurgiqError(f"{path}: expected a list of questions, got {type(data).__name__}")
+    return data
+
+
+def read_source(path: Path) -> SourceRows:
+    """Rows of one source file with where each comes from (``line N`` for text formats, ``row N`` otherwise)."""
+    path = Path(path)
+    if not path.is_file():
+        raise SurgiqError(f"source file {path} does not exist")
+    suffix = path.suffix.lower()
+    if suffix not in SOURCE_SUFFIXES:
+        raise SurgiqError(f"{path}: unsupported format {suffix!r}; use one of {', '.join(SOURCE_SUFFIXES)}")
+    rows: list[tuple[str, dict]] = []
+    if suffix in (".jsonl", ".ndjson"):
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    rows.append((f"{path.name} line {number}", json.loads(line)))
+                except json.JSONDecodeError as err:
+                    raise SurgiqError(f"{path.name} line {number}: not valid JSON ({err})") from None
+    elif suffix == ".json":
+        rows = [(f"{path.name} row {i}", row) for i, row in enumerate(_json_rows(path))]
+    elif suffix in (".csv", ".tsv"):
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            reader = csv.DictReader(handle, delimiter="\t" if suffix == ".tsv" else ",")
+            rows = [(f"{path.name} line {reader.line_num}", dict(row)) for row in reader]
+    else:
+        rows = [(f"{path.name} row {i}", row) for i, row in enumerate(pq.read_table(path).to_pylist())]
+    not_objects = [where for where, row in rows if not isinstance(row, dict)]
+    if not_objects:
+        raise SurgiqError(f"{path}: rows must be objects with named fields; {not_objects[0]} is not")
+    columns = list(dict.fromkeys(key for _, row in rows for key in row))
+    return SourceRows(path, rows, columns)
+
+
+def _text(value) -> str:
+    return "" if value is None else str(value).strip()
+
+
+def _answer_text(value) -> str:
+    answer = _text(value)
+    letter = re.fullmatch(r"\(?([a-z])\)?[.):]?", answer)
+    return letter.group(1).upper() if letter else answer
+
+
+def normalise_row(row: dict, cols: dict, letter_columns: list[str], aliases: dict) -> dict:
+    """One source row -> one record in the stored option order; ``ValueError`` naming the value on bad input."""
+    question_id = _text(row.get(cols["id"]))
+    if not question_id:
+        raise ValueError("empty id")
+    question = _text(row.get(cols["question"]))
+    if not question:
+        raise ValueError("empty question")
+    if letter_columns:
+        options = [_text(row.get(c)) for c in letter_columns if _text(row.get(c))]
+        flagged = None
+    else:
+        options, flagged = read_options(row.get(cols["options"]))
+        options = [_text(option) for option in options]
+    if len(options) != NUM_OPTIONS or not all(options):
+        raise ValueError(f"{len([o for o in options if o])} non-empty options, SurgiQ needs exactly 4: {options}")
+    answer_index = resolve_answer(_answer_text(row.get(cols["answer"])), options, flagged)
+    return {
+        "id": question_id,
+        "question": question,
+        "options": options,
+        "answer": LETTERS[answer_index],
+        "answer_index": answer_index,
+        "option_order": list(range(NUM_OPTIONS)),
+        "explanation": _text(row.get(cols["explanation"])) if cols["explanation"] else "",
+        "domain": canonical_value("domain", row.get(cols["domain"]), aliases),
+        "question_type": canonical_value("question_type", row.get(cols["question_type"]), aliases),
+        "source_type": canonical_value("source_type", row.get(cols["source_type"]), aliases)
+        if cols["source_type"] and _text(row.get(cols["source_type"]))
+        else "",
+    }
+
+
+def _carry_name(column: str) -> str:
+    return f"source_{column}" if column in TEXT_MCQ_FEATURES else column
+
+
+def _extra_schema(records: list[dict], names: list[str]) -> pa.Schema:
+    fields = []
+    for name in names:
+        try:
+            fields.append(pa.field(name, pa.array([r["_extras"][name] for r in records]).type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+            raise SurgiqError(f"column {name!r} mixes value types across rows ({err}); map or drop it") from None
+    return pa.schema([f if not pa.types.is_null(f.type) else f.with_type(pa.string()) for f in fields])
+
+
+def read_surgiq(paths: list[Path], mapping: SurgiqColumns | None = None, aliases: dict | None = None):
+    """Read and validate every source file: ``(records, extra column names)``; raise listing all row problems."""
+    mapping = mapping or SurgiqColumns()
+    aliases = aliases or {}
+    errors: list[RowError] = []
+    records: list[dict] = []
+    extras: list[str] = []
+    for path in paths:
+        source = read_source(path)
+        cols = mapping.resolve(source.columns, str(path))
+        letter_columns = [] if cols["options"] else mapping.letter_columns(source.columns)
+        if not cols["options"] and not letter_columns:
+            raise SurgiqError(
+                f"{path}: no options column {mapping.options!r} and no per-letter columns (A..D, option_a..); "
+                f"columns found: {source.columns}. Map them with --column options=... or --column option_columns=..."
+            )
+        consumed = {c for c in cols.values() if c} | set(letter_columns)
+        carried = [c for c in source.columns if c not in consumed]
+        extras += [_carry_name(c) for c in carried if _carry_name(c) not in extras]
+        for where, row in source.rows:
+            try:
+                record = normalise_row(row, cols, letter_columns, aliases)
+            except (ValueError, OptionError) as err:
+                errors.append(RowError(where, _text(row.get(cols["id"])) or None, str(err)))
+                continue
+            record["_extras"] = {_carry_name(c): row.get(c) for c in carried}
+            record["_where"] = where
+            records.append(record)
+    seen: dict[str, str] = {}
+    for record in records:
+        for name in extras:
+            record["_extras"].setdefault(name, None)
+        if record["id"] in seen:
+            errors.append(RowError(record["_where"], record["id"], f"duplicate id (first at {seen[record['id']]})"))
+        seen.setdefault(record["id"], record["_where"])
+    raise_row_errors(errors, ", ".join(str(p) for p in paths), SurgiqError)
+    return records, extras
+
+
+def present(record: dict, shuffled: bool) -> dict:
+    """The record as a config presents it: the stored order, or a permutation seeded by its id (labels follow)."""
+    if not shuffled:
+        return record
+    order = seeded_shuffle(range(NUM_OPTIONS), "surgiq-shuffled", record["id"])
+    return record | {
+        "options": [record["options"][i] for i in order],
+        "answer_index": order.index(record["answer_index"]),
+        "answer": LETTERS[order.index(record["answer_index"])],
+        "option_order": order,
+    }
+
+
+def read_id_list(path: Path) -> list[str]:
+    """Ids of a dedupe list: the first word of each line; blank lines and ``#`` comments are ignored."""
+    ids = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        words = line.split("#", 1)[0].split()
+        if words:
+            ids.append(words[0])
+    return ids
+
+
+@dataclass
+class BuildOptions:
+    sources: list[Path]
+    out: Path
+    mapping: SurgiqColumns = field(default_factory=SurgiqColumns)
+    aliases: dict[str, dict[str, str]] = field(default_factory=dict)
+    exclude_ids: Path | None = None
+    configs: list[str] | None = None
+    overwrite: bool = False
+    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES
+
+
+@dataclass
+class ConfigReport:
+    name: str
+    read: int
+    written: int
+    skipped: list[dict]
+    answer_position: dict[str, float]  # percent per letter
+
+    def line(self) -> str:
+        balance = " ".join(f"{letter} {pct:.1f}" for letter, pct in self.answer_position.items())
+        return (
+            f"{self.name:<10} read {self.read:>6}  written {self.written:>6}  skipped {len(self.skipped):>4}  "
+            f"answer position % {balance}"
+        )
+
+
+@dataclass
+class BuildReport:
+    out: Path
+    configs: list[ConfigReport]
+    warnings: list[str]
+
+    def summary(self) -> str:
+        paper = " ".join(f"{letter} {pct:.1f}" for letter, pct in PAPER_ANSWER_POSITION.items())
+        lines = [f"Built {self.out}", *(c.line() for c in self.configs), f"(the paper's release: {paper})"]
+        if any(c.skipped for c in self.configs):
+            lines.append(f"excluded questions: {self.out / 'build_manifest.json'}")
+        lines += [f"warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def build_surgiq(opts: BuildOptions) -> BuildReport:
+    """Read, validate and write the requested configs; see the module docstring."""
+    names = opts.configs or list(CONFIGS)
+    unknown = [n for n in names if n not in CONFIGS]
+    if unknown:
+        raise SurgiqError(f"unknown config(s) {unknown}; choose from {list(CONFIGS)}")
+    specs = [CONFIGS[n] for n in CONFIGS if n in names]
+    records, extras = read_surgiq(opts.sources, opts.mapping, opts.aliases)
+    warnings: list[str] = []
+    excluded: set[str] = set()
+    if opts.exclude_ids is not None:
+        listed = read_id_list(opts.exclude_ids)
+        known = {r["id"] for r in records}
+        excluded = set(listed) & known
+        stale = [i for i in listed if i not in known]
+        if stale:
+            warnings.append(f"{len(stale)} id(s) of {opts.exclude_ids} are not in the sources: {stale[:10]}")
+    kept = [r for r in records if r["id"] not in excluded]
+    skipped = [
+        {"id": r["id"], "where": r["_where"], "reason": f"listed in {Path(opts.exclude_ids).name}"}
+        for r in records
+        if r["id"] in excluded
+    ]
+    features = text_mcq_features(_extra_schema(records, extras) if extras else None)
+
+    reports, card_configs, stats, infos = [], [], {}, {}
+    with staged_output(opts.out, opts.overwrite) as staging:
+        for spec in specs:
+            rows = [
+                {k: v for k, v in present(r, spec.shuffled).items() if not k.startswith("_")} | r["_extras"]
+                for r in kept
+            ]
+            written = write_split(rows, features, staging / spec.name, SPLIT, opts.max_shard_bytes)
+            if len(records) != written.num_examples + len(skipped):
+                raise RuntimeError(f"{spec.name}: read {len(records)} != written {written.num_examples} + skipped")
+            infos[spec.name] = written.info(features)
+            stats[spec.name] = mcq_stats(rows, NUM_OPTIONS)
+            reports.append(
+                ConfigReport(spec.name, len(records), written.num_examples, skipped, stats[spec.name]["answer_pct"])
+            )
+            card_configs.append({"name": spec.name, "split": SPLIT, "description": spec.description})
+        first = stats[specs[0].name]
+        plot_domain_type_distribution(first, DOMAINS, QUESTION_TYPES, staging / "assets" / "domain_type.png")
+        metadata = configs_metadata({spec.name: [SPLIT] for spec in specs}, default=specs[0].name)
+        (staging / "README.md").write_text(
+            render_mcq_card(
+                card_configs,
+                metadata,
+                infos,
+                stats,
+                vocabularies=VOCABULARIES,
+                paper_answer_position=PAPER_ANSWER_POSITION,
+                extra_columns=extras,
+            )
+        )
+        manifest = {
+            "sources": {str(p): _sha256(Path(p)) for p in opts.sources},
+            "exclude_ids": str(opts.exclude_ids) if opts.exclude_ids else None,
+            "configs": {r.name: {"read": r.read, "written": r.written, "skipped": r.skipped} for r in reports},
+            "stats": stats,
+            "paper_answer_position": PAPER_ANSWER_POSITION,
+            "warnings": warnings,
+        }
+        (staging / "build_manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return BuildReport(opts.out, reports, warnings)

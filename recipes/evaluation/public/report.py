@@ -1,0 +1,279 @@
+"""Report of the public perception benchmarks (seed Appendix D.3, Table 5) from JSONL prediction files.
+
+    sureon report public runs/ours/public.jsonl "GPT-5.1=runs/gpt/public.jsonl" --out reports/public \
+        --exclude-videos cholec80:clip=cholec80_overlap.txt
+
+One JSON object per line, one line per query (the public-benchmark runner writes them; so can any other tool)::
+
+    {"model": "Sureon-VLM",              # optional when the file is named on the command line (NAME=PATH)
+     "benchmark": "cholec80",            # dataset name, compared lowercase
+     "task": "phase",                    # phase | step | action | cvs | tool_localization
+     "input_mode": "frame",              # frame | clip (clip: 8 frames at stride 4 ending on the keyframe)
+     "video_id": "video41",
+     "frame_index": 1200,                # the keyframe, in the source video's frame numbering
+     "prediction": "CalotTriangleDissection",   # the parsed label (phase/step/action) or yes/no (cvs); null if
+                                                # the output could not be parsed (counted wrong)
+     "reference": "CalotTriangleDissection",    # the ground truth (phase/step/action label, cvs yes/no)
+     "criterion": "C1",                  # cvs only: C1, C2 or C3
+     "boxes": [{"label": "grasper", "bbox": [x1, y1, x2, y2]}],       # tool_localization: predicted, pixels;
+                                                                       # null if unparseable
+     "reference_boxes": [{"label": "Grasper", "bbox": [x1, y1, x2, y2]}],  # tool_localization: ground truth
+     "raw_output": "..."}                # optional, kept by the runner for inspection
+
+The report groups records by (model, benchmark, task, input mode): recognition tasks get video-averaged macro-F1,
+accuracy, precision and recall; ``cvs`` per-criterion accuracy and their mean; ``tool_localization`` mAP50. Videos
+listed with ``--exclude-videos BENCHMARK[:MODE]=FILE`` are left out of that benchmark (and mode) and counted in the
+report. The seed leaves 17 Cholec80 videos that overlap Endoscapes and CholecT50 out of Cholec80 clip evaluation
+without naming them: supply your list (one video id per line).
+"""
+
+import argparse
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from recipes.evaluation.public.metrics import cvs_accuracy, map50, parse_yes_no, read_video_list, video_averaged_scores
+from recipes.evaluation.reporting import markdown_table, named_path, pct, write_report
+from recipes.evaluation.sureon.metrics import PredictionError, read_jsonl
+
+
+RECOGNITION = ("phase", "step", "action")
+CVS = "cvs"
+LOCALISATION = "tool_localization"
+TASKS = (*RECOGNITION, CVS, LOCALISATION)
+INPUT_MODES = ("frame", "clip")
+_REQUIRED = ("benchmark", "task", "input_mode", "video_id", "frame_index")
+
+
+@dataclass
+class Group:
+    """The records of one (model, benchmark, task, input mode)."""
+
+    rows: list[dict] = field(default_factory=list)
+    excluded_rows: int = 0
+    excluded_videos: set[str] = field(default_factory=set)
+
+
+def _boxes(value, where: str, name: str) -> list[tuple[str, list[float]]]:
+    if not isinstance(value, list):
+        raise PredictionError(f"{where}: {name} must be a list of {{label, bbox}} objects, got {value!r}")
+    boxes = []
+    for box in value:
+        bbox = box.get("bbox") if isinstance(box, dict) else None
+        if (
+            not isinstance(bbox, list)
+            or len(bbox) != 4
+            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in bbox)
+            or not isinstance(box.get("label"), str)
+        ):
+            raise PredictionError(f"{where}: {name} entry {box!r} needs a label and bbox [x_min, y_min, x_max, y_max]")
+        boxes.append((box["label"], bbox))
+    return boxes
+
+
+def validate(row: dict, where: str) -> dict:
+    """A record checked for its task's fields; returns the fields the metrics read."""
+    if not isinstance(row, dict):
+        raise PredictionError(f"{where}: a prediction must be a JSON object")
+    missing = [name for name in _REQUIRED if name not in row]
+    if missing:
+        raise PredictionError(f"{where}: missing field(s) {', '.join(missing)} (see sureon report public --help)")
+    task, mode = row["task"], row["input_mode"]
+    if task not in TASKS:
+        raise PredictionError(f"{where}: task {task!r} is not one of {', '.join(TASKS)}")
+    if mode not in INPUT_MODES:
+        raise PredictionError(f"{where}: input_mode {mode!r} is neither 'frame' nor 'clip'")
+    if isinstance(row["frame_index"], bool) or not isinstance(row["frame_index"], int):
+        raise PredictionError(f"{where}: frame_index must be an integer, got {row['frame_index']!r}")
+    record = {
+        "benchmark": str(row["benchmark"]).lower(),
+        "task": task,
+        "input_mode": mode,
+        "video_id": str(row["video_id"]),
+        "frame_index": row["frame_index"],
+    }
+    if task == LOCALISATION:
+        if "reference_boxes" not in row or "boxes" not in row:
+            raise PredictionError(f"{where}: tool_localization needs reference_boxes and boxes (null if unparseable)")
+        record["references"] = _boxes(row["reference_boxes"], where, "reference_boxes")
+        record["predictions"] = None if row["boxes"] is None else _boxes(row["boxes"], where, "boxes")
+        return record
+    if "reference" not in row or "prediction" not in row:
+        raise PredictionError(f"{where}: {task} needs reference and prediction (null if unparseable)")
+    if task == CVS:
+        reference = parse_yes_no(row["reference"])
+        if reference is None:
+            raise PredictionError(f"{where}: cvs reference {row['reference']!r} is not yes/no")
+        if not row.get("criterion"):
+            raise PredictionError(f"{where}: cvs needs a criterion (C1, C2 or C3)")
+        record |= {"criterion": str(row["criterion"]).upper(), "reference": reference}
+        record["prediction"] = parse_yes_no(row["prediction"])
+        return record
+    if row["reference"] is None:
+        raise PredictionError(f"{where}: reference is null; a frame without ground truth cannot be scored")
+    prediction = row["prediction"]
+    return record | {"reference": str(row["reference"]), "prediction": None if prediction is None else str(prediction)}
+
+
+def parse_exclusions(specs: list[str] | None) -> dict[tuple[str, str | None], set[str]]:
+    """``["cholec80:clip=FILE", ...]`` -> ``{("cholec80", "clip"): {video ids}}``; no mode means every mode."""
+    exclusions: dict[tuple[str, str | None], set[str]] = {}
+    for spec in specs or []:
+        target, sep, path = spec.partition("=")
+        benchmark, _, mode = target.partition(":")
+        if not sep or not benchmark or (mode and mode not in INPUT_MODES):
+            raise ValueError(f"--exclude-videos {spec!r}: write BENCHMARK=FILE or BENCHMARK:frame|clip=FILE")
+        exclusions[(benchmark.lower(), mode or None)] = set(read_video_list(path))
+    return exclusions
+
+
+def load_groups(specs: list[str], exclusions: dict) -> dict[tuple[str, str, str, str], Group]:
+    groups: dict[tuple[str, str, str, str], Group] = defaultdict(Group)
+    seen: dict[tuple, str] = {}
+    for spec in specs:
+        name, path = named_path(spec)
+        for where, row in read_jsonl(path):
+            record = validate(row, where)
+            model = name or row.get("model")
+            if not model:
+                raise PredictionError(f"{where}: no model field; name the file on the command line (NAME={path})")
+            key = (str(model), record["benchmark"], record["task"], record["input_mode"])
+            identity = (*key, record["video_id"], record["frame_index"], record.get("criterion"))
+            if identity in seen:
+                raise PredictionError(f"{where}: the same query as {seen[identity]} (model, video, frame, task, mode)")
+            seen[identity] = where
+            group = groups[key]
+            excluded = exclusions.get((record["benchmark"], record["input_mode"]), set()) | exclusions.get(
+                (record["benchmark"], None), set()
+            )
+            if record["video_id"] in excluded:
+                group.excluded_rows += 1
+                group.excluded_videos.add(record["video_id"])
+            else:
+                group.rows.append(record)
+    if not groups:
+        raise ValueError("no predictions in the given files")
+    return dict(groups)
+
+
+def score_group(task: str, rows: list[dict]) -> dict:
+    if task == LOCALISATION:
+        images = sorted(rows, key=lambda r: (r["video_id"], r["frame_index"]))
+        return map50(images)
+    if task == CVS:
+        return cvs_accuracy(
+            [r["criterion"] for r in rows], [r["reference"] for r in rows], [r["prediction"] for r in rows]
+        )
+    return video_averaged_scores(
+        [r["video_id"] for r in rows], [r["reference"] for r in rows], [r["prediction"] for r in rows]
+    )
+
+
+def build_report(groups: dict[tuple[str, str, str, str], Group], exclusions: dict) -> dict:
+    results = []
+    for (model, benchmark, task, mode), group in sorted(groups.items()):
+        entry = {
+            "model": model,
+            "benchmark": benchmark,
+            "task": task,
+            "input_mode": mode,
+            "records": len(group.rows) + group.excluded_rows,
+            "excluded_records": group.excluded_rows,
+            "excluded_videos": sorted(group.excluded_videos),
+        }
+        entry["metrics"] = score_group(task, group.rows) if group.rows else None
+        results.append(entry)
+    return {
+        "benchmark": "public",
+        "exclusions": {f"{b}:{m}" if m else b: sorted(ids) for (b, m), ids in exclusions.items()},
+        "results": results,
+    }
+
+
+def render_markdown(data: dict) -> str:
+    recognition, cvs, localisation, empty = [], [], [], []
+    for r in data["results"]:
+        m = r["metrics"]
+        head = [r["model"], r["benchmark"], r["task"], r["input_mode"]]
+        if m is None:
+            empty.append(head + [str(r["records"])])
+        elif r["task"] in RECOGNITION:
+            scores = [pct(m[k]) for k in ("f1", "accuracy", "precision", "recall")]
+            recognition.append(head + [str(m["videos"]), str(m["frames"])] + scores + [str(m["misses"])])
+        elif r["task"] == CVS:
+            per = m["per_criterion"]
+            cells = [pct(per.get(c)) for c in ("C1", "C2", "C3")] + [pct(m["macro"])]
+            cvs.append(head[:2] + head[3:] + [str(sum(m["n"].values()))] + cells + [str(m["misses"])])
+        else:
+            boxes = f"{m['predicted_boxes']} ({m['ignored_labels']} unknown labels)"
+            localisation.append(head[:2] + head[3:] + [str(m["images"]), pct(m["map50"]), boxes, str(m["misses"])])
+    parts = ["# Public perception benchmarks report"]
+    if recognition:
+        header = ["Model", "Benchmark", "Task", "Input", "videos", "frames", "Macro-F1", "Accuracy", "Precision"]
+        header += ["Recall", "unparsed or out of set"]
+        parts += [
+            "## Recognition (video-averaged: per-video macro scores averaged over videos; %)",
+            markdown_table(header, recognition),
+        ]
+    if cvs:
+        header = ["Model", "Benchmark", "Input", "answers", "C1", "C2", "C3", "Mean", "unparsed"]
+        parts += ["## Critical view of safety (per-criterion accuracy, %)", markdown_table(header, cvs)]
+    if localisation:
+        header = ["Model", "Benchmark", "Input", "images", "mAP50", "predicted boxes", "unparsed"]
+        parts += [
+            "## Tool localisation (COCO AP at IoU 0.50, constant box score; %)",
+            markdown_table(header, localisation),
+        ]
+        for r in data["results"]:
+            if r["task"] == LOCALISATION and r["metrics"]:
+                rows = [[name, pct(ap)] for name, ap in r["metrics"]["per_class"].items()]
+                parts += [f"AP50 per class, {r['model']} on {r['benchmark']} ({r['input_mode']}):"]
+                parts += [markdown_table(["class", "AP50"], rows)]
+    excluded = [r for r in data["results"] if r["excluded_records"]]
+    if data["exclusions"]:
+        lines = [f"- {target}: {len(ids)} listed video(s)" for target, ids in data["exclusions"].items()]
+        lines += [
+            f"- {r['model']}, {r['benchmark']} {r['task']} ({r['input_mode']}): {r['excluded_records']} record(s) "
+            f"from {len(r['excluded_videos'])} video(s) excluded"
+            for r in excluded
+        ]
+        parts += ["## Excluded videos", "\n".join(lines)]
+    if empty:
+        parts += [
+            "## Groups left with no records after exclusions",
+            markdown_table(["Model", "Benchmark", "Task", "Input", "records"], empty),
+        ]
+    return "\n\n".join(parts) + "\n"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("predictions", nargs="+", metavar="PRED", help="public-benchmark JSONL, or NAME=PATH")
+    parser.add_argument("--out", required=True, type=Path, help="report folder")
+    parser.add_argument(
+        "--exclude-videos",
+        action="append",
+        metavar="BENCHMARK[:MODE]=FILE",
+        help="leave the listed videos out, e.g. cholec80:clip=overlap.txt (one video id per line)",
+    )
+    parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return parser
+
+
+def main(args: argparse.Namespace) -> Path:
+    exclusions = parse_exclusions(args.exclude_videos)
+    data = build_report(load_groups(args.predictions, exclusions), exclusions)
+    return write_report(args.out, render_markdown(data), data, args.overwrite)
+
+
+def run(args: argparse.Namespace) -> int:
+    print(f"Wrote {main(args) / 'report.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(run(make_parser().parse_args()))

@@ -1,0 +1,1 @@
+"""The Sureon benchmark: ``evaluate`` (``sureon eval sureon``), ``metrics``, ``report`` (``sureon report sureon``)."""

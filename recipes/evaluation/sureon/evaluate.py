@@ -1,0 +1,351 @@
+"""Evaluate a model on the Sureon benchmark, visual and blind (seed Section 4, Appendix D.1).
+
+    sureon eval sureon --model Qwen/Qwen3-VL-8B-Instruct --dataset data/sureon --mode both --out results/qwen3vl-8b
+    sureon eval sureon --model gpt-5.1 --backend openai --dataset data/sureon --mode both --out results/gpt51 \\
+        --judge-model gpt-5.1
+    python -m recipes.evaluation.sureon.evaluate ...   (the same arguments)
+
+Every model gets the project's one prompt (``builders.prompt.format_messages``); the blind pass is the same call with
+``blind=True``, so the two differ only in the frames. Multiple-choice answers are scored by the option letter,
+temporal ordering by the exact event order (``recipes.evaluation.answers``); unparseable answers count as wrong and are
+listed. Sequence summaries are graded by the strict LLM judge when ``--judge-model`` is given
+(``recipes.evaluation.judge``), else left unscored (``correct: null``); they never enter the pooled accuracy.
+
+Writes to ``--out``: ``predictions.jsonl`` (one line per question and mode: question_id, model, mode, category,
+answer_format, num_options, raw_output, parsed, answer, correct, scored_by), ``summary.json`` (μ over the
+accuracy-scored items, per category, SM apart, multimodal gain, unparseable ids, counts, LLM usage), and the caches
+that make a rerun resume: ``generations.jsonl`` (per model, question and mode) and ``llm_cache.sqlite`` (endpoint and
+judge calls). The statistical report (CIs, McNemar, tables) is ``sureon report sureon``.
+"""
+
+import argparse
+import json
+import os
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from builders.prompt import answer_target, format_messages
+from builders.sureon.categories import CATEGORIES, MCQ, ORDERING
+from recipes.evaluation.answers import parse_answer
+from recipes.evaluation.inference import (
+    BACKENDS,
+    GenerationCache,
+    GenerationItem,
+    GenerationStats,
+    chunks,
+    generate_cached,
+)
+
+
+MODES = {"visual": ["visual"], "blind": ["blind"], "both": ["visual", "blind"]}
+PREDICTION_FIELDS = (
+    "question_id",
+    "model",
+    "mode",
+    "category",
+    "answer_format",
+    "num_options",
+    "raw_output",
+    "parsed",
+    "answer",
+    "correct",
+    "scored_by",
+)
+ROWS_PER_CHUNK = 64  # rows whose frames are held in memory at once
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("--model", required=True, help="local path or Hub id (or the endpoint's model name)")
+    parser.add_argument("--model-name", help="name written in predictions and reports (default: --model)")
+    parser.add_argument("--dataset", required=True, help="a built Sureon folder (Hub layout) or a Hub dataset id")
+    parser.add_argument("--config", default="bench")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--mode", choices=list(MODES), default="both")
+    parser.add_argument("--out", required=True, type=Path, help="output folder (reused: a rerun resumes)")
+    parser.add_argument("--backend", choices=BACKENDS, default="transformers")
+    parser.add_argument("--revision", help="model revision (transformers, vllm)")
+    parser.add_argument("--frames-as", choices=["auto", "images", "video"], default="auto", help="transformers only")
+    parser.add_argument("--batch-size", type=int, default=8, help="questions per generate call (transformers)")
+    parser.add_argument("--max-new-tokens", type=int, default=512)
+    parser.add_argument("--dtype", default="auto", help="auto, bfloat16, float16 or float32")
+    parser.add_argument("--attn-implementation", help="default: flash_attention_2 when installed on GPU, else sdpa")
+    parser.add_argument("--device", help="transformers device (default: cuda when available)")
+    parser.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm")
+    parser.add_argument("--max-model-len", type=int, help="vllm")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
+    parser.add_argument("--max-concurrency", type=int, default=16, help="requests in flight (openai, judge)")
+    parser.add_argument("--max-retries", type=int, default=6, help="retries per request (openai, judge)")
+    parser.add_argument(
+        "--generation-params", type=json.loads, default={}, help="extra request fields, e.g. '{\"seed\": 0}'"
+    )
+    parser.add_argument("--judge-model", help="LLM judge for sequence summaries (none: SM left unscored)")
+    parser.add_argument("--judge-base-url", help="the judge's endpoint (default: $OPENAI_BASE_URL)")
+    parser.add_argument("--judge-api-key-env", default="OPENAI_API_KEY")
+    parser.add_argument(
+        "--judge-prompt", type=Path, help="judge prompt file (default: recipes/evaluation/prompts/...)"
+    )
+    parser.add_argument("--limit", type=int, help="evaluate only the first N questions (smoke runs)")
+    return parser
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    return add_arguments(parser)
+
+
+def load_benchmark(args):
+    """The benchmark split with frames left encoded (decoded only for the questions still to generate)."""
+    from datasets import Image, List, load_dataset
+
+    dataset = load_dataset(str(args.dataset), args.config, split=args.split)
+    if "frames" in dataset.column_names:
+        dataset = dataset.cast_column("frames", List(Image(decode=False)))
+    if args.limit:
+        dataset = dataset.select(range(min(args.limit, len(dataset))))
+    return dataset
+
+
+def check_frames(dataset, modes: list[str], source: str) -> None:
+    if "visual" not in modes:
+        return
+    if "frames" not in dataset.column_names:
+        raise ValueError(
+            f"{source} has no frames (an annotation-only build): rebuild it with --videos, or evaluate --mode blind"
+        )
+    empty = [qid for qid, count in zip(dataset["question_id"], dataset["frame_timestamps"], strict=True) if not count]
+    if empty:
+        raise ValueError(
+            f"{source}: {len(empty)} question(s) have no frames (e.g. {', '.join(empty[:5])}); their visual prompt "
+            "would equal the blind one. Rebuild with --on-missing-video skip, or evaluate --mode blind"
+        )
+
+
+def make_backend(args, max_frames: int):
+    from recipes.evaluation.inference import make_backend as backend_for
+
+    if args.backend == "transformers":
+        options = {
+            "revision": args.revision,
+            "dtype": args.dtype,
+            "attn_implementation": args.attn_implementation,
+            "device": args.device,
+            "frames_as": args.frames_as,
+            "batch_size": args.batch_size,
+        }
+    elif args.backend == "vllm":
+        options = {
+            "revision": args.revision,
+            "dtype": args.dtype,
+            "tensor_parallel_size": args.tensor_parallel_size,
+            "max_model_len": args.max_model_len,
+            "max_images": max(max_frames, 1),
+        }
+    else:
+        options = {
+            "base_url": args.base_url,
+            "api_key": os.environ.get(args.api_key_env),
+            "cache": args.out / "llm_cache.sqlite",
+            "max_concurrency": args.max_concurrency,
+            "max_retries": args.max_retries,
+            "params": args.generation_params,
+        }
+    return backend_for(args.backend, args.model, max_new_tokens=args.max_new_tokens, **options)
+
+
+def generate_all(args, dataset, modes, backend, model_name) -> tuple[dict, GenerationStats]:
+    cache = GenerationCache(args.out / "generations.jsonl")
+    stats = GenerationStats()
+    outputs = {}
+    frames_as = backend.frames_as
+    for indices in chunks(range(len(dataset)), ROWS_PER_CHUNK):
+        rows = dataset.select(indices)
+        items = [
+            GenerationItem(row["question_id"], mode, format_messages(row, blind=mode == "blind", frames_as=frames_as))
+            for mode in modes
+            for row in rows
+        ]
+        outputs.update(generate_cached(backend, model_name, items, cache, stats))
+    failed = sorted(f"{qid} ({mode})" for (qid, mode), text in outputs.items() if text is None)
+    if failed:
+        raise RuntimeError(
+            f"{len(failed)} generation(s) failed after retries ({', '.join(failed[:5])}...): rerun the same command; "
+            "finished generations are cached and will not be repeated"
+        )
+    return outputs, stats
+
+
+def score_all(records: list[dict], modes: list[str], outputs: dict, model_name: str) -> list[dict]:
+    predictions = []
+    for mode in modes:
+        for record in records:
+            raw = outputs[(record["question_id"], mode)]
+            target = answer_target(record)
+            parsed = parse_answer(record, raw, target)
+            accuracy_scored = record["answer_format"] in (MCQ, ORDERING)
+            predictions.append(
+                {
+                    "question_id": record["question_id"],
+                    "model": model_name,
+                    "mode": mode,
+                    "category": record["category"],
+                    "answer_format": record["answer_format"],
+                    "num_options": len(record["options"]) if record["options"] else None,
+                    "raw_output": raw,
+                    "parsed": parsed.parsed,
+                    "answer": target,
+                    "correct": parsed.correct,
+                    "scored_by": "accuracy" if accuracy_scored else "judge",
+                }
+            )
+    return predictions
+
+
+def judge_all(args, predictions: list[dict]):
+    """Fill ``correct`` of the judge-scored predictions; return the client (for its usage) or None without a judge."""
+    if not args.judge_model:
+        return None
+    from builders.llm import LLMClient
+    from recipes.evaluation.judge import JudgePrompt, SequenceJudge
+
+    client = LLMClient(
+        args.judge_model,
+        base_url=args.judge_base_url,
+        api_key=os.environ.get(args.judge_api_key_env),
+        cache=args.out / "llm_cache.sqlite",
+        max_concurrency=args.max_concurrency,
+        max_retries=args.max_retries,
+        progress=True,
+    )
+    judge = SequenceJudge(client, JudgePrompt.from_file(args.judge_prompt) if args.judge_prompt else None)
+    judged = [p for p in predictions if p["scored_by"] == "judge"]
+    for prediction, verdict in zip(
+        judged, judge.judge_many([(p["answer"], p["parsed"]) for p in judged]), strict=True
+    ):
+        prediction["correct"] = verdict.correct
+    return client
+
+
+def _accuracy(flags: list[bool]) -> float | None:
+    return round(100.0 * sum(flags) / len(flags), 2) if flags else None
+
+
+def _category_order(codes) -> list[str]:
+    known = [c.code for c in CATEGORIES]
+    return [code for code in known if code in codes] + sorted(set(codes) - set(known))
+
+
+def summarize(predictions: list[dict], modes: list[str]) -> dict:
+    """μ over the accuracy-scored items, per category, judged items apart, and MG = S_v − S_wv (percent)."""
+    per_mode = {}
+    for mode in modes:
+        rows = [p for p in predictions if p["mode"] == mode]
+        scored = [p for p in rows if p["scored_by"] == "accuracy"]
+        by_category = defaultdict(list)
+        for p in rows:
+            by_category[p["category"]].append(p)
+        per_category = {}
+        for code in _category_order(by_category):
+            flags = [p["correct"] for p in by_category[code] if p["correct"] is not None]
+            per_category[code] = {
+                "n": len(by_category[code]),
+                "scored": len(flags),
+                "correct": sum(flags),
+                "accuracy": _accuracy(flags),
+                "scored_by": by_category[code][0]["scored_by"],
+            }
+        judged = [p for p in rows if p["scored_by"] == "judge"]
+        verdicts = [p["correct"] for p in judged if p["correct"] is not None]
+        per_mode[mode] = {
+            "mu": _accuracy([p["correct"] for p in scored]),
+            "scored": len(scored),
+            "correct": sum(p["correct"] for p in scored),
+            "per_category": per_category,
+            "judged": {"n": len(judged), "verdicts": len(verdicts), "correct": sum(verdicts)}
+            | {
+                "accuracy": _accuracy(verdicts),
+                "unjudged": [p["question_id"] for p in judged if p["correct"] is None],
+            },
+            "unparseable": [p["question_id"] for p in scored if p["parsed"] is None],
+        }
+    summary = {"modes": per_mode}
+    if set(modes) == {"visual", "blind"}:
+        visual, blind = per_mode["visual"], per_mode["blind"]
+        summary["multimodal_gain"] = {
+            "mu": round(visual["mu"] - blind["mu"], 2) if visual["mu"] is not None else None,
+            "per_category": {
+                code: round(entry["accuracy"] - blind["per_category"][code]["accuracy"], 2)
+                for code, entry in visual["per_category"].items()
+                if entry["accuracy"] is not None and blind["per_category"][code]["accuracy"] is not None
+            },
+        }
+    return summary
+
+
+def write_atomically(path: Path, text: str) -> None:
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+
+
+def run(args) -> int:
+    modes = MODES[args.mode]
+    model_name = args.model_name or args.model
+    dataset = load_benchmark(args)
+    check_frames(dataset, modes, f"{args.dataset} ({args.config}/{args.split})")
+    args.out.mkdir(parents=True, exist_ok=True)
+    max_frames = (
+        max(map(len, dataset["frame_timestamps"]), default=0) if "frame_timestamps" in dataset.column_names else 0
+    )
+    backend = make_backend(args, max_frames)
+    outputs, stats = generate_all(args, dataset, modes, backend, model_name)
+    text_columns = [c for c in dataset.column_names if c != "frames"]
+    records = dataset.select_columns(text_columns).to_list()
+    predictions = score_all(records, modes, outputs, model_name)
+    judge_client = judge_all(args, predictions)
+    summary = {
+        "model": model_name,
+        "dataset": str(args.dataset),
+        "config": args.config,
+        "split": args.split,
+        "backend": backend.name,
+        "frames_as": backend.frames_as,
+        "questions": len(records),
+    }
+    summary |= summarize(predictions, modes)
+    summary["generation"] = {"generated": stats.generated, "cached": stats.cached}
+    usage = {}
+    for client in (getattr(backend, "client", None), judge_client):
+        if client is not None:
+            usage |= client.ledger.as_dict()
+    summary["llm_usage"] = usage
+    lines = "".join(json.dumps({k: p[k] for k in PREDICTION_FIELDS}, ensure_ascii=False) + "\n" for p in predictions)
+    write_atomically(args.out / "predictions.jsonl", lines)
+    write_atomically(args.out / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    print(render_summary(summary))
+    return 0
+
+
+def render_summary(summary: dict) -> str:
+    lines = [f"{summary['model']} on {summary['dataset']} ({summary['config']}, {summary['questions']} questions)"]
+    for mode, entry in summary["modes"].items():
+        categories = " ".join(f"{code} {c['accuracy']}" for code, c in entry["per_category"].items())
+        lines.append(f"  {mode:6s} mu {entry['mu']} over {entry['scored']} items | {categories}")
+        lines.append(f"         unparseable {len(entry['unparseable'])}, judged {entry['judged']['verdicts']}")
+    if "multimodal_gain" in summary:
+        lines.append(f"  MG     {summary['multimodal_gain']['mu']}")
+    generation = summary["generation"]
+    lines.append(f"  generations: {generation['generated']} new, {generation['cached']} from the cache")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""SurgiQ: ``evaluate`` (log-likelihood scoring), ``calibration``, ``report`` and the ``shortcuts`` baselines."""

@@ -1,0 +1,167 @@
+"""The training collator: mixture rows -> padded model inputs with labels on the assistant answer only.
+
+Why our own (see ``docs/training_notes.md``): TRL has no video input, and Qwen3-VL's time markers
+are only right when pre-sampled frames come with their video metadata. Each example is encoded as
+``processor(prompt with its images / video)`` followed by the tokenized answer (the chat template's assistant
+turn), so the labels mask the whole prompt, the visual tokens and the padding (-100) and keep the answer and its
+end-of-turn token.
+
+``uniform_vision_calls`` makes every batch run the vision tower exactly once for images and once for videos: a batch
+without images (or videos) gets a one-token dummy image (or video) appended after the padding, with attention mask 0
+and label -100, so it changes no output and no gradient but keeps the collective calls the same on every rank.
+That is what stops DeepSpeed ZeRO-3 from hanging when ranks draw different modalities, and lets DDP run without
+``find_unused_parameters``.
+"""
+
+from dataclasses import dataclass, field
+
+import torch
+
+from recipes.training.chat_inputs import flatten_text, media_kwargs, render_chat, split_visuals
+from recipes.training.mixture import Example, LoadedSource, resolve_media, to_example
+from recipes.training.modeling import tokenizer_of
+
+
+@dataclass
+class EncodedExample:
+    input_ids: list[int]
+    labels: list[int]
+    mm_token_type_ids: list[int] | None = None
+    visual: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+@dataclass
+class SFTCollator:
+    """Collates ``{"source", "row"}`` index rows of a mixture (see ``recipes.training.mixture``) into a training
+    batch."""
+
+    processor: object
+    sources: list[LoadedSource]
+    blind: bool = False
+    frames_as: str = "video"
+    max_frames: int | None = 8
+    max_length: int | None = None
+    uniform_vision_calls: bool = False
+    system_prompt: str | None = None
+
+    def __post_init__(self):
+        self.tokenizer = tokenizer_of(self.processor)
+        self.is_vlm = self.processor is not self.tokenizer
+        if self.tokenizer.pad_token_id is None:
+            raise ValueError(
+                "the tokenizer has no pad token: set one (e.g. tokenizer.pad_token = tokenizer.eos_token)"
+            )
+
+    def example(self, index_row: dict) -> Example:
+        item = self.sources[index_row["source"]]
+        row = item.dataset[int(index_row["row"])]
+        try:
+            row = resolve_media(row, item.media_root)
+            return to_example(
+                row, item.format, blind=self.blind, frames_as=self.frames_as, system_prompt=self.system_prompt
+            )
+        except (KeyError, ValueError) as err:
+            raise ValueError(f"{item.source.label} row {index_row['row']}: {err}") from err
+
+    def completion_text(self, prompt_messages: list[dict], prompt_text: str, target: str) -> str:
+        """The assistant turn as the chat template writes it after the prompt (answer + end-of-turn)."""
+        answer = {"role": "assistant", "content": target}
+        if self.is_vlm:
+            answer = {"role": "assistant", "content": [{"type": "text", "text": target}]}
+        full = render_chat(self.processor, prompt_messages + [answer], add_generation_prompt=False)
+        if full.startswith(prompt_text):
+            return full[len(prompt_text) :]
+        return target + (self.tokenizer.eos_token or "")
+
+    def encode(self, example: Example) -> EncodedExample:
+        messages, images, videos = split_visuals(example.prompt, self.max_frames)
+        if not self.is_vlm:
+            messages = flatten_text(messages)
+        prompt_text = render_chat(self.processor, messages, add_generation_prompt=True)
+        completion = self.completion_text(messages, prompt_text, example.target)
+        completion_ids = self.tokenizer(completion, add_special_tokens=False)["input_ids"]
+        if self.is_vlm:
+            encoded = self.processor(text=[prompt_text], return_tensors="pt", **media_kwargs(images, videos))
+            prompt_ids = encoded["input_ids"][0].tolist()
+            token_types = encoded.get("mm_token_type_ids")
+            token_types = token_types[0].tolist() + [0] * len(completion_ids) if token_types is not None else None
+            visual = {
+                key: encoded[key]
+                for key in ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw")
+                if key in encoded
+            }
+        else:
+            prompt_ids = self.tokenizer(prompt_text, add_special_tokens=False)["input_ids"]
+            token_types, visual = None, {}
+        input_ids = prompt_ids + completion_ids
+        if self.max_length is not None and len(input_ids) > self.max_length:
+            raise ValueError(
+                f"example {example.key}: {len(input_ids)} tokens exceed max_length={self.max_length}; raise "
+                "max_length (or set it to null) or lower max_frames / the pixel caps; truncating would cut "
+                "visual tokens or the answer"
+            )
+        labels = [-100] * len(prompt_ids) + completion_ids
+        return EncodedExample(input_ids, labels, token_types, visual)
+
+    def __call__(self, index_rows: list[dict]) -> dict[str, torch.Tensor]:
+        encoded = [self.encode(self.example(index_row)) for index_row in index_rows]
+        batch = self.pad(encoded)
+        for key in ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw"):
+            parts = [item.visual[key] for item in encoded if key in item.visual]
+            if parts:
+                batch[key] = torch.cat(parts)
+        if self.uniform_vision_calls and self.is_vlm:
+            if "pixel_values" not in batch:
+                self.append_dummy(batch, "image")
+            if "pixel_values_videos" not in batch:
+                self.append_dummy(batch, "video")
+        return batch
+
+    def pad(self, encoded: list[EncodedExample]) -> dict[str, torch.Tensor]:
+        width = max(len(item.input_ids) for item in encoded)
+        pad_id = self.tokenizer.pad_token_id
+        batch = {
+            "input_ids": torch.full((len(encoded), width), pad_id, dtype=torch.long),
+            "attention_mask": torch.zeros((len(encoded), width), dtype=torch.long),
+            "labels": torch.full((len(encoded), width), -100, dtype=torch.long),
+        }
+        with_types = all(item.mm_token_type_ids is not None for item in encoded) and self.is_vlm
+        if with_types:
+            batch["mm_token_type_ids"] = torch.zeros((len(encoded), width), dtype=torch.int)
+        for i, item in enumerate(encoded):
+            n = len(item.input_ids)
+            batch["input_ids"][i, :n] = torch.tensor(item.input_ids)
+            batch["attention_mask"][i, :n] = 1
+            batch["labels"][i, :n] = torch.tensor(item.labels)
+            if with_types:
+                batch["mm_token_type_ids"][i, :n] = torch.tensor(item.mm_token_type_ids, dtype=torch.int)
+        return batch
+
+    def append_dummy(self, batch: dict[str, torch.Tensor], kind: str) -> None:
+        """A one-token black image or video after the last row's padding: masked, unlabelled, never seen."""
+        source = self.processor.image_processor if kind == "image" else self.processor.video_processor
+        merge, patch, temporal = source.merge_size, source.patch_size, source.temporal_patch_size
+        grid = torch.tensor([[1, merge, merge]])
+        pixels = torch.zeros(merge * merge, 3 * temporal * patch * patch)
+        pad_token = "<|image_pad|>" if kind == "image" else "<|video_pad|>"
+        pad_token = getattr(self.processor, f"{kind}_token", pad_token)
+        tokens = [
+            self.processor.vision_start_token_id,
+            self.tokenizer.convert_tokens_to_ids(pad_token),
+            self.processor.vision_end_token_id,
+        ]
+        rows = batch["input_ids"].shape[0]
+        extra = torch.full((rows, len(tokens)), self.tokenizer.pad_token_id, dtype=torch.long)
+        extra[-1] = torch.tensor(tokens)
+        batch["input_ids"] = torch.cat([batch["input_ids"], extra], dim=1)
+        batch["attention_mask"] = torch.cat([batch["attention_mask"], torch.zeros_like(extra)], dim=1)
+        batch["labels"] = torch.cat([batch["labels"], torch.full_like(extra, -100)], dim=1)
+        if "mm_token_type_ids" in batch:
+            types = torch.zeros((rows, len(tokens)), dtype=torch.int)
+            types[-1, 1] = 1 if kind == "image" else 2
+            batch["mm_token_type_ids"] = torch.cat([batch["mm_token_type_ids"], types], dim=1)
+        key, grid_key = (
+            ("pixel_values", "image_grid_thw") if kind == "image" else ("pixel_values_videos", "video_grid_thw")
+        )
+        batch[key] = pixels
+        batch[grid_key] = grid

@@ -1,0 +1,303 @@
+"""Training data: a mixture of datasets given in the recipe YAML, turned into prompt + target examples.
+
+A mixture is a list of sources, each ``load_dataset(path, name, split=...)`` of a local folder written by our
+builders or a Hub id. Rows are never copied: the mixture is an index table (``source``, ``row``) that the trainer
+shuffles, and the collator reads each row from its source when the batch is built, so frames stay in the memory-
+mapped Arrow files until they are needed.
+
+Three row formats are understood (``format: auto`` picks by columns):
+
+- ``video_qa``: our video-QA schema (``builders.schema``), rendered by the project's one prompt formatter
+  (``builders.prompt``); frames go in as one video carrying its timestamps, or as tagged images. The public corpus
+  (``sureon build public``) uses the same path: its ``frames`` are paths relative to the dataset folder (each frame
+  stored once), resolved against the local folder, or against the ``media/`` files of a Hub dataset fetched once.
+- ``messages``: TRL's conversational format, the last message being the assistant target; ``{"type": "image"}``
+  parts are filled from an ``images`` column in order.
+- ``prompt_completion``: TRL's prompt/completion format (strings or message lists), optional ``images``.
+
+``weight`` scales a source: 0.25 keeps a seeded quarter of its rows, 3 repeats it three times, 2.5 twice plus a
+seeded half. ``exclude_categories: [SM]`` drops those categories (guessers never see summaries). ``--fold k
+--num-folds n`` keeps only rows whose video is outside fold ``k`` of the video-level, subject-stratified split
+(``builders.sureon.folds``), for the cross-validated blind guessers.
+"""
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from builders.options import stable_seed
+from builders.prompt import answer_target, format_messages
+from builders.sureon.folds import assign_folds
+
+
+FORMATS = ("auto", "video_qa", "messages", "prompt_completion")
+
+
+@dataclass
+class MixtureSource:
+    path: str
+    name: str | None = None
+    split: str = "train"
+    revision: str | None = None
+    data_files: Any = None
+    weight: float = 1.0
+    max_samples: int | None = None
+    format: str = "auto"
+    columns: dict[str, str] = field(default_factory=dict)
+    exclude_categories: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.format not in FORMATS:
+            raise ValueError(f"source {self.label}: format must be one of {FORMATS}, got {self.format!r}")
+        if not (isinstance(self.weight, int | float) and self.weight > 0):
+            raise ValueError(f"source {self.label}: weight must be a positive number, got {self.weight!r}")
+
+    @property
+    def label(self) -> str:
+        parts = [self.path] + ([self.name] if self.name else []) + [self.split]
+        return ":".join(parts)
+
+
+def parse_mixture(entries: Iterable[dict]) -> list[MixtureSource]:
+    """Recipe YAML entries -> sources; an unknown key is an error naming it (a typo must not be ignored)."""
+    allowed = set(MixtureSource.__dataclass_fields__)
+    sources = []
+    for position, entry in enumerate(entries or []):
+        if isinstance(entry, str):
+            entry = {"path": entry}
+        if not isinstance(entry, dict) or "path" not in entry:
+            raise ValueError(f"dataset_mixture[{position}] must be a mapping with a 'path', got {entry!r}")
+        unknown = set(entry) - allowed
+        if unknown:
+            raise ValueError(
+                f"dataset_mixture[{position}]: unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}"
+            )
+        sources.append(MixtureSource(**entry))
+    if not sources:
+        raise ValueError("the dataset mixture is empty: give at least one source in dataset_mixture")
+    return sources
+
+
+def detect_format(column_names: list[str], source: MixtureSource) -> str:
+    if source.format != "auto":
+        return source.format
+    columns = set(column_names)
+    if "messages" in columns:
+        return "messages"
+    if {"prompt", "completion"} <= columns:
+        return "prompt_completion"
+    if "question" in columns and ({"options", "answer"} & columns):
+        return "video_qa"
+    raise ValueError(
+        f"source {source.label}: cannot tell its format from columns {sorted(columns)}; "
+        "set format: video_qa | messages | prompt_completion, or map columns with columns: {field: column}"
+    )
+
+
+@dataclass
+class LoadedSource:
+    source: MixtureSource
+    dataset: Any
+    format: str
+    rows_available: int = 0
+    rows_in_folds: int = 0
+    rows_used: int = 0
+    media_root: Path | None = None  # where relative frame paths (the public corpus's media/) resolve
+
+    def summary(self) -> dict:
+        return {
+            **{k: v for k, v in asdict(self.source).items() if v not in (None, {}, [])},
+            "format": self.format,
+            "rows_available": self.rows_available,
+            "rows_in_folds": self.rows_in_folds,
+            "rows_used": self.rows_used,
+        }
+
+
+def load_source(source: MixtureSource):
+    import datasets
+
+    dataset = datasets.load_dataset(
+        source.path, source.name, split=source.split, revision=source.revision, data_files=source.data_files
+    )
+    renames = {column: field_name for field_name, column in source.columns.items() if column != field_name}
+    missing = [column for column in renames if column not in dataset.column_names]
+    if missing:
+        raise ValueError(f"source {source.label}: mapped columns {missing} not found; it has {dataset.column_names}")
+    if renames:
+        dataset = dataset.rename_columns(renames)
+    return LoadedSource(
+        source, dataset, detect_format(dataset.column_names, source), media_root=media_root(source, dataset)
+    )
+
+
+def media_root(source: MixtureSource, dataset) -> Path | None:
+    """The folder relative frame paths resolve against: the local dataset folder, or the Hub dataset's ``media/``
+    files downloaded once (only for datasets whose ``frames`` are paths)."""
+    feature = dataset.features.get("frames")
+    holds_paths = getattr(getattr(feature, "feature", None), "dtype", None) == "string"
+    if not holds_paths:
+        return None
+    if Path(source.path).is_dir():
+        return Path(source.path)
+    from huggingface_hub import snapshot_download
+
+    local = snapshot_download(source.path, repo_type="dataset", revision=source.revision, allow_patterns=["media/**"])
+    return Path(local)
+
+
+def resolve_media(row: dict, root: Path | None) -> dict:
+    """A row whose ``frames`` are relative paths, with the paths made absolute (a missing file is an error)."""
+    frames = row.get("frames")
+    if root is None or not frames or not isinstance(frames[0], str):
+        return row
+    paths = [root / frame for frame in frames]
+    missing = [str(path) for path in paths if not path.is_file()]
+    if missing:
+        raise ValueError(f"frames not found: {missing[:3]} (is the dataset's media/ folder complete?)")
+    return {**row, "frames": [str(path) for path in paths]}
+
+
+def weighted_rows(rows: list[int], weight: float, seed: int) -> list[int]:
+    """Repeat ``rows`` ``floor(weight)`` times plus a seeded sample of the fractional part (order kept)."""
+    whole, fraction = divmod(weight, 1)
+    picked = rows * int(whole)
+    extra = round(fraction * len(rows))
+    if extra:
+        rng = np.random.default_rng(seed)
+        picked += sorted(rng.choice(rows, size=extra, replace=False).tolist())
+    return picked
+
+
+def fold_videos(loaded: list[LoadedSource]) -> dict[str, str]:
+    """``{source_id: subject}`` over every video-QA source (folds are computed over the union of their videos)."""
+    videos = {}
+    for item in loaded:
+        if item.format != "video_qa":
+            continue
+        if "source_id" not in item.dataset.column_names:
+            raise ValueError(f"source {item.source.label}: folds need a source_id column (the video of each row)")
+        subjects = item.dataset["subject"] if "subject" in item.dataset.column_names else None
+        for row, source_id in enumerate(item.dataset["source_id"]):
+            videos.setdefault(source_id, (subjects[row] if subjects else None) or "unknown")
+    return videos
+
+
+def build_mixture(
+    sources: list[MixtureSource], *, seed: int = 42, fold: int | None = None, num_folds: int = 4
+) -> tuple[list[LoadedSource], Any, dict[str, int] | None]:
+    """Load every source and build the (source, row) index table; returns it with the fold assignment used."""
+    from datasets import Dataset
+
+    loaded = [load_source(source) for source in sources]
+    folds = None
+    if fold is not None:
+        if not 0 <= fold < num_folds:
+            raise ValueError(f"fold must be in 0..{num_folds - 1}, got {fold}")
+        folds = assign_folds(fold_videos(loaded), num_folds=num_folds, seed=seed)
+    source_column, row_column = [], []
+    for position, item in enumerate(loaded):
+        item.rows_available = len(item.dataset)
+        rows = list(range(item.rows_available))
+        if folds is not None and item.format == "video_qa":
+            video_ids = item.dataset["source_id"]
+            rows = [row for row in rows if folds[video_ids[row]] != fold]
+        if item.source.exclude_categories:
+            if "category" not in item.dataset.column_names:
+                raise ValueError(f"source {item.source.label}: exclude_categories needs a category column")
+            categories, excluded = item.dataset["category"], set(item.source.exclude_categories)
+            rows = [row for row in rows if categories[row] not in excluded]
+        item.rows_in_folds = len(rows)
+        rows = weighted_rows(rows, item.source.weight, stable_seed("mixture", item.source.label, str(seed)))
+        if item.source.max_samples is not None:
+            rows = rows[: item.source.max_samples]
+        item.rows_used = len(rows)
+        source_column += [position] * len(rows)
+        row_column += rows
+    if not row_column:
+        raise ValueError("the mixture selects no rows: check weights, max_samples and the fold")
+    index = Dataset.from_dict({"source": source_column, "row": row_column})
+    return loaded, index, folds
+
+
+@dataclass
+class Example:
+    """One training example: the prompt messages (visuals inline) and the assistant target text."""
+
+    prompt: list[dict]
+    target: str
+    key: str
+
+
+def _fill_images(messages: list[dict], images: list) -> list[dict]:
+    images = list(images or [])
+    filled = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, list):
+            parts = []
+            for part in content:
+                if part.get("type") == "image" and part.get("image") is None:
+                    if not images:
+                        raise ValueError("more image placeholders than images in the row")
+                    part = {"type": "image", "image": images.pop(0)}
+                parts.append(part)
+            content = parts
+        filled.append({**message, "content": content})
+    if images:
+        raise ValueError(f"{len(images)} images in the row have no image placeholder in the messages")
+    return filled
+
+
+def _as_messages(value, role: str) -> list[dict]:
+    return [{"role": role, "content": value}] if isinstance(value, str) else list(value)
+
+
+def _drop_visuals(messages: list[dict]) -> list[dict]:
+    stripped = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, list):
+            content = [part for part in content if part.get("type") not in ("image", "video")]
+        stripped.append({**message, "content": content})
+    return stripped
+
+
+def _text_of(messages: list[dict]) -> str:
+    content = messages[-1]["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content if part.get("type") == "text")
+
+
+def to_example(row: dict, fmt: str, *, blind: bool, frames_as: str, system_prompt: str | None = None) -> Example:
+    """A dataset row -> an ``Example``; ``blind`` removes all visual input and nothing else."""
+    if fmt == "video_qa":
+        key = str(row.get("question_id"))
+        prompt = format_messages(row, blind=blind, frames_as=frames_as, system_prompt=system_prompt)
+        return Example(prompt, answer_target(row), key)
+    if fmt == "messages":
+        messages = list(row["messages"])
+        if not messages or messages[-1]["role"] != "assistant":
+            raise ValueError("a messages row must end with the assistant's answer")
+        prompt = _fill_images(messages[:-1], row.get("images"))
+        target = _text_of(messages[-1:])
+    elif fmt == "prompt_completion":
+        prompt = _fill_images(_as_messages(row["prompt"], "user"), row.get("images"))
+        target = _text_of(_as_messages(row["completion"], "assistant"))
+    else:
+        raise ValueError(f"unknown row format {fmt!r}")
+    if blind:
+        prompt = _drop_visuals(prompt)
+    return Example(prompt, target, str(row.get("id", row.get("question_id", ""))))
+
+
+def mixture_summary(loaded: list[LoadedSource]) -> list[dict]:
+    return [item.summary() for item in loaded]
+
+
+def total_rows(loaded: list[LoadedSource]) -> int:
+    return sum(item.rows_used for item in loaded)

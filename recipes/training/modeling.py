@@ -1,0 +1,87 @@
+"""Load a model and its processor (or tokenizer) the one way the recipes, evaluation and guessers share.
+
+A checkpoint with a ``vision_config`` loads as ``AutoModelForImageTextToText`` + ``AutoProcessor``; anything else as
+``AutoModelForCausalLM`` + ``AutoTokenizer``. Remote code is never trusted. Attention defaults to flash-attn 2 when
+it is installed and a GPU is present, ``sdpa`` otherwise; dtype to bf16 on GPU, float32 on CPU.
+"""
+
+import importlib.util
+
+import torch
+
+
+# Written by recipes/sft.py next to the weights once a stage has finished; what it trained is recorded inside.
+COMPLETE_MARKER = "training_complete.json"
+
+
+def has_flash_attn() -> bool:
+    return torch.cuda.is_available() and importlib.util.find_spec("flash_attn") is not None
+
+
+def default_attn_implementation() -> str:
+    return "flash_attention_2" if has_flash_attn() else "sdpa"
+
+
+def default_dtype() -> torch.dtype:
+    return torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32
+
+
+def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype | str:
+    """``None``/"auto" -> the device default; "bfloat16", "float16", "float32" -> the torch dtype."""
+    if dtype is None or dtype == "auto":
+        return default_dtype()
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if not hasattr(torch, dtype) or not isinstance(getattr(torch, dtype), torch.dtype):
+        raise ValueError(f"unknown dtype {dtype!r}: use auto, bfloat16, float16 or float32")
+    return getattr(torch, dtype)
+
+
+def is_vision_language(name_or_path: str, revision: str | None = None) -> bool:
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(name_or_path, revision=revision, trust_remote_code=False)
+    return getattr(config, "vision_config", None) is not None
+
+
+def load_processor(name_or_path: str, *, revision: str | None = None, padding_side: str | None = None):
+    """The processor of a vision-language checkpoint, or the tokenizer of a text-only one."""
+    from transformers import AutoProcessor, AutoTokenizer
+
+    if is_vision_language(name_or_path, revision):
+        processor = AutoProcessor.from_pretrained(name_or_path, revision=revision, trust_remote_code=False)
+        tokenizer = processor.tokenizer
+    else:
+        processor = tokenizer = AutoTokenizer.from_pretrained(name_or_path, revision=revision, trust_remote_code=False)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if padding_side:
+        tokenizer.padding_side = padding_side
+    return processor
+
+
+def load_model(
+    name_or_path: str,
+    *,
+    revision: str | None = None,
+    dtype: str | torch.dtype | None = None,
+    attn_implementation: str | None = None,
+    device_map: str | dict | None = None,
+):
+    """The model for ``name_or_path`` with the project's defaults (see module docstring)."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    auto_class = AutoModelForImageTextToText if is_vision_language(name_or_path, revision) else AutoModelForCausalLM
+    return auto_class.from_pretrained(
+        name_or_path,
+        revision=revision,
+        dtype=resolve_dtype(dtype),
+        attn_implementation=attn_implementation or default_attn_implementation(),
+        device_map=device_map,
+        trust_remote_code=False,
+    )
+
+
+def tokenizer_of(processor):
+    """The tokenizer inside a processor (or the tokenizer itself)."""
+    return getattr(processor, "tokenizer", processor)

@@ -1,0 +1,6 @@
+import sys
+
+from sureon.cli import main
+
+
+sys.exit(main())

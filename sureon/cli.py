@@ -1,0 +1,419 @@
+"""The ``sureon`` command line.
+
+    sureon build sureon --release DIR [--videos DIR] --out OUT [--configs bench db ...]
+    sureon build surgiq --source FILE [FILE ...] --out OUT [--exclude-ids dedupe_ids.txt]
+    sureon push OUT --repo-id ORG/NAME [--private]
+    sureon eval sureon --model PATH_OR_ID --dataset DIR_OR_ID --mode visual|blind|both --out DIR
+    sureon eval surgiq --model PATH_OR_ID --dataset DIR_OR_ID [--config default|shuffled] [--shots 0..3] --out DIR
+    sureon report sureon PRED... --out DIR [--human PRED]
+    sureon report public PRED... --out DIR [--exclude-videos BENCHMARK:MODE=FILE]
+    sureon report surgiq RUN [RUN ...] [--out DIR]
+    sureon near-duplicates surgiq --source FILE --against EXTERNAL [...] --out DIR
+    sureon shortcuts surgiq --dataset DIR_OR_ID [--config default] [--out DIR]
+    sureon pipeline split|stage1|stage2 ...  (the construction pipeline, see sureon/pipeline.py)
+    sureon curate --dataset DIR_OR_ID --config train_all|validation --guesser SPEC [...] --out DIR
+    sureon audit --dataset DIR_OR_ID --guesser SPEC [--guesser SPEC ...] --out DIR
+    sureon review add-user|assign|serve|export|agreement --db review.sqlite ...
+
+Each builder registers its own sub-command here; heavy imports happen inside the handlers so ``--help`` is fast.
+"""
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+
+def _size(text: str) -> int:
+    units = {"KB": 1024, "MB": 1024**2, "GB": 1024**3}
+    for unit, factor in units.items():
+        if text.upper().endswith(unit):
+            return int(float(text[: -len(unit)]) * factor)
+    return int(text)
+
+
+def add_build_sureon(builds) -> None:
+    from builders.sureon.build import CONFIGS, MISSING_VIDEO_MODES
+    from builders.sureon.frames import FramePolicy
+
+    parser = builds.add_parser(
+        "sureon",
+        help="Sureon-DB, validation pools and the benchmark from the official release (+ local videos)",
+        description="Build the Sureon configs in the Hub layout from the official annotation-only release.",
+    )
+    parser.add_argument("--release", required=True, type=Path, help="the downloaded release folder (parquet files)")
+    parser.add_argument("--videos", type=Path, help="folder of source videos named <source_id>.<ext>")
+    parser.add_argument("--out", required=True, type=Path, help="output folder (Hub layout)")
+    parser.add_argument(
+        "--configs", nargs="+", choices=list(CONFIGS), help="configs to build (default: all available)"
+    )
+    parser.add_argument("--column", action="append", metavar="FIELD=COLUMN", help="map a field to a release column")
+    parser.add_argument("--columns-file", help="YAML file of field: column mappings")
+    parser.add_argument("--on-missing-video", choices=MISSING_VIDEO_MODES, default="error")
+    parser.add_argument("--max-frames", type=int, default=FramePolicy.max_frames)
+    parser.add_argument("--min-frames", type=int, default=FramePolicy.min_frames)
+    parser.add_argument("--max-side", type=int, default=FramePolicy.max_side, help="longest JPEG side (0: keep)")
+    parser.add_argument("--jpeg-quality", type=int, default=FramePolicy.jpeg_quality)
+    parser.add_argument("--cache-dir", type=Path, help="frame cache (default: ~/.cache/sureon/frames)")
+    parser.add_argument("--num-workers", type=int, default=1, help="videos decoded in parallel")
+    parser.add_argument(
+        "--shuffle-options", action="store_true", help="reorder stored options with a seed from question_id"
+    )
+    parser.add_argument("--max-shard-size", type=_size, default="500MB", help="parquet shard size, e.g. 500MB")
+    parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    parser.set_defaults(handler=run_build_sureon)
+
+
+def run_build_sureon(args) -> int:
+    from builders.sureon.build import BuildOptions, build_sureon, default_cache_dir
+    from builders.sureon.frames import FramePolicy
+    from builders.sureon.release import ColumnMapping
+
+    options = BuildOptions(
+        release=args.release,
+        out=args.out,
+        videos=args.videos,
+        configs=args.configs,
+        mapping=ColumnMapping.from_cli(args.column, args.columns_file),
+        on_missing_video=args.on_missing_video,
+        policy=FramePolicy(args.max_frames, args.min_frames, args.max_side or None, args.jpeg_quality),
+        cache_dir=args.cache_dir or default_cache_dir(),
+        num_workers=args.num_workers,
+        shuffle_options=args.shuffle_options,
+        overwrite=args.overwrite,
+        max_shard_bytes=args.max_shard_size,
+    )
+    report = build_sureon(options)
+    print(report.summary())
+    print(f'Load it with: datasets.load_dataset("{args.out}", "{report.configs[0].name}")')
+    return 0
+
+
+def _add_surgiq_source_arguments(parser) -> None:
+    parser.add_argument("--source", required=True, nargs="+", type=Path, help="JSON, JSONL, CSV or parquet file(s)")
+    parser.add_argument("--column", action="append", metavar="FIELD=COLUMN", help="map a field to a source column")
+    parser.add_argument("--columns-file", help="YAML file of field: column mappings")
+    parser.add_argument(
+        "--alias", action="append", metavar="FIELD:VALUE=CANONICAL", help="accept another spelling of a value"
+    )
+
+
+def _surgiq_source(args):
+    from builders.surgiq.build import SurgiqColumns, parse_aliases
+
+    return SurgiqColumns.from_cli(args.column, args.columns_file), parse_aliases(args.alias)
+
+
+def add_build_surgiq(builds) -> None:
+    parser = builds.add_parser(
+        "surgiq",
+        help="SurgiQ text MCQs (configs default and shuffled) from your JSON / JSONL / CSV / parquet files",
+        description="Build SurgiQ in the Hub layout: configs default (stored option order) and shuffled.",
+    )
+    _add_surgiq_source_arguments(parser)
+    parser.add_argument("--out", required=True, type=Path, help="output folder (Hub layout)")
+    parser.add_argument("--exclude-ids", type=Path, help="dedupe list: ids to leave out (one per line, # comments)")
+    parser.add_argument(
+        "--configs", nargs="+", choices=["default", "shuffled"], help="configs to build (default: both)"
+    )
+    parser.add_argument("--max-shard-size", type=_size, default="500MB", help="parquet shard size, e.g. 500MB")
+    parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    parser.set_defaults(handler=run_build_surgiq)
+
+
+def run_build_surgiq(args) -> int:
+    from builders.surgiq.build import BuildOptions, build_surgiq
+
+    mapping, aliases = _surgiq_source(args)
+    report = build_surgiq(
+        BuildOptions(
+            sources=args.source,
+            out=args.out,
+            mapping=mapping,
+            aliases=aliases,
+            exclude_ids=args.exclude_ids,
+            configs=args.configs,
+            overwrite=args.overwrite,
+            max_shard_bytes=args.max_shard_size,
+        )
+    )
+    print(report.summary())
+    print(f'Load it with: datasets.load_dataset("{args.out}", "default", split="test")')
+    return 0
+
+
+def add_near_duplicates(commands) -> None:
+    from builders.surgiq.near_duplicates import DEFAULT_MAX_DF, DEFAULT_THRESHOLD, NGRAM
+
+    group = commands.add_parser("near-duplicates", help="n-gram overlap of a benchmark against external questions")
+    datasets = group.add_subparsers(dest="dataset", required=True)
+    parser = datasets.add_parser(
+        "surgiq",
+        help="flag SurgiQ questions that overlap external question banks (MedQA-, MedMCQA-style files)",
+        description="Normalised 5-gram overlap of every SurgiQ question against external question files.",
+    )
+    _add_surgiq_source_arguments(parser)
+    parser.add_argument("--against", required=True, nargs="+", type=Path, help="external question files")
+    parser.add_argument("--out", required=True, type=Path, help="folder for flagged_pairs.csv and dedupe_ids.txt")
+    parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, help="overlap to flag a pair")
+    parser.add_argument("--ngram", type=int, default=NGRAM, help="words per n-gram")
+    parser.add_argument(
+        "--max-df",
+        type=int,
+        default=DEFAULT_MAX_DF,
+        help="n-grams in more SurgiQ questions nominate no pairs (0: all)",
+    )
+    parser.add_argument("--external-question-column", help="question column of the external files")
+    parser.set_defaults(handler=run_near_duplicates)
+
+
+def run_near_duplicates(args) -> int:
+    from builders.surgiq.build import read_surgiq
+    from builders.surgiq.near_duplicates import find_near_duplicates, write_near_duplicates
+
+    mapping, aliases = _surgiq_source(args)
+    records, _ = read_surgiq(args.source, mapping, aliases)
+    settings = {"threshold": args.threshold, "ngram": args.ngram, "max_df": args.max_df}
+    matches, counts, texts = find_near_duplicates(
+        records,
+        args.against,
+        threshold=args.threshold,
+        n=args.ngram,
+        max_df=args.max_df,
+        question_column=args.external_question_column,
+    )
+    print(write_near_duplicates(args.out, records, matches, counts, texts, settings).summary())
+    return 0
+
+
+def add_report_surgiq(reports) -> None:
+    parser = reports.add_parser(
+        "surgiq",
+        help="the SurgiQ paper's tables (4, 5, 6, A3) from several `sureon eval surgiq` runs",
+        description="Accuracy, calibration, answer-order robustness and per-domain tables across models.",
+    )
+    parser.add_argument("runs", nargs="+", type=Path, help="run folders or their predictions.jsonl")
+    parser.add_argument("--labels", nargs="+", help="model names, one per run (default: the model in report.json)")
+    parser.add_argument("--bins", type=int, default=10, help="ECE bins")
+    parser.add_argument("--out", type=Path, help="write surgiq_tables.md and surgiq_tables.json here")
+    parser.set_defaults(handler=run_report_surgiq)
+
+
+def run_report_surgiq(args) -> int:
+    from recipes.evaluation.surgiq.report import build_report, load_runs, report_markdown, write_report
+
+    report = build_report(load_runs(args.runs, args.labels), args.bins)
+    if args.out:
+        write_report(report, args.out)
+    print(report_markdown(report))
+    return 0
+
+
+def add_shortcuts(commands) -> None:
+    group = commands.add_parser("shortcuts", help="shortcut baselines that answer without a model")
+    datasets = group.add_subparsers(dest="dataset", required=True)
+    parser = datasets.add_parser(
+        "surgiq",
+        help="longest option, lexical overlap and unique-token baselines on SurgiQ (the paper's Table A4)",
+        description="Accuracy of answer-cue heuristics on a built SurgiQ dataset; no model needed.",
+    )
+    parser.add_argument("--dataset", required=True, help="a folder built by `sureon build surgiq`, or its Hub id")
+    parser.add_argument("--config", default="default")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--out", type=Path, help="write shortcuts.md and shortcuts.json here")
+    parser.set_defaults(handler=run_shortcuts)
+
+
+def run_shortcuts(args) -> int:
+    from recipes.evaluation.surgiq.shortcuts import run_shortcuts as shortcuts
+
+    print(shortcuts(args.dataset, args.config, args.split, args.out))
+    return 0
+
+
+def add_push(commands) -> None:
+    parser = commands.add_parser("push", help="upload a built folder to the Hub as a dataset repo")
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--repo-id", required=True, help="ORG/NAME")
+    parser.add_argument("--private", action="store_true")
+    parser.set_defaults(handler=run_push)
+
+
+def run_push(args) -> int:
+    from builders.hub import push_folder
+
+    url = push_folder(args.folder, args.repo_id, private=args.private)
+    print(f"Pushed {args.folder} to {url}")
+    return 0
+
+
+def add_module_command(subparsers, name: str, module: str, *, help: str, description: str) -> None:
+    """A sub-command implemented by ``module``'s ``add_arguments(parser)`` and ``run(args) -> exit status``."""
+    implementation = importlib.import_module(module)
+    parser = subparsers.add_parser(name, help=help, description=description)
+    implementation.add_arguments(parser)
+    parser.set_defaults(handler=implementation.run)
+
+
+def add_pipeline(commands) -> None:
+    from sureon.pipeline import add_subcommands
+
+    group = commands.add_parser("pipeline", help="the construction pipeline: transcripts -> QA -> distractors")
+    add_subcommands(group)
+
+
+def add_review(commands) -> None:
+    from builders.pipeline.review.samples import DEFAULT_CONFIG
+
+    review = commands.add_parser("review", help="expert review of the validation pool: accounts, app, exports")
+    actions = review.add_subparsers(dest="action", required=True)
+
+    def action(name: str, help_text: str, handler, dataset: bool = False):
+        parser = actions.add_parser(name, help=help_text, description=help_text)
+        parser.add_argument("--db", required=True, type=Path, help="the review database (SQLite, created if absent)")
+        if dataset:
+            parser.add_argument("--dataset", required=True, type=Path, help="a built Sureon dataset folder")
+            parser.add_argument("--config", default=DEFAULT_CONFIG, help="the config under review")
+        parser.set_defaults(handler=handler)
+        return parser
+
+    add_user = action(
+        "add-user", "create a reviewer account (the password is read from stdin or a prompt)", run_review
+    )
+    add_user.add_argument("username")
+    add_user.add_argument("--admin", action="store_true")
+    add_user.add_argument("--reset-password", action="store_true", help="set a new password of an existing account")
+    assign = action("assign", "assign unassigned samples to reviewers (balanced, seeded)", run_review, dataset=True)
+    assign.add_argument("--reviewers", nargs="+", help="usernames (default: every account)")
+    assign.add_argument("--dual-fraction", type=float, default=0.0, help="share of each type reviewed twice")
+    assign.add_argument("--seed", default="sureon-review")
+    serve = action("serve", "start the review web app", run_review, dataset=True)
+    serve.add_argument("--videos", type=Path, help="folder of source videos named <source_id>.<ext>")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=7860)
+    export = action("export", "write the approved bench config and the review reports", run_review, dataset=True)
+    export.add_argument("--out", required=True, type=Path)
+    export.add_argument("--overwrite", action="store_true")
+    action("agreement", "print inter-rater agreement on the dual-reviewed subset (JSON)", run_review)
+
+
+def run_review(args) -> int:
+    import getpass
+    import json
+
+    from builders.pipeline.review.store import ReviewStore
+
+    store = ReviewStore(args.db)
+    if args.action == "add-user":
+        password = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
+        if args.reset_password:
+            store.set_password(args.username, password)
+        else:
+            store.add_user(args.username, password, admin=args.admin)
+        print(f"{'updated' if args.reset_password else 'created'} {args.username} in {args.db}")
+    elif args.action == "assign":
+        from builders.pipeline.review.assignment import assign
+        from builders.pipeline.review.samples import load_samples
+
+        samples = load_samples(args.dataset, args.config)
+        taken = {a.sample_id for a in store.assignments()}
+        todo = {sample_id: r["category"] for sample_id, r in samples.items() if sample_id not in taken}
+        added = store.add_assignments(assign(todo, args.reviewers or store.users(), args.dual_fraction, args.seed))
+        print(f"assigned {len(todo)} sample(s) ({added} assignments); {len(taken)} were already assigned")
+    elif args.action == "serve":
+        from builders.pipeline.review.app import serve
+
+        serve(args.dataset, args.db, args.videos, args.config, args.host, args.port)
+    elif args.action == "export":
+        from builders.pipeline.review.export import export_review
+
+        print(export_review(args.dataset, store, args.out, args.config, args.overwrite).summary())
+    else:
+        from builders.pipeline.review.reliability import agreement_report, rated_pairs
+
+        print(json.dumps(agreement_report(rated_pairs(store.assignments(), store.latest())), indent=2))
+    return 0
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sureon", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    build = commands.add_parser("build", help="build a dataset in the Hub layout")
+    builds = build.add_subparsers(dest="dataset", required=True)
+    add_build_sureon(builds)
+    add_build_surgiq(builds)
+    add_module_command(
+        builds,
+        "public",
+        "public_converters.build",
+        help="the templated public corpus from local copies of the public surgical datasets (seed Appendix C)",
+        description="Build the public corpus: read each source natively, template image and clip QAs, write the Hub "
+        "layout. See public_converters/build.py.",
+    )
+    evaluate = commands.add_parser("eval", help="evaluate a model on a benchmark")
+    evals = evaluate.add_subparsers(dest="benchmark", required=True)
+    add_module_command(
+        evals,
+        "sureon",
+        "recipes.evaluation.sureon.evaluate",
+        help="a model on the Sureon benchmark, visual and blind (predictions.jsonl + summary.json)",
+        description="Evaluate a model on the Sureon benchmark (see recipes/evaluation/sureon/evaluate.py).",
+    )
+    add_module_command(
+        evals,
+        "surgiq",
+        "recipes.evaluation.surgiq.evaluate",
+        help="deterministic log-likelihood MCQ scoring of a causal LM or VLM (text-only)",
+        description="Score SurgiQ with the paper's protocol: next-token log-probabilities of the option labels.",
+    )
+    report = commands.add_parser("report", help="tables and statistics across models' evaluation runs")
+    reports = report.add_subparsers(dest="benchmark", required=True)
+    add_module_command(
+        reports,
+        "sureon",
+        "recipes.evaluation.sureon.report",
+        help="Sureon leaderboard report (Table 3 layout, CIs, pairwise McNemar) from prediction files",
+        description="Report of the Sureon benchmark from any number of models' predictions.jsonl files.",
+    )
+    add_module_command(
+        reports,
+        "public",
+        "recipes.evaluation.public.report",
+        help="public perception benchmarks report (video-averaged F1, CVS accuracy, mAP50) from prediction files",
+        description="Report of the public perception benchmarks (seed D.3) from JSONL prediction files.",
+    )
+    add_report_surgiq(reports)
+    add_near_duplicates(commands)
+    add_shortcuts(commands)
+    add_module_command(
+        commands,
+        "curate",
+        "recipes.curation.curate",
+        help="stage 3: blind-test curation by a guesser ensemble (folds for training), then distractor hardening",
+        description="Flag questions answerable without the video (seed 3.1 Stage 3, B.4); "
+        "see recipes/curation/curate.py.",
+    )
+    add_module_command(
+        commands,
+        "audit",
+        "recipes.curation.audit",
+        help="blind-answerability audit of any MCQ dataset: guesser consistency, shortcuts, positions, length gap",
+        description="Can the questions be answered without the video? See recipes/curation/audit.py.",
+    )
+    add_push(commands)
+    add_pipeline(commands)
+    add_review(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""``sureon pipeline split | stage1 | stage2``: the construction pipeline from the command line.
+
+    sureon pipeline split  --transcripts PATH... [--metadata FILE] --split-file splits.json [--fraction 0.1]
+    sureon pipeline stage1 --transcripts PATH... --split-file splits.json --model NAME --out DIR [--cache FILE]
+    sureon pipeline stage2 --input STAGE1_DIR --out DIR [--method radg|resampled] [--generators M1 M2 M3]
+
+The endpoint comes from ``--base-url`` or ``OPENAI_BASE_URL``, the key from ``OPENAI_API_KEY`` only (never a flag,
+so it stays out of shell history and process lists). Every LLM reply is cached in ``--cache`` (default
+``<out>.llm_cache.sqlite``), and stage 2's embeddings in ``<out>.embeddings/``: a killed run, rerun, pays for
+nothing twice.
+"""
+
+from pathlib import Path
+
+
+def _transcript_arguments(parser) -> None:
+    parser.add_argument("--transcripts", required=True, nargs="+", type=Path, help="JSON/JSONL/SRT/VTT/SQLite files")
+    parser.add_argument("--metadata", type=Path, help="video metadata (JSON/JSONL/CSV keyed by source_id)")
+    parser.add_argument("--split-file", required=True, type=Path, help="stored split; made here if absent")
+    parser.add_argument("--fraction", type=float, default=0.1, help="validation share of videos")
+    parser.add_argument("--seed", type=int, default=42)
+
+
+def _client_arguments(parser) -> None:
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    parser.add_argument("--cache", type=Path, help="SQLite LLM cache (default: <out>.llm_cache.sqlite)")
+    parser.add_argument("--max-concurrency", type=int, default=64, help="requests in flight (seed: 128 / 64)")
+    parser.add_argument("--max-tokens", type=int)
+    parser.add_argument("--prices", type=Path, help="YAML of model: {input, output} USD per million tokens")
+    parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+
+
+def _client(args, model: str | None = None):
+    import yaml
+
+    from builders.llm import LLMClient
+
+    prices = yaml.safe_load(args.prices.read_text()) if args.prices else None
+    cache = args.cache or args.out.with_name(f"{args.out.name}.llm_cache.sqlite")
+    return LLMClient(
+        model, base_url=args.base_url, cache=cache, max_concurrency=args.max_concurrency, prices=prices, progress=True
+    )
+
+
+def _split(args):
+    from builders.pipeline.splits import load_or_make_split
+    from builders.pipeline.transcripts import read_transcripts
+
+    transcripts = read_transcripts(args.transcripts, args.metadata)
+    videos = {t.source_id: t.subject for t in transcripts}
+    return transcripts, load_or_make_split(args.split_file, videos, args.fraction, args.seed)
+
+
+def run_split(args) -> int:
+    _, split = _split(args)
+    counts = {name: sum(v == name for v in split.values()) for name in ("train", "validation")}
+    print(f"{args.split_file}: {counts['train']} train and {counts['validation']} validation videos")
+    return 0
+
+
+def run_stage1(args) -> int:
+    from builders.pipeline.agents import Stage1Config, write_stage1
+    from builders.sureon.categories import CATEGORIES
+
+    transcripts, split = _split(args)
+    config = Stage1Config(
+        model=args.model,
+        generator_calls=args.generator_calls,
+        categories=args.categories or [c.code for c in CATEGORIES],
+        max_tokens=args.max_tokens,
+    )
+    client = _client(args, args.model)
+    manifest = write_stage1(args.out, transcripts, split, client, config, args.overwrite)
+    print(client.ledger.summary())
+    print(f"Wrote {args.out}: {manifest['written']} samples, {manifest['skipped']} skipped (see skipped.jsonl)")
+    return 0
+
+
+def run_stage2(args) -> int:
+    from builders.pipeline.radg import Stage2Config, write_stage2
+
+    config = Stage2Config(
+        generators=args.generators,
+        embedding_model=args.embedding_model,
+        per_model=args.per_model,
+        num_distractors=args.num_distractors,
+        top_k=args.top_k,
+        exemplars=args.exemplars,
+        max_tokens=args.max_tokens,
+    )
+    client = _client(args) if args.method == "radg" else None
+    embeddings = args.out.with_name(f"{args.out.name}.embeddings")
+    manifest = write_stage2(
+        args.input, args.out, args.method, config, client, overwrite=args.overwrite, embedding_cache=embeddings
+    )
+    if client is not None:
+        print(client.ledger.summary())
+    print(f"Wrote {args.out}: {manifest['written']} questions, {manifest['skipped']} skipped (see skipped.jsonl)")
+    print(f"Build datasets with: sureon build sureon --release {args.out} --out DIR")
+    return 0
+
+
+def add_subcommands(group) -> None:
+    from builders.pipeline.radg import DEFAULT_EMBEDDING_MODEL, DEFAULT_GENERATORS
+    from builders.sureon.categories import BY_CODE
+
+    stages = group.add_subparsers(dest="stage", required=True)
+    split = stages.add_parser("split", help="the seeded subject-stratified video split, stored once")
+    _transcript_arguments(split)
+    split.set_defaults(handler=run_split)
+
+    stage1 = stages.add_parser("stage1", help="generator-validator agents: transcripts -> grounded QA (D_SGM)")
+    _transcript_arguments(stage1)
+    stage1.add_argument("--model", required=True, help="endpoint model name of the agents")
+    stage1.add_argument("--out", required=True, type=Path, help="output folder (release layout)")
+    stage1.add_argument("--generator-calls", type=int, default=3, help="R: generator calls per transcript")
+    stage1.add_argument("--categories", nargs="+", choices=list(BY_CODE), help="categories (default: all ten)")
+    _client_arguments(stage1)
+    stage1.set_defaults(handler=run_stage1)
+
+    stage2 = stages.add_parser("stage2", help="retrieval-augmented multi-model distractors (D_ref) or resampled")
+    stage2.add_argument("--input", required=True, type=Path, help="a stage-1 output folder")
+    stage2.add_argument("--out", required=True, type=Path, help="output folder (release layout)")
+    stage2.add_argument("--method", choices=["radg", "resampled"], default="radg")
+    stage2.add_argument("--generators", nargs="+", default=list(DEFAULT_GENERATORS), help="M1..Mn endpoint names")
+    stage2.add_argument("--embedding-model", default=DEFAULT_EMBEDDING_MODEL, help="sentence-transformers model")
+    stage2.add_argument("--per-model", type=int, default=6, help="N: distractors per generator")
+    stage2.add_argument("--num-distractors", type=int, default=6, help="distractors drawn into the options")
+    stage2.add_argument("--top-k", type=int, default=100, help="answers retrieved per pool")
+    stage2.add_argument("--exemplars", type=int, default=100, help="K: exemplars after merging")
+    _client_arguments(stage2)
+    stage2.set_defaults(handler=run_stage2)
