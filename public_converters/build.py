@@ -339,7 +339,7 @@ def build_public(options: BuildOptions) -> dict:
             normalised = normalise_source(
                 spec, root, split_variant=options.split_variants.get(name), num_proc=options.num_proc
             )
-            check_media(normalised, options.num_proc)
+            normalised = check_media(normalised, options.num_proc)  # labels fitted to the videos' lengths
             write_tables(normalised.tables, normalised.info(), staging / "normalised" / name)
             built = build_source(normalised, options)
             records = built.records

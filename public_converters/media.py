@@ -3,11 +3,13 @@ labels), and the JPEG frames the QA records show, written once per frame into a 
 
 A truncated PNG or a cut download should stop the build with the file's name before anything is written, not surface
 as a broken record in the dataset. Images are decoded in full (PIL ``load``); videos are opened with torchcodec and
-their frame count compared with the last labelled frame.
+their frame count compared with the last labelled frame, and labels sampled below the video's rate are clipped at
+its last frame (``fit_to_video``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -21,7 +23,8 @@ from PIL import Image
 from pycocotools import mask as mask_utils
 from scipy import ndimage
 
-from public_converters.schema import SourceError
+from public_converters.normalise import Normalised
+from public_converters.schema import Segment, SourceError, Video, sort_tables
 from public_converters.seg_to_box import load_image
 
 
@@ -41,23 +44,42 @@ def _check_images(args) -> list[str]:
     return problems
 
 
-def _check_video(root: Path, relative: str, last_frame: int) -> str | None:
+def _frame_count(root: Path, relative: str) -> tuple[int | None, str | None]:
+    """(frames in the video, None) or (None, the problem) for one clip-branch video."""
     from builders.video import open_decoder
 
     path = root / relative
     if not path.is_file():
-        return f"{path}: file not found (the clip branch decodes frames from it)"
+        return None, f"{path}: file not found (the clip branch decodes frames from it)"
     try:
         metadata = open_decoder(path).metadata
     except (RuntimeError, ValueError, OSError) as error:
-        return f"{path}: cannot open the video ({error}); re-download it"
-    if metadata.num_frames is None or metadata.num_frames <= last_frame:
-        return f"{path}: {metadata.num_frames} frames, but labels run to frame {last_frame}; is the video truncated?"
-    return None
+        return None, f"{path}: cannot open the video ({error}); re-download it"
+    if not metadata.num_frames:
+        return None, f"{path}: the container reports no frames; re-download it"
+    return metadata.num_frames, None
 
 
-def check_media(normalised, num_proc: int = 1) -> None:
-    """Raise one error listing every unreadable or mis-sized image and every short or unreadable video."""
+def fit_to_video(
+    video: Video, frame_indices: list[int], segments: list[Segment], frame_count: int
+) -> tuple[Video, list[Segment], str | None]:
+    """The video and its segments clipped at its last frame, or a problem if its labels need frames past the end.
+
+    A label sampled below the video's rate covers ``period`` frames from its sample, so the last one of a video whose
+    length is not a multiple of the period runs past the end (Cholec80's 1-fps tools on a 1,010-frame video end at
+    frame 1024): that overrun is clipped. A sample itself past the end (a frame row, or a segment whose last sample
+    lies beyond the last frame) means the file is short: a truncated video is still an error."""
+    last = frame_count - 1
+    needed = max([*frame_indices, *(s.end_frame - s.period + 1 for s in segments)], default=0)
+    if needed > last:
+        return video, segments, f"{frame_count} frames, but labels run to frame {needed}; is the video truncated?"
+    fitted = [dataclasses.replace(s, end_frame=last) if s.end_frame > last else s for s in segments]
+    return dataclasses.replace(video, total_frames=min(video.total_frames or frame_count, frame_count)), fitted, None
+
+
+def check_media(normalised: Normalised, num_proc: int = 1) -> Normalised:
+    """Raise one error listing every unreadable or mis-sized image and every short or unreadable video; return the
+    source with each video's labels fitted to its real length (``fit_to_video``)."""
     tables, root = normalised.tables, normalised.root
     sizes = {v.video_id: (v.width, v.height) if v.width and v.height else None for v in tables.videos}
     images = sorted({(f.image_path, sizes[f.video_id]) for f in tables.frames if f.image_path})
@@ -68,19 +90,31 @@ def check_media(normalised, num_proc: int = 1) -> None:
             problems = [p for found in pool.map(_check_images, jobs) for p in found]
     else:
         problems = [p for job in jobs for p in _check_images(job)]
-    last = {}
-    for row in [*tables.frames, *tables.segments]:
-        end = getattr(row, "end_frame", getattr(row, "frame_index", 0))
-        last[row.video_id] = max(last.get(row.video_id, 0), end)
+    frame_indices, segments = defaultdict(list), defaultdict(list)
+    for frame in tables.frames:
+        frame_indices[frame.video_id].append(frame.frame_index)
+    for segment in tables.segments:
+        segments[segment.video_id].append(segment)
+    videos = []
     for video in tables.videos:
         if video.video_path:
-            problem = _check_video(root, video.video_path, last.get(video.video_id, 0))
+            frame_count, problem = _frame_count(root, video.video_path)
+            if frame_count is not None:
+                video, segments[video.video_id], problem = fit_to_video(
+                    video, frame_indices[video.video_id], segments[video.video_id], frame_count
+                )
+                problem = problem and f"{root / video.video_path}: {problem}"
             if problem:
                 problems.append(problem)
+        videos.append(video)
     if problems:
         shown = "\n  ".join(problems[:20])
         more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
         raise SourceError(root, f"{len(problems)} media problem(s):\n  {shown}{more}")
+    fitted = [s for video in tables.videos for s in segments[video.video_id]]
+    return dataclasses.replace(
+        normalised, tables=sort_tables(dataclasses.replace(tables, videos=videos, segments=fitted))
+    )
 
 
 # ---- writing the frames the QA records show -----------------------------------------------------------------------

@@ -95,6 +95,10 @@ class Segment:
     label: str
     start_frame: int
     end_frame: int  # inclusive
+    # frames one label sample covers: 1 for per-frame labels, 25 for 1-fps labels of a 25-fps video. The last sample
+    # of a run covers ``period`` frames, which can run past the video's end (a 1,010-frame video with 1-fps labels):
+    # the media check clips such an end at the video's last frame and refuses an end further out
+    period: int = 1
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,7 @@ _ARROW_TYPES = {
     "instance_id": pa.int32(),
     "start_frame": pa.int64(),
     "end_frame": pa.int64(),
+    "period": pa.int32(),
     "instrument": pa.string(),
     "verb": pa.string(),
     "target": pa.string(),
@@ -226,7 +231,7 @@ def check_tables(tables: SourceTables, source: str) -> None:
         ):
             problems.append(f"box {instance.box} of {instance.label} in {instance.video_id}:{instance.frame_index}")
     for segment in tables.segments:
-        if segment.kind not in SEGMENT_KINDS or segment.start_frame > segment.end_frame:
+        if segment.kind not in SEGMENT_KINDS or segment.start_frame > segment.end_frame or segment.period < 1:
             problems.append(f"segment {segment}")
     if problems:
         raise ValueError(f"{source}: the reader's tables are inconsistent: " + "; ".join(problems[:10]))
@@ -245,18 +250,19 @@ def segments_from_labels(video_id: str, kind: str, labelled: list[tuple[int, str
     """Run-length encode per-frame labels (sorted ``(frame, label)`` pairs, one every ``step`` frames) into segments.
 
     A run ends at its last labelled frame plus ``step - 1`` (a 1-fps label covers its whole second) unless the next
-    label starts earlier; a gap longer than ``step`` or a ``None`` label closes the run."""
+    label starts earlier; a gap longer than ``step`` or a ``None`` label closes the run. Segments carry ``step`` as
+    their ``period``, so the media check can clip a last second that runs past the video's end."""
     segments: list[Segment] = []
     run_label, run_start, last = None, None, None
     for frame, label in labelled:
         if run_label is not None and (label != run_label or frame - last > step):
-            segments.append(Segment(video_id, kind, run_label, run_start, min(last + step - 1, frame - 1)))
+            segments.append(Segment(video_id, kind, run_label, run_start, min(last + step - 1, frame - 1), step))
             run_label = None
         if label is not None and run_label is None:
             run_label, run_start = label, frame
         last = frame
     if run_label is not None:
-        segments.append(Segment(video_id, kind, run_label, run_start, last + step - 1))
+        segments.append(Segment(video_id, kind, run_label, run_start, last + step - 1, step))
     return segments
 
 

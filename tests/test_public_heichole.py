@@ -40,7 +40,7 @@ def test_lower_case_copies_are_read_and_segment_videos_are_not_videos(root):
     videos = normalise_source(registry()["heichole"], root).tables.videos
     assert [(v.video_id, v.video_path, v.total_frames, v.split) for v in videos] == [
         ("Hei-Chole1", "Videos/Full/Hei-Chole1.mp4", 75, "train"),
-        ("Hei-Chole10", "Videos/Full/hei-chole10.mp4", 75, "train"),
+        ("Hei-Chole10", "Videos/Full/hei-chole10.mp4", 80, "train"),
     ]
 
 
@@ -60,8 +60,8 @@ def test_one_row_per_second_is_read_at_its_step_and_clipped_to_the_video(root, t
     path.write_text("0,1,0,0,0\n25,1,0,0,0\n50,0,0,1,0\n")
     tables = normalise_source(registry()["heichole"], copy).tables
     assert _segments(tables, "Hei-Chole1", "action") == [
-        Segment("Hei-Chole1", "action", "grasp", 0, 49),
-        Segment("Hei-Chole1", "action", "cut", 50, 74),
+        Segment("Hei-Chole1", "action", "grasp", 0, 49, 25),
+        Segment("Hei-Chole1", "action", "cut", 50, 74, 25),
     ]
     path.write_text("0,1,0,0,0\n25,1,0,0,0\n60,0,0,1,0\n")
     with pytest.raises(ValueError, match="frame 60 after 25: the step is not 25"):

@@ -5,6 +5,7 @@ import shutil
 
 import pytest
 
+from public_converters.media import check_media
 from public_converters.normalise import normalise_source
 from public_converters.samples._common import replace_in_file
 from public_converters.schema import SourceError
@@ -48,9 +49,22 @@ def test_action_segments_on_the_60fps_frame_index(tables):
         # frames 0-17 are "Other" (background): no segment
         ("picking up the needle", 18, 47),  # samples at 18..42, each covering 6 frames
         ("positioning the needle tip", 48, 71),
-        ("pushing the needle through the tissue", 72, 120),  # the last sample (frame 120) ends the video's labels
+        ("pushing the needle through the tissue", 72, 125),  # the last sample (frame 120) covers 6 frames too
     ]
     assert {s.kind for s in tables.segments} == {"action"}
+
+
+def test_the_last_sample_is_clipped_at_the_end_of_the_video(sample):
+    fitted = check_media(normalise_source(registry()["sarrarp50"], sample)).tables
+    ends = {s.video_id: s.end_frame for s in fitted.segments}  # the last segment of each video
+    # 125 and 110 frames: the last sample's 6 frames are clipped; video_11_2 ends on background
+    assert ends == {"video_11_1": 124, "video_11_2": 71, "video_03": 89, "video_41": 109}
+    assert {v.video_id: v.total_frames for v in fitted.videos} == {
+        "video_03": 90,
+        "video_11_1": 125,
+        "video_11_2": 100,
+        "video_41": 110,
+    }
 
 
 def test_frames_carry_the_10hz_actions(tables):

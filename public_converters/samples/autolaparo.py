@@ -1,5 +1,6 @@
-"""A tiny AutoLaparo in its native layout: two Task 1 videos with 1-fps phase files, two 10-s Task 2 motion clips
-with their label file, and three Task 3 frames with grey-level masks (tool manipulator + shaft, uterus)."""
+"""A tiny AutoLaparo in its native layout: two Task 1 videos with 1-fps phase files (neither a whole number of
+seconds long), two Task 2 motion clips (10 s and 9.6 s) with their label file, and three Task 3 frames with
+grey-level masks (tool manipulator + shaft, uterus)."""
 
 from pathlib import Path
 
@@ -20,8 +21,9 @@ from public_converters.samples._common import (
 FPS = 25
 # video number -> 1-based phase per second
 WORKFLOW = {"01": [1] * 4 + [2] * 5 + [3] * 3, "15": [5] * 3 + [6] * 6 + [7] * 2}
-# clip number -> (motion id, phase column)
-MOTION = {1: (5, 2), 228: (0, 6)}
+# clip number -> (motion id, phase column, frames): clip 228 is 0.4 s short of the nominal 10 s
+MOTION = {1: (5, 2, 250), 228: (0, 6, 240)}
+SHORT_OF_WHOLE_SECONDS = 15  # the Task 1 videos end 15 frames into their last labelled second
 SIZE = (64, 48)
 
 
@@ -43,13 +45,13 @@ def _mask(clip: int, frame: int) -> np.ndarray:
 def write(root: Path) -> None:
     task1 = root / "AutoLaparo_Task1"
     for number, phases in WORKFLOW.items():
-        write_video(task1 / "videos" / f"{number}.mp4", FPS * len(phases), FPS)
+        write_video(task1 / "videos" / f"{number}.mp4", FPS * len(phases) - SHORT_OF_WHOLE_SECONDS, FPS)
         rows = "".join(f"{second}\t{phase}\n" for second, phase in enumerate(phases, 1))
         write_text(task1 / "labels" / f"label_{number}.txt", "Frame\tPhase\n" + rows)
     task2 = root / "AutoLaparo_Task2"
-    for clip in MOTION:
-        write_video(task2 / "clips" / f"{clip:03d}.mp4", 10 * FPS, FPS)
-    rows = "".join(f"{clip}\t{motion}\t{phase}\n" for clip, (motion, phase) in MOTION.items())
+    for clip, (_, _, frames) in MOTION.items():
+        write_video(task2 / "clips" / f"{clip:03d}.mp4", frames, FPS)
+    rows = "".join(f"{clip}\t{motion}\t{phase}\n" for clip, (motion, phase, _) in MOTION.items())
     write_text(task2 / "laparoscope_motion_label.txt", "Clip\tLabel\tPhase\n" + rows)
     task3 = root / "AutoLaparo_Task3"
     for clip, frame in ((1, 1), (1, 125), (228, 50)):

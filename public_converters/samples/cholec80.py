@@ -1,4 +1,5 @@
-"""A tiny Cholec80 in its native layout: two 40-second 25-fps videos with phase (25 fps) and tool (1 fps) files."""
+"""A tiny Cholec80 in its native layout: two 25-fps videos (40.4 s and 40 s) with phase (25 fps) and tool (1 fps)
+files."""
 
 from pathlib import Path
 
@@ -9,7 +10,8 @@ from public_converters.sources.cholec80 import TOOL_COLUMNS
 FPS = 25
 # (video, [(phase, frames)], tools present per second as column indices)
 VIDEOS = {
-    "video01": [("Preparation", 300), ("CalotTriangleDissection", 400), ("ClippingCutting", 300)],
+    # 1,010 frames: the last 1-fps tool sample (frame 1000) covers a second that runs past the video's end
+    "video01": [("Preparation", 300), ("CalotTriangleDissection", 400), ("ClippingCutting", 310)],
     "video41": [("CalotTriangleDissection", 250), ("GallbladderDissection", 450), ("GallbladderPackaging", 300)],
 }
 

@@ -1,6 +1,7 @@
-"""A tiny HeiChole: Hei-Chole1 and Hei-Chole10 (a prefix trap), 3 s at 25 fps, headerless phase / instrument /
-action CSVs with a row per frame; Hei-Chole10's files in the lower-case spelling some copies use; a skill-rated
-``_Calot`` segment video and a skill CSV that the reader must not take for a video or an annotation."""
+"""A tiny HeiChole: Hei-Chole1 and Hei-Chole10 (a prefix trap), 3 s and 3.2 s at 25 fps, headerless phase CSVs with a
+row per frame, instrument / action CSVs with a row per frame (Hei-Chole1) or per second (Hei-Chole10); Hei-Chole10's
+files in the lower-case spelling some copies use; a skill-rated ``_Calot`` segment video and a skill CSV that the
+reader must not take for a video or an annotation."""
 
 from pathlib import Path
 
@@ -8,11 +9,11 @@ from public_converters.samples._common import cut, remove, rewrite, write_text, 
 
 
 FPS = 25
-FRAMES = 75
-# video -> (file stem as written, [(phase id, frames)])
+# video -> (file stem as written, [(phase id, frames)], frame step of the instrument and action rows)
 VIDEOS = {
-    "Hei-Chole1": ("Hei-Chole1", [(0, 30), (1, 45)]),
-    "Hei-Chole10": ("hei-chole10", [(1, 25), (2, 20), (3, 30)]),
+    "Hei-Chole1": ("Hei-Chole1", [(0, 30), (1, 45)], 1),
+    # 80 frames with one instrument/action row per second: the last row's second runs past the video's end
+    "Hei-Chole10": ("hei-chole10", [(1, 25), (2, 20), (3, 35)], FPS),
 }
 
 
@@ -31,17 +32,19 @@ def _csv(rows) -> str:
 
 
 def write(root: Path) -> None:
-    for stem, phases in VIDEOS.values():
+    for stem, phases, step in VIDEOS.values():
         lower = stem.islower()
-        write_video(root / "Videos" / "Full" / f"{stem}.mp4", FRAMES, FPS)
+        frames = sum(count for _, count in phases)
+        write_video(root / "Videos" / "Full" / f"{stem}.mp4", frames, FPS)
         ids = [phase for phase, count in phases for _ in range(count)]
         names = {kind: f"{stem}_Annotation_{kind}.csv" for kind in ("Phase", "Instrument", "Action")}
         if lower:
             names = {kind: name.lower() for kind, name in names.items()}
         notes = root / "Annotations"
         write_text(notes / "Phase" / names["Phase"], _csv((frame, phase) for frame, phase in enumerate(ids)))
-        write_text(notes / "Instrument" / names["Instrument"], _csv((f, *_tools(f)) for f in range(FRAMES)))
-        write_text(notes / "Action" / names["Action"], _csv((f, *_actions(f)) for f in range(FRAMES)))
+        sampled = range(0, frames, step)
+        write_text(notes / "Instrument" / names["Instrument"], _csv((f, *_tools(f)) for f in sampled))
+        write_text(notes / "Action" / names["Action"], _csv((f, *_actions(f)) for f in sampled))
     write_video(root / "Videos" / "Full" / "Hei-Chole1_Calot.mp4", 10, FPS)
     write_text(root / "Annotations" / "Skill" / "Hei-Chole1_Skill.csv", "3,4,3,4,2\n")
 

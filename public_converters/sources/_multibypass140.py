@@ -4,27 +4,27 @@ Shared reader of ``multibypass_bern`` (BernBypass70) and ``multibypass_strasbour
 Table 13 counts the centres as two sources. Layout read (``docs/sources/multibypass140.md``; the labels live in the
 ``CAMMA-public/MultiBypass140`` git repository, the videos in its zips; point the source at the repository clone)::
 
-    labels/<centre>/labels_by70/BBP01.mp4.json                    {"phases": [...], "steps": [...]}
-    labels/<centre>/labels_by70_splits/labels/train/1fps_100_0.pickle   fold-0 training videos (1-fps frame lists)
+    labels/<centre>/labels_by70_splits/labels/train/1fps_100_0.pickle   fold-0 training videos, per-second labels
     labels/<centre>/labels_by70_splits/labels/{val,test}/1fps_0.pickle
     tables/phase.csv, tables/step.csv                               header "id, name"; ids 0-13 and 0-45
     datasets/MultiBypass140/<Centre>Bypass70/videos/BBP01.mp4       (or <Centre>Bypass70/videos/ at the root)
 
-Confirmed (the public repository's files): the JSON keys, intervals ``{start, end, label_name, label_id}``, the
-vocabularies, the split-pickle structure. Inferred: ``start``/``end`` are milliseconds (BBP03's steps end at
-3,769,553 ms, its last 1-fps frame is 3768). Unconfirmed: the videos' frame rate (25 fps assumed, as CAMMA's other
-recordings; the media check only catches labels running past a video's end).
+Labels: the official per-second labels, ``Phase_gt`` and ``Step_gt`` of the fold-0 split pickles (train, val and test
+together hold all 70 videos of a centre, and every fold's pickles carry the same labels), so phases and steps agree
+with what the benchmarks on MultiBypass140 score. Second ``Original_frame_id`` s is video frame 25 * s and covers 25
+frames (segments of period 25, the last clipped at the video's end by the media check). The pickles keep the
+seconds the per-video ``labels_by70/*.mp4.json`` intervals mark ``out_of_body`` (camera outside the patient): 1,130
+seconds of Bern's fold-0 validation videos, 554 of Strasbourg's, e.g. BBP03 seconds 831-844. Such seconds carry the
+ordinary phase and step they are nested in, and so do they here. ``s0_null_step`` means "no step": those seconds get
+no step. A pickle's ``Phase_gt`` of ``out_of_body`` or ``severe_index`` (never seen in the official files) would give
+no phase. The JSON intervals (milliseconds) are not read: the pickle label of second s is the JSON label at
+(s + 1) * 1000 ms (checked on every second of Bern val fold 0), and the JSON's finer boundaries are not what the
+official labels use. Unconfirmed: the videos' frame rate (25 fps assumed, as CAMMA's other recordings).
 
-Overlaps, resolved by priority: phase intervals overlap because ``out_of_body`` (12) and ``severe_index`` (13) are
-nested inside ordinary phases, and the file is not sorted. ``out_of_body`` wins over phases and steps: its frames
-get neither (the camera is outside the patient; the official 1-fps pickles drop those frames too). ``severe_index``
-is a flag, not a phase: it is not read (the schema has no place for it). ``s0_null_step`` means "no step": its
-frames get no step. Ordinary phases (0-11) overlapping one another, or steps overlapping steps, are an error.
-
-Splits: the default is the official fold 0, read from the split pickles of the release (they are plain git files
-of the labels repository; a pickle is loaded without any class lookup, so it cannot run code). Folds 1-4 are split
-variants where ``docs/sources/multibypass140.md`` lists both their validation and test videos (Bern); the
-Strasbourg test lists were not available, so Strasbourg folds 1-4 are not offered (use the pickles' fold 0).
+Splits: the default is the official fold 0, read from the same pickles (a pickle is loaded without any class lookup,
+so it cannot run code). Folds 1-4 are split variants where ``docs/sources/multibypass140.md`` lists both their
+validation and test videos (Bern); the Strasbourg test lists were not available, so Strasbourg folds 1-4 are not
+offered (use the pickles' fold 0).
 """
 
 from __future__ import annotations
@@ -35,11 +35,10 @@ import pickle
 import re
 from pathlib import Path
 
-from public_converters.coco import read_json
-from public_converters.schema import Segment, SourceError, SourceTables, Video
+from public_converters.schema import SourceError, SourceTables, Video, segments_from_labels
 
 
-FPS = 25.0
+FPS = 25
 FOLD = 0
 PHASE_NAMES = (
     "preparation", "gastric_pouch_creation", "omentum_division", "gastrojejunal_anastomosis", "anastomosis_test",
@@ -61,15 +60,15 @@ STEP_NAMES = (
     "s38_anastomosis_fixation", "s39_coagulation", "s40_irrigation_aspiration", "s41_parietal_closure",
     "s42_trocar_removal", "s43_calibration", "s44_drainage_insertion", "s45_specimen_retrieval",
 )  # fmt: skip
-OUT_OF_BODY, SEVERE_INDEX, NULL_STEP = "out_of_body", "severe_index", "s0_null_step"
-# handled by priority, never mapped to a canonical name
-NOT_A_LABEL = {"phase": {OUT_OF_BODY, SEVERE_INDEX}, "step": {NULL_STEP}}
+# names that label no frame: never mapped to a canonical name
+NOT_A_LABEL = {"phase": {"out_of_body", "severe_index"}, "step": {"s0_null_step"}}
 # "cleaning and coagulation" as Cholec80 names the same phase; otherwise the native words
 PHASES = {n: n.replace("_", " ") for n in PHASE_NAMES[:12]} | {"cleaning_coagulation": "cleaning and coagulation"}
 STEPS = {n: re.sub(r"^s\d+_", "", n).replace("_", " ") for n in STEP_NAMES[1:]}
 SPLIT_FILES = {"train": f"train/1fps_100_{FOLD}.pickle", "validation": f"val/1fps_{FOLD}.pickle"}
 SPLIT_FILES["test"] = f"test/1fps_{FOLD}.pickle"
 FRAME_KEYS = {"Frame_id", "Original_frame_id", "Phase_gt", "Step_gt"}
+LABEL_KEYS = {"phase": "Phase_gt", "step": "Step_gt"}
 
 
 def fold_variants(prefix: str, folds: dict[int, tuple[tuple[int, ...], tuple[int, ...]]]) -> dict:
@@ -81,8 +80,9 @@ def fold_variants(prefix: str, folds: dict[int, tuple[tuple[int, ...], tuple[int
     return variants
 
 
-def _vocabulary(path: Path, names: tuple[str, ...], kind: str, labels) -> dict[str, int]:
-    """name -> id of tables/<kind>.csv, checked against the published table; unknown names are label misses."""
+def _vocabulary(path: Path, names: tuple[str, ...], kind: str, labels) -> dict[int, str | None]:
+    """id -> canonical name (None: labels no frame) of tables/<kind>.csv, checked against the published table;
+    unknown names are label misses."""
     if not path.is_file():
         raise SourceError(path, "file not found", fix="the tables/ folder of the MultiBypass140 repository")
     rows = list(csv.reader(io.StringIO(path.read_text())))
@@ -96,55 +96,8 @@ def _vocabulary(path: Path, names: tuple[str, ...], kind: str, labels) -> dict[s
         ident, name = int(cells[0]), cells[1]
         if name in names and names.index(name) != ident:
             raise SourceError(path, f"{name} has id {ident}, the published table says {names.index(name)}", row=number)
-        if name not in NOT_A_LABEL[kind]:
-            labels.map(kind, name, path, number)
-        vocabulary[name] = ident
+        vocabulary[ident] = None if name in NOT_A_LABEL[kind] else labels.map(kind, name, path, number)
     return vocabulary
-
-
-def _intervals(path: Path, payload: dict, key: str, vocabulary: dict[str, int]) -> list[tuple[int, int, str, int]]:
-    """(start frame, end frame exclusive, native name, entry index) of one list, sorted by start."""
-    entries = payload.get(key)
-    if not isinstance(entries, list):
-        raise SourceError(path, f"no {key!r} list", fix='expected {"phases": [...], "steps": [...]}')
-    found = []
-    for index, entry in enumerate(entries):
-        row = f"{key}[{index}]"
-        try:
-            start, end, name, ident = (entry[k] for k in ("start", "end", "label_name", "label_id"))
-        except (KeyError, TypeError) as error:
-            raise SourceError(
-                path, f"entry {entry!r} lacks {error}", row=row, fix="start, end, label_name, label_id"
-            ) from error
-        if not all(isinstance(v, int) for v in (start, end, ident)) or not 0 <= start < end:
-            raise SourceError(path, f"bad interval {entry!r}", row=row, fix="integer milliseconds, start < end")
-        if name in vocabulary and vocabulary[name] != ident:
-            raise SourceError(path, f"{name} has label_id {ident}, tables say {vocabulary[name]}", row=row)
-        found.append((round(start * FPS / 1000), round(end * FPS / 1000), name, index))
-    return sorted(found)
-
-
-def _subtract(start: int, end: int, holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Pieces of [start, end) outside every hole [a, b)."""
-    pieces = [(start, end)] if start < end else []  # an interval under one frame (40 ms) labels no frame
-    for a, b in holes:
-        pieces = [(s, e) for s0, e0 in pieces for s, e in ((s0, min(e0, a)), (max(s0, b), e0)) if s < e]
-    return pieces
-
-
-def _segments(video_id, kind, path, intervals, holes, labels) -> list[Segment]:
-    segments, previous = [], None
-    for start, end, name, index in intervals:
-        if name in NOT_A_LABEL[kind]:
-            continue
-        if previous is not None and start < previous[1]:
-            raise SourceError(
-                path, f"{kind} {name} overlaps {previous[2]}", row=f"{kind}s[{index}]", fix="ordinary labels must tile"
-            )
-        canonical = labels.map(kind, name, path, f"{kind}s[{index}]")
-        segments += [Segment(video_id, kind, canonical, s, e - 1) for s, e in _subtract(start, end, holes)]
-        previous = (start, end, name)
-    return segments
 
 
 class _PlainUnpickler(pickle.Unpickler):
@@ -152,8 +105,8 @@ class _PlainUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
 
 
-def _split_videos(path: Path, prefix: str) -> set[str]:
-    """Video ids of one split pickle, after checking its documented structure."""
+def _split_labels(path: Path, prefix: str, vocabularies: dict[str, dict]) -> dict[str, list[tuple[int, dict]]]:
+    """video -> [(second, {kind: canonical label or None})] of one split pickle, after checking its structure."""
     if not path.is_file():
         raise SourceError(path, "file not found", fix="the official fold-0 split; clone the labels repository fully")
     try:
@@ -162,44 +115,56 @@ def _split_videos(path: Path, prefix: str) -> set[str]:
         raise SourceError(path, f"not a plain split pickle ({error})", fix="re-download it") from error
     if not isinstance(payload, dict):
         raise SourceError(path, f"holds a {type(payload).__name__}, expected a dict video -> frame list")
+    found = {}
     for video, frames in payload.items():
         if not re.fullmatch(rf"{prefix}\d\d", str(video)) or not isinstance(frames, list):
             raise SourceError(path, f"entry {video!r} is not {prefix}NN -> list of frames", row=str(video))
+        seconds, previous = [], -1
         for frame in frames:
             if not isinstance(frame, dict) or not FRAME_KEYS <= set(frame):
                 raise SourceError(path, f"frame {frame!r} lacks {sorted(FRAME_KEYS)}", row=str(video))
-            if frame["Frame_id"] != f"{video}_{frame['Original_frame_id'] + 1:08d}":
-                raise SourceError(path, f"Frame_id {frame['Frame_id']} is not Original_frame_id + 1", row=str(video))
-    return set(payload)
+            second, row = frame["Original_frame_id"], f"{video} {frame['Frame_id']}"
+            if not isinstance(second, int) or frame["Frame_id"] != f"{video}_{second + 1:08d}":
+                raise SourceError(path, f"Frame_id {frame['Frame_id']} is not Original_frame_id + 1", row=row)
+            if second <= previous:
+                raise SourceError(path, f"second {second} after {previous}", row=row, fix="seconds must increase")
+            named = {}
+            for kind, key in LABEL_KEYS.items():
+                if frame[key] not in vocabularies[kind]:
+                    raise SourceError(path, f"{key} {frame[key]!r} is not an id of tables/{kind}.csv", row=row)
+                named[kind] = vocabularies[kind][frame[key]]
+            seconds.append((second, named))
+            previous = second
+        found[video] = seconds
+    return found
 
 
 def read_centre(root: Path, labels, centre: str, folder: str, prefix: str) -> SourceTables:
-    label_dir = root / "labels" / centre / "labels_by70"
     candidates = [root / "datasets" / "MultiBypass140" / folder / "videos", root / folder / "videos"]
     video_dir = next((path for path in candidates if path.is_dir()), None)
-    if video_dir is None or not label_dir.is_dir():
-        missing = label_dir if video_dir else candidates[0]
-        raise SourceError(missing, "folder not found", fix="point the source at the MultiBypass140 repository clone")
-    phases = _vocabulary(root / "tables" / "phase.csv", PHASE_NAMES, "phase", labels)
-    steps = _vocabulary(root / "tables" / "step.csv", STEP_NAMES, "step", labels)
+    if video_dir is None:
+        raise SourceError(
+            candidates[0], "folder not found", fix="point the source at the MultiBypass140 repository clone"
+        )
+    vocabularies = {
+        "phase": _vocabulary(root / "tables" / "phase.csv", PHASE_NAMES, "phase", labels),
+        "step": _vocabulary(root / "tables" / "step.csv", STEP_NAMES, "step", labels),
+    }
     split_dir = root / "labels" / centre / "labels_by70_splits" / "labels"
-    split_of = {}
+    split_of, seconds = {}, {}
     for split, name in SPLIT_FILES.items():
-        for video in _split_videos(split_dir / name, prefix):
+        for video, labelled in _split_labels(split_dir / name, prefix, vocabularies).items():
             if video in split_of:
                 raise SourceError(split_dir / name, f"{video} is also in the {split_of[video]} split of fold {FOLD}")
-            split_of[video] = split
+            split_of[video], seconds[video] = split, labelled
     tables = SourceTables()
     for video_path in sorted(video_dir.glob(f"{prefix}[0-9][0-9].mp4")):
         video_id = video_path.stem
-        path = label_dir / f"{video_path.name}.json"
-        payload = read_json(path, fix=f"every video needs its label file in {label_dir}")
-        phase_rows = _intervals(path, payload, "phases", phases)
-        holes = [(start, end) for start, end, name, _ in phase_rows if name == OUT_OF_BODY]
-        tables.segments += _segments(video_id, "phase", path, phase_rows, holes, labels)
-        tables.segments += _segments(video_id, "step", path, _intervals(path, payload, "steps", steps), holes, labels)
         if video_id not in split_of:
             raise SourceError(split_dir, f"{video_id} is in none of the fold-{FOLD} split files", fix="re-clone")
+        for kind in LABEL_KEYS:
+            per_second = [(FPS * second, named[kind]) for second, named in seconds[video_id]]
+            tables.segments += segments_from_labels(video_id, kind, per_second, step=FPS)
         relative = video_path.relative_to(root).as_posix()
         tables.videos.append(Video(video_id, split_of[video_id], FPS, video_path=relative))
     if not tables.videos:

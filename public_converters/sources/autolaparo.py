@@ -13,10 +13,12 @@ official preprocessing takes every 25th frame), phases 1-7 and their names, moti
 header line, 1-based frame counting in clips, the official splits. Third-party: the motion names (0 Static ... 6
 Zoom-out), the Task 3 file names and grey levels (20 tool1 manipulator ... 160 tool4 shaft, 180 uterus).
 
-Time bases: Task 1 phases become segments at 25 fps (``step=25``). Task 2 is a motion-*prediction* task: the
-official preprocessing feeds frames 1-125 (the first 5 s) and the label names the laparoscope motion that follows,
-so the label becomes an ``action`` segment of the laparoscope from frame 125 to the clip's end (10-s clips); the
-motion's own end is not annotated. The clip file's third column (a phase, per one third party) is not read.
+Time bases: Task 1 phases become segments at 25 fps (``step=25``); the last second's segment is clipped at the
+video's last frame by the media check (videos are not a whole number of seconds long). Task 2 is a
+motion-*prediction* task: the official preprocessing feeds frames 1-125 (the first 5 s) and the label names the
+laparoscope motion that follows, so the label becomes an ``action`` segment of the laparoscope from frame 125 to the
+clip's end (10-s clips; clipped at the end of a shorter one); the motion's own end is not annotated. The clip file's
+third column (a phase, per one third party) is not read.
 Task 3 frames belong to the Task 2 clip with the same number; a tool's manipulator and shaft grey levels are one
 class (the tool), split into instances by connected components; the uterus is one structure.
 """
@@ -117,9 +119,8 @@ def read_workflow(root: Path, labels, tables: SourceTables) -> None:
         if video_id not in SPLITS["official"]:
             raise SourceError(path, "video number outside 01-21", fix="AutoLaparo Task 1 has videos 01..21")
         relative = str(path.relative_to(root.parent))
-        tables.videos.append(
-            Video(video_id, SPLITS["official"][video_id], FPS, FPS * len(labelled), video_path=relative)
-        )
+        # the frame count is the video's (the media check reads it): the last second's label may end inside it
+        tables.videos.append(Video(video_id, SPLITS["official"][video_id], FPS, video_path=relative))
         tables.frames += [Frame(video_id, frame, phase=phase) for frame, phase in labelled]
         tables.segments += segments_from_labels(video_id, "phase", labelled, step=FPS)
 
@@ -169,7 +170,9 @@ def read(root: Path, labels) -> SourceTables:
         width, height = sizes.get(clip, (None, None))
         tables.videos.append(Video(clip, SPLITS["official"][clip], FPS, None, width, height, video_path))
         if motion:
-            tables.segments.append(Segment(clip, "action", motion, MOTION_ONSET, CLIP_FRAMES - 1))
+            # one label for the rest of the clip: its end is clipped to a clip shorter than 10 s by the media check
+            period = CLIP_FRAMES - MOTION_ONSET
+            tables.segments.append(Segment(clip, "action", motion, MOTION_ONSET, CLIP_FRAMES - 1, period))
     return tables
 
 

@@ -9,7 +9,9 @@ Layout read (``docs/sources/cholec80.md``)::
 Confirmed (third-party loaders and the TF-Cholec80 readme): the file names, the phase strings, the tool columns and
 their order, 0-based frame indices, tools sampled on multiples of 25. Inferred: nothing else is needed; the
 ``videoXX-timestamp.txt`` files are not read (format unverified). Tool rows past the last phase frame (an off-by-one
-seen at the end of some videos) are an error only if more than one sample past it.
+seen at the end of some videos) are an error only if more than one sample past it. A tool sample covers its second
+(25 frames): the last one of a video whose length is not a whole number of seconds ends past the last frame, and the
+media check clips it there.
 
 Splits: there is no split file. The default is EndoNet's (videos 1-40 train, 41-80 test); ``32-8-40`` keeps the last
 8 training videos for validation, as many works do.

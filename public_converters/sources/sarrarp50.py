@@ -13,8 +13,8 @@ ids and their names. Quirks handled: folder numbers padded or not (``video_1`` /
 ``video_01``); videos 11, 15, 17 and 29 ship as halves ``video_XX_1`` / ``video_XX_2`` with their own frame numbering,
 so each half is its own video here (one file, one time base), and both halves take the split of the operation number.
 Action 0 ("Other") is the background class: such frames carry no action (``actions=[]``) and no segment.
-The last 10-Hz sample covers only its own frame (the video may end up to 5 frames after it; the frame count is not
-in the labels).
+Each 10-Hz sample covers its 6 frames; the frame count is not in the labels, so the media check clips the last
+sample's segment at the video's last frame (the video may end 0-5 frames after that sample).
 
 Left out: the 1 Hz segmentation. The seed feeds SAR-RARP50 to the clip branch only (Table 13) and the clip branch
 needs tool *segments*, which would mean decoding every mask in the reader; class presence from 1 Hz masks is
@@ -27,7 +27,6 @@ A video found under a ``test`` folder must be numbered 41-50 and vice versa.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 
 from public_converters.schema import Frame, SourceError, SourceTables, Video, segments_from_labels
@@ -136,9 +135,8 @@ def read(root: Path, labels) -> SourceTables:
         relative = folder.relative_to(root).as_posix()
         tables.videos.append(Video(vid, split, FPS, video_path=f"{relative}/video_left.avi"))
         tables.frames += [Frame(vid, frame, actions=[action] if action else []) for _, frame, action in rows]
-        segments = segments_from_labels(vid, "action", [(frame, action) for _, frame, action in rows], step=STEP)
-        last = rows[-1][1]  # the video's frame count is not in the labels: end on the last sample
-        tables.segments += [replace(s, end_frame=min(s.end_frame, last)) for s in segments]
+        # the last sample covers its 6 frames; the media check clips them at the video's last frame
+        tables.segments += segments_from_labels(vid, "action", [(f, action) for _, f, action in rows], step=STEP)
     if not tables.videos:
         raise SourceError(root, "no video_XX folders", fix="point --source sarrarp50= at the unzipped release")
     return tables
@@ -160,6 +158,5 @@ SPEC = SourceSpec(
         "license (mirrors say CC BY-NC-SA 4.0)",
         "the train1/train2 membership list (the copied wiki lists video 34 twice); the split is by video number",
         "that the halves video_XX_1/_2 each restart their frame numbering at 0",
-        "the frame count after the last 10-Hz sample (segments end at the last sample)",
     ),
 )
