@@ -43,7 +43,12 @@ def test_phases_and_steps_are_the_official_per_second_labels_out_of_body_seconds
         Segment("BBP01", "step", "cavity exploration", 25, 49, 25),
         Segment("BBP01", "step", "crura dissection", 50, 124, 25),
     ]
-    assert OUT_OF_BODY_SECONDS == (1,)
+    for second in OUT_OF_BODY_SECONDS:  # camera outside the patient: the surgery's phase and step, as officially
+        at = 25 * second
+        assert (_label_at(tables, "BBP01", "phase", at), _label_at(tables, "BBP01", "step", at)) == (
+            "preparation",
+            "cavity exploration",
+        )
     labels = {s.label for s in tables.segments}
     assert not labels & {"out of body", "severe index", "null step", "s0_null_step", "severe_index"}
     # every second of every pickle agrees with the segments

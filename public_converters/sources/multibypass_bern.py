@@ -48,7 +48,6 @@ SPEC = SourceSpec(
     license="CC BY-NC-SA 4.0",
     unconfirmed=(
         "video frame rate (25 fps assumed)",
-        "label times are milliseconds (inferred from BBP03)",
         "folds 1-4: the training set is the 40 videos outside validation and test (inferred)",
     ),
 )

@@ -28,7 +28,6 @@ SPEC = SourceSpec(
     license="CC BY-NC-SA 4.0",
     unconfirmed=(
         "video frame rate (25 fps assumed)",
-        "label times are milliseconds (inferred from the Bern files)",
         "folds 1-4 (test lists not available; fold 0 is read from the pickles)",
     ),
 )
