@@ -70,7 +70,7 @@ def fit_to_video(
     frame 1024): that overrun is clipped. A sample itself past the end (a frame row, or a segment whose last sample
     lies beyond the last frame) means the file is short: a truncated video is still an error."""
     last = frame_count - 1
-    needed = max([*frame_indices, *(s.end_frame - s.period + 1 for s in segments)], default=0)
+    needed = max([*frame_indices, *(max(s.start_frame, s.end_frame - s.period + 1) for s in segments)], default=0)
     if needed > last:
         return video, segments, f"{frame_count} frames, but labels run to frame {needed}; is the video truncated?"
     fitted = [dataclasses.replace(s, end_frame=last) if s.end_frame > last else s for s in segments]

@@ -63,7 +63,7 @@ def test_a_video_short_of_its_last_sample_is_still_truncated(name, roots, tmp_pa
     video = max((v for v in normalised.tables.videos if v.video_path), key=lambda v: v.video_id)
     own = [s for s in normalised.tables.segments if s.video_id == video.video_id]
     frames = [f.frame_index for f in normalised.tables.frames if f.video_id == video.video_id]
-    needed = max([*frames, *(s.end_frame - s.period + 1 for s in own)])
+    needed = max([*frames, *(max(s.start_frame, s.end_frame - s.period + 1) for s in own)])
     write_video(root / video.video_path, needed, int(video.fps))  # one frame short of the last labelled sample
     with pytest.raises(SourceError, match=f"{needed} frames, but labels run to frame {needed}; is the video trunc"):
         check_media(normalised)
