@@ -11,16 +11,16 @@ Table 13 counts the centres as two sources. Layout read (``docs/sources/multibyp
 
 Labels: the official per-second labels, ``Phase_gt`` and ``Step_gt`` of the fold-0 split pickles (train, val and test
 together hold all 70 videos of a centre; a video has the same labels in every fold's pickles, checked on the Bern
-videos in both val fold 0 and test fold 1), so phases and steps agree
-with what the benchmarks on MultiBypass140 score. Second ``Original_frame_id`` s is video frame 25 * s and covers 25
-frames (segments of period 25, the last clipped at the video's end by the media check). The pickles keep the
-seconds the per-video ``labels_by70/*.mp4.json`` intervals mark ``out_of_body`` (camera outside the patient): 1,130
-seconds of Bern's fold-0 validation videos, 556 of Strasbourg's, e.g. BBP03 seconds 831-844. Such seconds carry the
-ordinary phase and step they are nested in, and so do they here. ``s0_null_step`` means "no step": those seconds get
-no step. A pickle's ``Phase_gt`` of ``out_of_body`` or ``severe_index`` (never seen in the official files) would give
-no phase. The JSON intervals (milliseconds) are not read: the pickle label of second s is the JSON label at
-(s + 1) * 1000 ms (all 46,497 seconds of Bern val fold 0 agree), and the JSON's finer boundaries are not what the
-official labels use. Unconfirmed: the videos' frame rate (25 fps assumed, as CAMMA's other recordings).
+videos in both val fold 0 and test fold 1), so phases and steps agree with what the benchmarks on MultiBypass140
+score. Second ``Original_frame_id`` s is video frame 25 * s and covers 25 frames (segments of period 25, the last
+clipped at the video's end by the media check). The pickles keep the seconds the per-video ``labels_by70/*.mp4.json``
+intervals mark ``out_of_body`` (camera outside the patient): 1,130 seconds of Bern's fold-0 validation videos, 556
+of Strasbourg's, e.g. BBP03 seconds 831-844. Such seconds carry the ordinary phase and step they are nested in, and
+so do they here. ``s0_null_step`` means "no step": those seconds get no step. A pickle's ``Phase_gt`` of
+``out_of_body`` or ``severe_index`` (never seen in the official files) would give no phase. The JSON intervals
+(milliseconds) are not read: the pickle label of second s is the JSON label at (s + 1) * 1000 ms (all 46,497 seconds
+of Bern val fold 0 agree), and the JSON's finer boundaries are not what the official labels use. Unconfirmed: the
+videos' frame rate (25 fps assumed, as CAMMA's other recordings).
 
 Splits: the default is the official fold 0, read from the same pickles (a pickle is loaded without any class lookup,
 so it cannot run code). Folds 1-4 are split variants where ``docs/sources/multibypass140.md`` lists both their
