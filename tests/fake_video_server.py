@@ -1,7 +1,7 @@
 """A local HTTP server on 127.0.0.1 serving mp4 files as a video host does (range requests): ``sureon videos fetch``.
 
 ``files`` maps a source id to the bytes served at ``/<source_id>.mp4`` (any query string is ignored); an id not in it
-is a 404. ``chunk_delay`` slows every response down; ``pause_at[id] = fraction`` stops a response to that id at that
+is a 404, and ``fail[id]`` lists error statuses its next requests get first. ``chunk_delay`` slows every response down; ``pause_at[id] = fraction`` stops a response to that id at that
 fraction of the file until ``resume`` is set. Every request is recorded (id, first byte asked, start and end time),
 and ``max_active_sources`` is the most distinct ids ever served at the same time.
 """
@@ -30,6 +30,7 @@ class FakeVideoHost:
         self.files = dict(files)
         self.chunk_delay = chunk_delay
         self.pause_at: dict[str, float] = {}
+        self.fail: dict[str, list[int]] = {}
         self.resume = threading.Event()
         self.requests: list[Request] = []
         self.lock = threading.Lock()
@@ -76,8 +77,8 @@ class FakeVideoHost:
             self.active[source_id] = self.active.get(source_id, 0) + 1
             self.max_active_sources = max(self.max_active_sources, sum(1 for n in self.active.values() if n))
         try:
-            if data is None:
-                handler.send_error(404, "Not Found")
+            if data is None or self.fail.get(source_id):
+                handler.send_error(self.fail[source_id].pop(0) if data is not None else 404)
                 return
             end = int(match[2]) if match and match[2] else len(data) - 1
             handler.send_response(206 if match else 200)

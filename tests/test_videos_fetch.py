@@ -171,6 +171,30 @@ def test_concurrency_cap_and_sleep_interval_hold_at_the_server(served, tmp_path)
     assert all(b - a >= 0.45 for a, b in itertools.pairwise(starts))
 
 
+def test_transient_errors_are_retried_with_backoff_and_permanent_ones_are_not(served, tmp_path):
+    with FakeVideoHost(served) as host:
+        host.fail = {"Tt4Kk9Jj2Hh": [503, 429], "Vq2-Lm7Np0s": [503] * 10, "aB3_dE-5fGh": [410]}
+        sources = fetch(host, tmp_path / "videos", "--retries", "3")
+        asked = {source: len(host.requests_for(source)) for source in served}
+    assert sources["Tt4Kk9Jj2Hh"]["status"] == "downloaded"  # two transient failures, then the file
+    assert asked["Tt4Kk9Jj2Hh"] == 4  # 503, 429, then extraction + download
+    assert sources["Vq2-Lm7Np0s"]["status"] == "unavailable" and asked["Vq2-Lm7Np0s"] == 3
+    assert sources["Vq2-Lm7Np0s"]["reason"].startswith("server error (HTTP 5xx)")
+    assert sources["Vq2-Lm7Np0s"]["reason"].endswith("(after 3 attempts)")
+    assert sources["aB3_dE-5fGh"]["status"] == "unavailable" and asked["aB3_dE-5fGh"] == 1  # gone: asked once
+    assert sources["aB3_dE-5fGh"]["reason"].startswith("gone (HTTP 410)")
+
+
+def test_a_built_folder_names_the_same_sources_and_windows(sureon_build):
+    from builders.sureon.fetch import needed_sources
+
+    from_release = needed_sources(SAMPLE_RELEASE, ["bench", "validation"])
+    from_build = needed_sources(sureon_build.out, ["bench", "validation"])
+    del from_release["MissingVid1"]  # its question was skipped by the build (no video)
+    assert {s: n.windows for s, n in from_build.items()} == {s: n.windows for s, n in from_release.items()}
+    assert {s: n.counts() for s, n in from_build.items()} == {s: n.counts() for s, n in from_release.items()}
+
+
 def test_error_classes_and_format():
     assert classify_error("ERROR: [youtube] x: Private video. Sign in if you've been granted access") == (
         True,
