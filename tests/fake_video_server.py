@@ -1,9 +1,10 @@
 """A local HTTP server on 127.0.0.1 serving mp4 files as a video host does (range requests): ``sureon videos fetch``.
 
 ``files`` maps a source id to the bytes served at ``/<source_id>.mp4`` (any query string is ignored); an id not in it
-is a 404, and ``fail[id]`` lists error statuses its next requests get first. ``chunk_delay`` slows every response down; ``pause_at[id] = fraction`` stops a response to that id at that
-fraction of the file until ``resume`` is set. Every request is recorded (id, first byte asked, start and end time),
-and ``max_active_sources`` is the most distinct ids ever served at the same time.
+is a 404, and ``fail[id]`` lists error statuses its next requests get first. ``chunk_delay`` slows every response
+down; ``pause_at[id] = fraction`` stops a response to that id at that fraction of the file until ``resume`` is set.
+Every request is recorded (id, first byte asked, start and end time), and ``max_active_sources`` is the most distinct
+ids ever served at the same time.
 """
 
 import re

@@ -94,7 +94,8 @@ def test_truncated_and_too_short_files_fail_integrity(served, tmp_path):
     assert sources["aB3_dE-5fGh"]["status"] == "invalid" and "unreadable" in sources["aB3_dE-5fGh"]["reason"]
     assert sources["Zx9Qw_8eRt1"]["status"] == "invalid"
     assert "duration is 10.00s but a clip ends at 85.00s" in sources["Zx9Qw_8eRt1"]["reason"]
-    assert not list(out.glob("*.mp4"))  # neither is kept as good
+    assert not list(out.glob("*.mp4"))  # neither is kept as good, both are set aside for inspection
+    assert sorted(p.name for p in out.glob("*.rejected")) == ["Zx9Qw_8eRt1.mp4.rejected", "aB3_dE-5fGh.mp4.rejected"]
     assert set(sources) == {"aB3_dE-5fGh", "Zx9Qw_8eRt1", HASHED[0]}  # only the sources of train_all
 
 
@@ -158,6 +159,14 @@ def test_sections_give_the_frames_and_timestamps_of_the_whole_video(rows, write_
         assert row["frame_timestamps"] == built["sections"][question_id]["frame_timestamps"]
         assert [f["bytes"] for f in row["frames"]] == [f["bytes"] for f in built["sections"][question_id]["frames"]]
         assert row["frame_timestamps"][0] >= row["start"]
+
+    # a later run asking for windows outside the section replaces it with the whole video
+    wider = write_rows({"test": [r for r in rows["test"] if windows[r["clip_id"]].source_id == source]})
+    with FakeVideoHost(served) as host:
+        again = fetch(host, tmp_path / "sections", release=wider)
+    assert again[source]["status"] == "downloaded" and "section" not in again[source]
+    assert (tmp_path / "sections" / f"{source}.mp4").read_bytes() == served[source]
+    assert read_section(tmp_path / "sections" / f"{source}.mp4") is None
 
 
 def test_concurrency_cap_and_sleep_interval_hold_at_the_server(served, tmp_path):

@@ -16,7 +16,7 @@ through its Python API (the ``videos`` extra), as ``<source_id>.<ext>``:
   private, region-blocked, sign-in or bot check, HTTP 404 / 410) is recorded with its reason and not retried;
 - **integrity**: each file is opened with torchcodec and must cover every clip window the release asks of it
   (``VIDEO_END_TOLERANCE`` past the end is accepted, as the frame sampler clamps there); a file that fails is
-  deleted and reported;
+  reported and set aside as ``<name>.rejected``;
 - ``availability.json`` (:mod:`builders.sureon.availability`) records every source's outcome, read by the build;
 - ``--sections``: one span per source, from its first clip's start to its last clip's end, padded by ``--pad``;
   its sidecar (:mod:`builders.sureon.sections`) tells the frame sampler where the span sits in the source.
@@ -224,6 +224,18 @@ def verify_video(video: Path, windows, section: Section | None = None) -> dict:
     }
 
 
+def covers(entry: dict, windows) -> bool:
+    """Whether a verified file's span (section, or duration) holds every window."""
+    start, end = entry["section"] if "section" in entry else (0.0, entry["duration"] + VIDEO_END_TOLERANCE)
+    return start - 1e-6 <= min(s for s, _ in windows) and max(e for _, e in windows) <= end
+
+
+def reject(video: Path) -> None:
+    """Set a failed file aside as ``<name>.rejected`` (the build never reads it; the user may inspect it)."""
+    video.replace(video.with_name(video.name + ".rejected"))
+    sidecar_path(video).unlink(missing_ok=True)
+
+
 class StartGate:
     """At least ``interval`` seconds between the starts of two downloads, whatever the concurrency."""
 
@@ -389,16 +401,20 @@ class Fetcher:
 
         source_id = need.source_id
         done = archive.entries.get(source_id)
-        if present is not None and done and done["file"] == present.name and done["size"] == present.stat().st_size:
-            return done  # verified in an earlier run
+        if (
+            present is not None
+            and done
+            and (done["file"], done["size"]) == (present.name, present.stat().st_size)
+            and covers(done, need.windows)
+        ):
+            return done  # verified in an earlier run, for windows that include these
         if present is not None:  # put there by hand or by another tool, or downloaded before verification ended
             try:
                 entry = self._verified(need, present, "downloaded" if need.fetchable else "supplied", fresh=False)
                 self._archive(archive, source_id, entry)
                 return entry
             except IntegrityError as err:
-                present.unlink()
-                sidecar_path(present).unlink(missing_ok=True)
+                reject(present)
                 if not need.fetchable:
                     return {"status": "invalid", "reason": f"integrity: {err}"}
         if not need.fetchable:
@@ -422,8 +438,7 @@ class Fetcher:
             try:
                 entry = self._verified(need, video, "downloaded", fresh=True)
             except IntegrityError as err:
-                video.unlink(missing_ok=True)
-                sidecar_path(video).unlink(missing_ok=True)
+                reject(video)
                 return {"status": "invalid", "reason": f"integrity: {err}"}
             self._archive(archive, source_id, entry)
             return entry
