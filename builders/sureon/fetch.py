@@ -353,7 +353,7 @@ class Fetcher:
             "fragment_retries": 3,
             "socket_timeout": 30,
             "cachedir": False,
-            "allowed_extractors": ["youtube", "generic"],  # matching all ~1,900 extractors costs seconds a video
+            "allowed_extractors": ["youtube", "generic"],  # not ~1,900 URL patterns: benchmarks/videos_fetch.py
             "progress_hooks": [on_progress],
         }
         if opts.cookies:
