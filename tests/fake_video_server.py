@@ -3,8 +3,8 @@
 ``files`` maps a source id to the bytes served at ``/<source_id>.mp4`` (any query string is ignored); an id not in it
 is a 404, and ``fail[id]`` lists error statuses its next requests get first. ``chunk_delay`` slows every response
 down; ``pause_at[id] = fraction`` stops a response to that id at that fraction of the file until ``resume`` is set.
-Every request is recorded (id, first byte asked, start and end time), and ``max_active_sources`` is the most distinct
-ids ever served at the same time.
+Every request is recorded (id, first byte asked, start and end time, cookies), and ``max_active_sources`` is the
+most distinct ids ever served at the same time.
 """
 
 import re
@@ -24,6 +24,7 @@ class Request:
     started: float
     ended: float | None = None
     sent: int = 0
+    cookie: str = ""
 
 
 class FakeVideoHost:
@@ -72,7 +73,7 @@ class FakeVideoHost:
         data = self.files.get(source_id)
         match = re.match(r"bytes=(\d*)-(\d*)", handler.headers.get("Range", ""))
         start = int(match[1] or 0) if match else 0
-        request = Request(source_id, start, time.monotonic())
+        request = Request(source_id, start, time.monotonic(), cookie=handler.headers.get("Cookie", ""))
         with self.lock:
             self.requests.append(request)
             self.active[source_id] = self.active.get(source_id, 0) + 1

@@ -55,6 +55,7 @@ def test_fetch_names_files_reports_the_unavailable_and_the_build_gives_their_rea
         host.url_template += "?token=TOKEN-SECRET-17"
         sources = fetch(host, out, "--cookies", str(cookies), "--concurrency", "2")
         printed = capsys.readouterr()
+        assert all(r.cookie == "sid=COOKIE-SECRET-42" for r in host.requests)  # the cookies are sent, not shown
         first_run = len(host.requests)
         again = fetch(host, out)
         asked_again = {r.source_id for r in host.requests[first_run:]}
@@ -70,6 +71,7 @@ def test_fetch_names_files_reports_the_unavailable_and_the_build_gives_their_rea
     assert "HTTP 404" in sources["MissingVid1"]["reason"] and sources["MissingVid1"]["questions"]["test"] == 1
     assert sources["Tt4Kk9Jj2Hh"]["questions"] == {"test": 7, "train": 0, "validation": 0}
     assert again == sources
+    assert "COOKIE-SECRET-42" in cookies.read_text()  # the user's cookie file is read, never rewritten
     for secret in ("COOKIE-SECRET-42", "TOKEN-SECRET-17"):
         assert secret not in printed.out + printed.err
         assert secret not in (out / "availability.json").read_text()

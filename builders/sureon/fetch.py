@@ -30,6 +30,7 @@ import json
 import math
 import re
 import shutil
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -317,6 +318,8 @@ class Fetcher:
             raise ValueError("pass --cookies or --cookies-from-browser, not both")
         if opts.concurrency < 1 or opts.retries < 1:
             raise ValueError("--concurrency and --retries must be at least 1")
+        if opts.cookies and not opts.cookies.is_file():
+            raise FileNotFoundError(f"--cookies {opts.cookies} does not exist (a Netscape cookies.txt file)")
         if opts.sections and shutil.which("ffmpeg") is None:
             raise FileNotFoundError("--sections needs the ffmpeg program on PATH (apt-get install ffmpeg)")
         self.opts = opts
@@ -324,6 +327,7 @@ class Fetcher:
         self.bytes_lock = threading.Lock()
         self.archive_lock = threading.Lock()
         self.downloaded_bytes = 0
+        self.private_dir: str | None = None
 
     def _archive(self, archive: AppendOnlyJsonl, source_id: str, entry: dict) -> None:
         with self.archive_lock:
@@ -356,8 +360,11 @@ class Fetcher:
             "allowed_extractors": ["youtube", "generic"],  # not ~1,900 URL patterns: benchmarks/videos_fetch.py
             "progress_hooks": [on_progress],
         }
-        if opts.cookies:
-            params["cookiefile"] = str(opts.cookies)
+        if opts.cookies:  # a private copy per download: yt-dlp writes its cookie file back when it closes
+            private = Path(self.private_dir) / f"cookies-{threading.get_ident()}.txt"
+            shutil.copyfile(opts.cookies, private)
+            private.chmod(0o600)
+            params["cookiefile"] = str(private)
         if opts.cookies_from_browser:
             browser, _, profile = opts.cookies_from_browser.partition(":")
             params["cookiesfrombrowser"] = (browser, profile or None, None, None)
@@ -453,6 +460,7 @@ class Fetcher:
         present = index_videos(opts.out)
         results: dict[str, dict] = {}
         with (
+            tempfile.TemporaryDirectory(prefix="sureon-fetch-") as self.private_dir,
             tqdm(total=len(needs), desc="fetching videos", unit="video", disable=None) as progress,
             ThreadPoolExecutor(max_workers=opts.concurrency) as pool,
         ):
