@@ -16,7 +16,9 @@ from fake_video_server import FakeVideoHost
 from builders.sureon.build import BuildOptions, build_sureon
 from builders.sureon.clips import parse_clip_id
 from builders.sureon.fetch import classify_error, format_selector
+from builders.sureon.frames import ClipError, FramePolicy, sample_clip
 from builders.sureon.sections import read_section
+from builders.video import open_decoder
 from sample_data.make_videos import write_video
 from sureon.cli import main
 
@@ -149,6 +151,9 @@ def test_sections_give_the_frames_and_timestamps_of_the_whole_video(rows, write_
     section = read_section(tmp_path / "sections" / f"{source}.mp4")
     assert section.start <= 10.0 and section.first_index == round(section.start * 25) > 0  # a keyframe before 10 s
     assert section.end < 60 and sections[source]["size"] < whole[source]["size"] / 2
+    section_file = open_decoder(tmp_path / "sections" / f"{source}.mp4")
+    with pytest.raises(ClipError, match="before the downloaded section"):  # never a frame from the wrong place
+        sample_clip(section_file, 1.0, 5.0, FramePolicy(), section)
 
     built = {}
     for name in ("whole", "sections"):
