@@ -2,6 +2,7 @@
 
     sureon build sureon --release DIR [--videos DIR] --out OUT [--configs bench db ...]
     sureon build surgiq --source FILE [FILE ...] --out OUT [--exclude-ids dedupe_ids.txt]
+    sureon videos fetch --release DIR --out VIDEOS_DIR [--configs bench ...] [--sections] [--concurrency N]
     sureon push OUT --repo-id ORG/NAME [--private]
     sureon eval sureon --model PATH_OR_ID --dataset DIR_OR_ID --mode visual|blind|both --out DIR
     sureon eval surgiq --model PATH_OR_ID --dataset DIR_OR_ID [--config default|shuffled] [--shots 0..3] --out DIR
@@ -399,6 +400,15 @@ def make_parser() -> argparse.ArgumentParser:
         "recipes.curation.audit",
         help="blind-answerability audit of any MCQ dataset: guesser consistency, shortcuts, positions, length gap",
         description="Can the questions be answered without the video? See recipes/curation/audit.py.",
+    )
+    videos = commands.add_parser("videos", help="the source videos of the Sureon release")
+    add_module_command(
+        videos.add_subparsers(dest="action", required=True),
+        "fetch",
+        "builders.sureon.fetch",
+        help="download the source videos a release needs (yt-dlp), verify them, write availability.json",
+        description="Fetch the Sureon source videos into the folder `sureon build sureon --videos` reads; "
+        "resumable, see builders/sureon/fetch.py.",
     )
     add_push(commands)
     add_pipeline(commands)

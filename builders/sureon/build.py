@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 from builders.card import STAT_FIELDS, plot_category_distribution, render_card, video_qa_stats
 from builders.hub import DEFAULT_MAX_SHARD_BYTES, configs_metadata, staged_output, write_split
 from builders.schema import video_qa_features
+from builders.sureon.availability import missing_reason, read_availability
 from builders.sureon.frames import ClipFrames, FrameCache, FramePolicy, extract_all, index_videos
 from builders.sureon.release import ColumnMapping, Release, ReleaseError, check_leakage, read_release
 
@@ -126,7 +127,7 @@ class ClipFrameStore:
     """Where each record's frames come from after sampling: the cache, or the reason there are none."""
 
     videos: dict[str, Path]
-    missing: set[str]
+    missing: dict[str, str]  # source_id -> why it has no video (availability.json's reason, when fetched)
     failures: dict[tuple[str, float, float], str]
     cache: FrameCache
     policy: FramePolicy
@@ -134,7 +135,7 @@ class ClipFrameStore:
     def lookup(self, record: dict) -> tuple[ClipFrames | None, str | None]:
         source, window = record["source_id"], (record["start"], record["end"])
         if source in self.missing:
-            return None, "video not found"
+            return None, self.missing[source]
         if (source, *window) in self.failures:
             return None, self.failures[(source, *window)]
         frames = self.cache.get(self.cache.key(self.videos[source], *window, self.policy))
@@ -146,11 +147,16 @@ class ClipFrameStore:
 def sample_frames(opts: BuildOptions, records: list[dict]) -> ClipFrameStore:
     """Decode (or find cached) the frames of every clip of ``records``, one decoder per source video."""
     videos = index_videos(opts.videos)
-    missing = sorted({r["source_id"] for r in records} - set(videos))
+    availability = read_availability(opts.videos)
+    missing = {
+        source: missing_reason(availability.get(source))
+        for source in sorted({r["source_id"] for r in records} - set(videos))
+    }
     if missing and opts.on_missing_video == "error":
         raise FileNotFoundError(
             f"{len(missing)} source video(s) not found in {opts.videos} (expected <source_id>.<ext>): "
-            f"{', '.join(missing)}. Download them, or pass --on-missing-video skip|annotation-only."
+            + ", ".join(f"{source} ({reason})" for source, reason in missing.items())
+            + ". Fetch them (`sureon videos fetch`), or pass --on-missing-video skip|annotation-only."
         )
     jobs: dict[Path, list[tuple[float, float]]] = defaultdict(list)
     for record in records:
@@ -166,7 +172,7 @@ def sample_frames(opts: BuildOptions, records: list[dict]) -> ClipFrameStore:
             f"{len(failures)} clip(s) could not be sampled (frames decoded so far are cached; a rerun resumes):\n  "
             + "\n  ".join(sorted(failures.values()))
         )
-    return ClipFrameStore(videos, set(missing), failures, FrameCache(opts.cache_dir), opts.policy)
+    return ClipFrameStore(videos, missing, failures, FrameCache(opts.cache_dir), opts.policy)
 
 
 def config_rows(records: list[dict], store: ClipFrameStore | None, skip_missing: bool, kept: list, skipped: list):

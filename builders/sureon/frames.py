@@ -27,6 +27,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from builders.sureon.sections import Section, read_section
 from builders.video import VIDEO_EXTENSIONS, open_decoder
 
 
@@ -85,11 +86,17 @@ def encode_jpeg(frame_chw, policy: FramePolicy) -> bytes:
     return buffer.getvalue()
 
 
-def sample_clip(decoder, start: float, end: float, policy: FramePolicy) -> ClipFrames:
+def sample_clip(decoder, start: float, end: float, policy: FramePolicy, section: Section | None = None) -> ClipFrames:
+    """Frames of ``[start, end]`` (source seconds); ``section``: the file holds only part of the source."""
     metadata = decoder.metadata
-    indices = plan_frame_indices(start, end, metadata.average_fps, metadata.num_frames, policy)
+    fps, first, total = metadata.average_fps, 0, metadata.num_frames
+    if section is not None:  # source frame i is the file's frame i - first_index (builders/sureon/sections.py)
+        fps, first, total = section.fps, section.first_index, section.first_index + metadata.num_frames
+    indices = plan_frame_indices(start, end, fps, total, policy)
+    if indices[0] < first:
+        raise ClipError(f"window starts at {start:.2f}s, before the downloaded section ({section.start:.2f}s)")
     unique = sorted(set(indices))
-    batch = decoder.get_frames_at(unique)
+    batch = decoder.get_frames_at([index - first for index in unique])
     by_index = {
         index: (encode_jpeg(batch.data[i], policy), round(float(batch.pts_seconds[i]), 6))
         for i, index in enumerate(unique)
@@ -187,11 +194,12 @@ def extract_video_clips(
         return outcome
     try:
         decoder = open_decoder(video)
+        section = read_section(video)
     except (RuntimeError, ValueError, OSError) as err:  # FFmpeg could not open or parse the file
         return {w: f"unreadable video {video.name}: {err}" for w in windows}
     for window in todo:
         try:
-            cache.put(cache.key(video, *window, policy), sample_clip(decoder, *window, policy))
+            cache.put(cache.key(video, *window, policy), sample_clip(decoder, *window, policy, section))
         except (RuntimeError, ValueError, IndexError, OSError) as err:  # reported per clip; the build decides
             outcome[window] = f"{video.name} [{window[0]:.2f}s, {window[1]:.2f}s]: {err}"
     return outcome

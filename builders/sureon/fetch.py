@@ -1,0 +1,513 @@
+"""Fetch the source videos a Sureon release needs into the folder ``sureon build sureon --videos`` reads.
+
+    sureon videos fetch --release DIR --out VIDEOS_DIR [--configs bench ...] [--max-height 720]
+        [--cookies FILE | --cookies-from-browser NAME] [--sleep-interval S] [--concurrency N] [--sections [--pad S]]
+
+The release is annotation-only: its ``clip_id`` s name the source (an 11-character YouTube id, or a 32-hex id for
+sources with no public URL, which the user supplies). Only the sources of the chosen configs are fetched, with yt-dlp
+through its Python API (the ``videos`` extra), as ``<source_id>.<ext>``:
+
+- **format**: the best video-only stream up to ``--max-height`` (no audio: transcripts ship with the release),
+  H.264 preferred; LEMON's and SurgLaVi's downloaders ask for progressive formats, which YouTube now serves at 360p
+  only [yt-dlp issues #11681, #11807];
+- **resumable**: a file enters ``.fetch_archive.jsonl`` only once verified, and is never fetched again; a killed
+  download resumes from its ``.part`` file (HTTP range requests);
+- **retries** with exponential backoff on transient errors (network, HTTP 5xx, 429); a permanent one (removed,
+  private, region-blocked, sign-in or bot check, HTTP 404 / 410) is recorded with its reason and not retried;
+- **integrity**: each file is opened with torchcodec and must cover every clip window the release asks of it
+  (``VIDEO_END_TOLERANCE`` past the end is accepted, as the frame sampler clamps there); a file that fails is
+  reported and set aside as ``<name>.rejected``;
+- ``availability.json`` (:mod:`builders.sureon.availability`) records every source's outcome, read by the build;
+- ``--sections``: one span per source, from its first clip's start to its last clip's end, padded by ``--pad``;
+  its sidecar (:mod:`builders.sureon.sections`) tells the frame sampler where the span sits in the source.
+  Downloading a section needs the ``ffmpeg`` program and cannot resume mid-file (FFmpeg restarts it).
+
+Cookies and tokens are never printed: messages name the source id, never the URL or the options.
+"""
+
+import itertools
+import json
+import math
+import re
+import shutil
+import tempfile
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from tqdm.auto import tqdm
+
+from builders.jsonl_log import AppendOnlyJsonl
+from builders.sureon.availability import read_availability, write_availability
+from builders.sureon.build import CONFIGS, passes_curation, select_configs
+from builders.sureon.clips import _HASH_ID
+from builders.sureon.frames import index_videos
+from builders.sureon.release import read_release
+from builders.sureon.sections import Section, read_section, sidecar_path, write_section
+from builders.video import open_decoder
+
+
+YOUTUBE_URL = "https://www.youtube.com/watch?v={id}"
+ARCHIVE = ".fetch_archive.jsonl"
+VIDEO_END_TOLERANCE = 1.0  # seconds a clip window may run past the end of its video
+SPLIT_KEYS = ("test", "train", "validation")
+
+# (pattern in yt-dlp's error message, reason): errors that another attempt in this run will not fix
+PERMANENT_ERRORS = (
+    (r"not a bot", "bot check: pass --cookies FILE or --cookies-from-browser NAME"),
+    (r"confirm your age|age[- ]restricted|inappropriate for some users", "age-restricted: sign-in (cookies) needed"),
+    (r"private video|video is private", "private video"),
+    (r"members[- ]only|join this channel", "members-only video"),
+    (
+        r"not (?:made this video )?available in your country|geo[- ]?restrict|blocked it in your country",
+        "region-blocked",
+    ),
+    (r"copyright", "removed (copyright claim)"),
+    (r"account associated with this video has been terminated", "removed (account terminated)"),
+    (r"video has been removed|video unavailable|no longer available|does not exist", "removed or unavailable"),
+    (r"sign in|login required|log in", "sign-in required: pass --cookies FILE or --cookies-from-browser NAME"),
+    (r"http error 404|404: not found", "not found (HTTP 404)"),
+    (r"http error 410", "gone (HTTP 410)"),
+    (r"requested format is not available", "no video format within --max-height"),
+    (r"unsupported url", "unsupported URL (check --url-template)"),
+)
+TRANSIENT_ERRORS = (
+    (r"http error 429|too many requests", "throttled (HTTP 429)"),
+    (r"http error 5\d\d", "server error (HTTP 5xx)"),
+    (r"http error 403", "forbidden (HTTP 403)"),
+    (r"timed? ?out", "timed out"),
+    (r"incomplete|connection|reset by peer|temporar|unreachable|refused", "network error"),
+)
+_SECRET = re.compile(r"(?i)((?:token|key|sig|signature|auth|cookie|session)[^=&\s]*=)[^&\s]+")
+
+
+class IntegrityError(RuntimeError):
+    """A file that cannot serve the clips the release asks of it."""
+
+
+@dataclass
+class SourceNeed:
+    """One source video: the clip windows asked of it and the questions it feeds, per split."""
+
+    source_id: str
+    windows: set[tuple[float, float]] = field(default_factory=set)
+    questions: dict[str, set[str]] = field(default_factory=dict)
+
+    @property
+    def fetchable(self) -> bool:
+        return not _HASH_ID.match(self.source_id)
+
+    def span(self, pad: float) -> tuple[float, float]:
+        return max(0.0, min(s for s, _ in self.windows) - pad), max(e for _, e in self.windows) + pad
+
+    def counts(self) -> dict[str, int]:
+        return {split: len(self.questions.get(split, ())) for split in SPLIT_KEYS}
+
+
+def _add(needs: dict[str, SourceNeed], split: str, question_id: str, source_id: str, start: float, end: float):
+    need = needs.setdefault(source_id, SourceNeed(source_id))
+    need.windows.add((float(start), float(end)))
+    need.questions.setdefault(split, set()).add(question_id)
+
+
+def needed_sources(release: Path, configs: list[str] | None = None) -> dict[str, SourceNeed]:
+    """The sources of ``configs`` (default: all) of a release folder, or of a folder built by ``sureon build``."""
+    needs: dict[str, SourceNeed] = {}
+    manifest = release / "build_manifest.json"
+    if manifest.is_file():
+        built = json.loads(manifest.read_text())["configs"]
+        unknown = sorted(set(configs or ()) - set(built))
+        if unknown:
+            raise ValueError(f"{release} was built without config(s) {unknown} (it has {sorted(built)})")
+        for name in configs or sorted(built):
+            for path in sorted((release / name).glob("*.parquet")):
+                table = pq.read_table(path, columns=["question_id", "source_id", "start", "end"])
+                for row in table.to_pylist():
+                    _add(needs, built[name]["split"], row["question_id"], row["source_id"], row["start"], row["end"])
+        return needs
+    parsed = read_release(release)
+    for spec in select_configs(parsed, configs):
+        for record in parsed.splits[spec.split].records:
+            if not spec.curated_only or passes_curation(record):
+                _add(needs, spec.split, record["question_id"], record["source_id"], record["start"], record["end"])
+    return needs
+
+
+def format_selector(max_height: int) -> str:
+    """Best video-only stream up to ``max_height``, H.264 first; a muxed one only where no video-only exists."""
+    h = f"[height<=?{max_height}]"
+    return f"bv{h}[vcodec^=avc1]/bv{h}/bv*{h}[vcodec^=avc1]/bv*{h}/b{h}"
+
+
+def classify_error(message: str) -> tuple[bool, str]:
+    """``(permanent, reason)`` for a yt-dlp error message."""
+    text = message.lower()
+    for pattern, reason in PERMANENT_ERRORS:
+        if re.search(pattern, text):
+            return True, reason
+    for pattern, reason in TRANSIENT_ERRORS:
+        if re.search(pattern, text):
+            return False, reason
+    return False, "download error"
+
+
+def redact(text: str, url: str, source_id: str) -> str:
+    """A message safe to print: the URL becomes the source id, query secrets are masked."""
+    return _SECRET.sub(r"\1***", text.replace(url, f"<url of {source_id}>"))
+
+
+def _frame_times(video: Path) -> list[float]:
+    """Presentation times of every video frame, from the packets alone (no decoding)."""
+    import av
+
+    with av.open(str(video)) as container:
+        stream = container.streams.video[0]
+        times = [float(p.pts * p.time_base) for p in container.demux(stream) if p.pts is not None and p.size]
+    return sorted(times)
+
+
+def measure_section(video: Path, source_id: str, requested: tuple[float, float], windows) -> Section:
+    """Where a section downloaded with ``-copyts`` sits in its source; raise :class:`IntegrityError` if unusable."""
+    times = _frame_times(video)
+    if len(times) < 2:
+        raise IntegrityError(f"{video.name}: the section holds {len(times)} frame(s)")
+    steps = sorted(b - a for a, b in itertools.pairwise(times))
+    fps = 1.0 / steps[len(steps) // 2]
+    first_index = round(times[0] * fps)
+    if abs(times[0] * fps - first_index) > 0.01:
+        raise IntegrityError(
+            f"{video.name}: the section's first frame ({times[0]:.4f}s) is off the {fps:.3f} fps grid (a source "
+            "with a variable rate or a non-zero start): fetch it without --sections"
+        )
+    last_needed = max(e for _, e in windows)
+    for k, t in enumerate(times):  # every frame up to the last window is present, so file index = source index
+        if t > last_needed + 1.0 / fps:
+            break
+        if abs(t - (first_index + k) / fps) > 0.5 / fps:
+            raise IntegrityError(f"{video.name}: frames missing or out of order near {t:.2f}s of the source")
+    return Section(source_id, first_index, round(fps, 9), times[0], times[-1], requested)
+
+
+def verify_video(video: Path, windows, section: Section | None = None) -> dict:
+    """Open ``video`` with torchcodec and check it covers every window; return its duration and resolution."""
+    try:
+        decoder = open_decoder(video)
+        metadata = decoder.metadata
+        begin, end = metadata.begin_stream_seconds or 0.0, metadata.end_stream_seconds
+        if not metadata.num_frames or end is None:
+            raise IntegrityError(f"{video.name}: no video frames")
+        first_needed = min(s for s, _ in windows)
+        last_needed = max(e for _, e in windows)
+        if section is not None and first_needed < section.start - 1e-6:
+            raise IntegrityError(
+                f"{video.name}: the section starts at {section.start:.2f}s, after the first clip ({first_needed:.2f}s)"
+            )
+        covered_until = end if section is not None else end - begin
+        if last_needed > covered_until + (0.0 if section is not None else VIDEO_END_TOLERANCE):
+            raise IntegrityError(
+                f"{video.name}: {'section ends' if section else 'duration is'} {covered_until:.2f}s but a clip "
+                f"ends at {last_needed:.2f}s (truncated, or not the video the release used)"
+            )
+        decoder.get_frame_played_at(min(last_needed, end - 1e-3))  # the last frame needed decodes
+    except IntegrityError:
+        raise
+    except (RuntimeError, ValueError, IndexError, OSError) as err:
+        raise IntegrityError(f"{video.name}: unreadable ({str(err).splitlines()[0] if str(err) else err!r})") from err
+    return {
+        "duration": round(end - begin, 3),
+        "width": metadata.width,
+        "height": metadata.height,
+        "fps": round(metadata.average_fps, 6),
+    }
+
+
+def covers(entry: dict, windows) -> bool:
+    """Whether a verified file's span (section, or duration) holds every window."""
+    start, end = entry["section"] if "section" in entry else (0.0, entry["duration"] + VIDEO_END_TOLERANCE)
+    return start - 1e-6 <= min(s for s, _ in windows) and max(e for _, e in windows) <= end
+
+
+def reject(video: Path) -> None:
+    """Set a failed file aside as ``<name>.rejected`` (the build never reads it; the user may inspect it)."""
+    video.replace(video.with_name(video.name + ".rejected"))
+    sidecar_path(video).unlink(missing_ok=True)
+
+
+class StartGate:
+    """At least ``interval`` seconds between the starts of two downloads, whatever the concurrency."""
+
+    def __init__(self, interval: float):
+        self.interval = interval
+        self.next_start = 0.0
+        self.lock = threading.Lock()
+
+    def wait(self) -> None:
+        with self.lock:
+            now = time.monotonic()
+            if now < self.next_start:
+                time.sleep(self.next_start - now)
+            self.next_start = max(now, self.next_start) + self.interval
+
+
+class _Logger:
+    """yt-dlp's logger: nothing printed (messages come back in the errors, redacted)."""
+
+    def debug(self, msg):
+        pass
+
+    info = warning = error = debug
+
+
+@dataclass
+class FetchOptions:
+    release: Path
+    out: Path
+    configs: list[str] | None = None
+    url_template: str = YOUTUBE_URL
+    max_height: int = 720
+    cookies: Path | None = None
+    cookies_from_browser: str | None = None
+    sleep_interval: float = 0.0
+    concurrency: int = 2
+    sections: bool = False
+    pad: float = 5.0
+    retries: int = 5
+    retry_backoff: float = 2.0
+
+
+@dataclass
+class FetchReport:
+    sources: dict[str, dict]
+    downloaded_bytes: int
+    seconds: float
+    availability: Path
+
+    def summary(self) -> str:
+        statuses = Counter(entry["status"] for entry in self.sources.values())
+        lines = [
+            f"{len(self.sources)} source video(s): "
+            + ", ".join(f"{count} {status}" for status, count in sorted(statuses.items())),
+            f"downloaded {self.downloaded_bytes / 1e6:.1f} MB in {self.seconds:.1f} s; see {self.availability}",
+        ]
+        missing = {s: e for s, e in self.sources.items() if e["status"] not in ("downloaded", "supplied")}
+        if missing:
+            lines.append(f"{'source_id':<34} {'status':<14} {'test':>5} {'train':>6} {'val':>5}  reason")
+            for source, entry in missing.items():
+                q = entry["questions"]
+                lines.append(
+                    f"{source:<34} {entry['status']:<14} {q['test']:>5} {q['train']:>6} {q['validation']:>5}  "
+                    f"{entry['reason']}"
+                )
+            lost = {k: sum(e["questions"][k] for e in missing.values()) for k in SPLIT_KEYS}
+            lines.append(
+                f"questions without a video: {lost['test']} benchmark, {lost['train']} train, "
+                f"{lost['validation']} validation"
+            )
+        return "\n".join(lines)
+
+
+class Fetcher:
+    def __init__(self, opts: FetchOptions):
+        if "{id}" not in opts.url_template:
+            raise ValueError(f"--url-template {opts.url_template!r} has no {{id}}")
+        if opts.cookies and opts.cookies_from_browser:
+            raise ValueError("pass --cookies or --cookies-from-browser, not both")
+        if opts.concurrency < 1 or opts.retries < 1:
+            raise ValueError("--concurrency and --retries must be at least 1")
+        if opts.cookies and not opts.cookies.is_file():
+            raise FileNotFoundError(f"--cookies {opts.cookies} does not exist (a Netscape cookies.txt file)")
+        if opts.sections and shutil.which("ffmpeg") is None:
+            raise FileNotFoundError("--sections needs the ffmpeg program on PATH (apt-get install ffmpeg)")
+        self.opts = opts
+        self.gate = StartGate(opts.sleep_interval)
+        self.bytes_lock = threading.Lock()
+        self.archive_lock = threading.Lock()
+        self.downloaded_bytes = 0
+        self.private_dir: str | None = None
+
+    def _archive(self, archive: AppendOnlyJsonl, source_id: str, entry: dict) -> None:
+        with self.archive_lock:
+            archive.add([{"source_id": source_id} | entry])
+
+    def _params(self, source_id: str, need: SourceNeed, progress) -> dict:
+        opts = self.opts
+        seen: dict[str, int] = {}
+
+        def on_progress(status: dict) -> None:
+            done = status.get("downloaded_bytes") or 0
+            name = status.get("filename") or ""
+            with self.bytes_lock:
+                self.downloaded_bytes += done - seen.get(name, 0)
+                progress.set_postfix_str(f"{self.downloaded_bytes / 1e6:.1f} MB", refresh=False)
+            seen[name] = done
+
+        params = {
+            "format": format_selector(opts.max_height),
+            "outtmpl": {"default": str(opts.out / f"{source_id}.%(ext)s")},
+            "logger": _Logger(),
+            "quiet": True,
+            "noprogress": True,
+            "noplaylist": True,
+            "continuedl": True,
+            "retries": 3,
+            "fragment_retries": 3,
+            "socket_timeout": 30,
+            "cachedir": False,
+            "allowed_extractors": ["youtube", "generic"],  # not ~1,900 URL patterns: benchmarks/videos_fetch.py
+            "progress_hooks": [on_progress],
+        }
+        if opts.cookies:  # a private copy per download: yt-dlp writes its cookie file back when it closes
+            private = Path(self.private_dir) / f"cookies-{threading.get_ident()}.txt"
+            shutil.copyfile(opts.cookies, private)
+            private.chmod(0o600)
+            params["cookiefile"] = str(private)
+        if opts.cookies_from_browser:
+            browser, _, profile = opts.cookies_from_browser.partition(":")
+            params["cookiesfrombrowser"] = (browser, profile or None, None, None)
+        if opts.sections:
+            from yt_dlp.utils import download_range_func
+
+            params["download_ranges"] = download_range_func(None, [need.span(opts.pad)])
+            params["external_downloader_args"] = {"ffmpeg_o": ["-copyts"]}  # keep the source's timestamps
+        return params
+
+    def _download(self, need: SourceNeed, progress) -> Path:
+        import yt_dlp
+
+        url = self.opts.url_template.format(id=need.source_id)
+        with yt_dlp.YoutubeDL(self._params(need.source_id, need, progress)) as ydl:
+            self.gate.wait()  # right before the first request
+            info = ydl.extract_info(url, download=True)
+        downloads = info.get("requested_downloads") or []
+        if not downloads or not Path(downloads[0]["filepath"]).is_file():
+            raise yt_dlp.utils.DownloadError("yt-dlp reported no downloaded file")
+        return Path(downloads[0]["filepath"])
+
+    def _verified(self, need: SourceNeed, video: Path, status: str, fresh: bool) -> dict:
+        """Verify a file; ``fresh``: just downloaded by this run (a section is then measured, not read)."""
+        if fresh and self.opts.sections:
+            section = measure_section(video, need.source_id, need.span(self.opts.pad), need.windows)
+        else:
+            try:
+                section = read_section(video)
+            except ValueError as err:
+                raise IntegrityError(str(err)) from err
+        facts = verify_video(video, need.windows, section)
+        if section is not None:
+            write_section(video, section)
+            facts["section"] = [section.start, section.end]
+        return {"status": status, "file": video.name, "size": video.stat().st_size} | facts
+
+    def fetch_one(self, need: SourceNeed, present: Path | None, archive: AppendOnlyJsonl, progress) -> dict:
+        """Fetch (or verify) one source; return its availability entry."""
+        import yt_dlp
+
+        source_id = need.source_id
+        done = archive.entries.get(source_id)
+        if (
+            present is not None
+            and done
+            and (done["file"], done["size"]) == (present.name, present.stat().st_size)
+            and covers(done, need.windows)
+        ):
+            return done  # verified in an earlier run, for windows that include these
+        if present is not None:  # put there by hand or by another tool, or downloaded before verification ended
+            try:
+                entry = self._verified(need, present, "downloaded" if need.fetchable else "supplied", fresh=False)
+                self._archive(archive, source_id, entry)
+                return entry
+            except IntegrityError as err:
+                reject(present)
+                if not need.fetchable:
+                    return {"status": "invalid", "reason": f"integrity: {err}"}
+        if not need.fetchable:
+            return {
+                "status": "not_fetchable",
+                "reason": f"not a YouTube id: put {source_id}.<ext> in the videos folder yourself",
+            }
+        url = self.opts.url_template.format(id=source_id)
+        reason = "download error"
+        for attempt in range(self.opts.retries):
+            try:
+                video = self._download(need, progress)
+            except yt_dlp.utils.DownloadError as err:
+                permanent, reason = classify_error(str(err))
+                reason = f"{reason}: {redact(str(err).removeprefix('ERROR: '), url, source_id)}"
+                if permanent:
+                    return {"status": "unavailable", "reason": reason}
+                if attempt + 1 < self.opts.retries:
+                    time.sleep(min(60.0, self.opts.retry_backoff * 2**attempt))
+                continue
+            try:
+                entry = self._verified(need, video, "downloaded", fresh=True)
+            except IntegrityError as err:
+                reject(video)
+                return {"status": "invalid", "reason": f"integrity: {err}"}
+            self._archive(archive, source_id, entry)
+            return entry
+        return {"status": "unavailable", "reason": f"{reason} (after {self.opts.retries} attempts)"}
+
+    def run(self) -> FetchReport:
+        opts = self.opts
+        started = time.monotonic()
+        needs = needed_sources(opts.release, opts.configs)
+        opts.out.mkdir(parents=True, exist_ok=True)
+        archive = AppendOnlyJsonl(opts.out / ARCHIVE, key=lambda entry: entry["source_id"])
+        present = index_videos(opts.out)
+        results: dict[str, dict] = {}
+        with (
+            tempfile.TemporaryDirectory(prefix="sureon-fetch-") as self.private_dir,
+            tqdm(total=len(needs), desc="fetching videos", unit="video", disable=None) as progress,
+            ThreadPoolExecutor(max_workers=opts.concurrency) as pool,
+        ):
+            futures = {
+                pool.submit(self.fetch_one, need, present.get(source), archive, progress): source
+                for source, need in sorted(needs.items())
+            }
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+                progress.update()
+        sources = read_availability(opts.out)  # sources of other configs, from earlier runs, are kept
+        for source, entry in sorted(results.items()):
+            kept = {k: v for k, v in entry.items() if k != "source_id"}
+            sources[source] = kept | {"questions": needs[source].counts()}
+        path = write_availability(opts.out, sources)
+        report_sources = {s: sources[s] for s in sorted(results)}
+        return FetchReport(report_sources, self.downloaded_bytes, time.monotonic() - started, path)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--release", required=True, type=Path, help="the release folder, or a built Sureon folder")
+    parser.add_argument("--out", required=True, type=Path, help="the videos folder (then: build --videos OUT)")
+    parser.add_argument("--configs", nargs="+", choices=list(CONFIGS), help="fetch only these configs' sources")
+    parser.add_argument(
+        "--url-template", default=YOUTUBE_URL, help="URL of a source, {id} = its YouTube id (mirrors, tests)"
+    )
+    parser.add_argument("--max-height", type=int, default=720, help="best video-only stream up to this height")
+    cookies = parser.add_mutually_exclusive_group()
+    cookies.add_argument("--cookies", type=Path, help="Netscape cookies file (never printed)")
+    cookies.add_argument("--cookies-from-browser", metavar="BROWSER[:PROFILE]", help="read cookies from a browser")
+    parser.add_argument("--sleep-interval", type=float, default=0.0, help="seconds between two download starts")
+    parser.add_argument("--concurrency", type=int, default=2, help="downloads at a time")
+    parser.add_argument("--sections", action="store_true", help="download only the span each source's clips need")
+    parser.add_argument("--pad", type=float, default=5.0, help="seconds added around that span")
+    parser.add_argument("--retries", type=int, default=5, help="attempts per source on transient errors")
+    parser.add_argument("--retry-backoff", type=float, default=2.0, help="first backoff in seconds (then doubled)")
+
+
+def run(args) -> int:
+    if not math.isfinite(args.pad) or args.pad < 0:
+        raise ValueError(f"--pad must be >= 0, got {args.pad}")
+    try:
+        import yt_dlp  # noqa: F401
+    except ImportError as err:
+        raise RuntimeError('sureon videos fetch needs yt-dlp: pip install -e ".[videos]"') from err
+    opts = FetchOptions(**{k: v for k, v in vars(args).items() if k in FetchOptions.__dataclass_fields__})
+    report = Fetcher(opts).run()
+    print(report.summary())
+    print(f"Build with: sureon build sureon --release {args.release} --videos {args.out} --out OUT")
+    return 0
