@@ -90,6 +90,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/blind_scoring.py
 	$(PY) benchmarks/review_store.py
 	$(PY) benchmarks/public_corpus.py
+	$(PY) benchmarks/blur.py
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache
