@@ -91,6 +91,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/review_store.py
 	$(PY) benchmarks/public_corpus.py
 	$(PY) benchmarks/videos_fetch.py
+	$(PY) benchmarks/blur.py
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -125,6 +125,7 @@ def render_card(
     dataset_infos: dict[str, DatasetInfo],
     with_frames: bool,
     extra_columns: list[str],
+    blur: dict | None = None,
     repo_id: str = "ORG/sureon",
     pretty_name: str = "Sureon",
 ) -> str:
@@ -157,6 +158,7 @@ def render_card(
         answer_letters=letters,
         with_frames=with_frames,
         extra_columns=extra_columns,
+        blur=blur,
         repo_id=repo_id,
         citation=SUREON_CITATION,
     )

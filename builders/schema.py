@@ -28,7 +28,16 @@ VIDEO_QA_FEATURES = Features(
         "reasoning": Value("string"),
     }
 )
-FRAME_FEATURES = Features({"frames": List(Image()), "frame_timestamps": List(Value("float64"))})
+# ``blurred_regions``: per frame, the boxes blurred before encoding (0-1000 grid) and the detector that found each
+# (``text``, ``faces``, ``yolo``; see builders/blur.py); empty lists for frames left untouched or configs not blurred.
+BLURRED_REGION = {"detector": Value("string"), "box": List(Value("int32"))}
+FRAME_FEATURES = Features(
+    {
+        "frames": List(Image()),
+        "frame_timestamps": List(Value("float64")),
+        "blurred_regions": List(List(BLURRED_REGION)),
+    }
+)
 
 
 def video_qa_features(with_frames: bool, extra_schema: pa.Schema | None = None) -> Features:

@@ -34,7 +34,7 @@ def _size(text: str) -> int:
 
 
 def add_build_sureon(builds) -> None:
-    from builders.sureon.build import CONFIGS, MISSING_VIDEO_MODES
+    from builders.sureon.build import BLURRED_BY_DEFAULT, CONFIGS, MISSING_VIDEO_MODES
     from builders.sureon.frames import FramePolicy
 
     parser = builds.add_parser(
@@ -55,6 +55,19 @@ def add_build_sureon(builds) -> None:
     parser.add_argument("--min-frames", type=int, default=FramePolicy.min_frames)
     parser.add_argument("--max-side", type=int, default=FramePolicy.max_side, help="longest JPEG side (0: keep)")
     parser.add_argument("--jpeg-quality", type=int, default=FramePolicy.jpeg_quality)
+    parser.add_argument(
+        "--blur",
+        default="text,faces",
+        help="blur before encoding: text (OCR), faces, detector=PATH (YOLO weights); default text,faces",
+    )
+    parser.add_argument(
+        "--blur-configs",
+        nargs="+",
+        choices=list(CONFIGS),
+        default=list(BLURRED_BY_DEFAULT),
+        help="configs whose frames are blurred (default: the evaluation configs)",
+    )
+    parser.add_argument("--no-blur", action="store_true", help="blur nothing (the card then says so)")
     parser.add_argument("--cache-dir", type=Path, help="frame cache (default: ~/.cache/sureon/frames)")
     parser.add_argument("--num-workers", type=int, default=1, help="videos decoded in parallel")
     parser.add_argument(
@@ -66,6 +79,7 @@ def add_build_sureon(builds) -> None:
 
 
 def run_build_sureon(args) -> int:
+    from builders.blur import BlurSettings
     from builders.sureon.build import BuildOptions, build_sureon, default_cache_dir
     from builders.sureon.frames import FramePolicy
     from builders.sureon.release import ColumnMapping
@@ -78,6 +92,8 @@ def run_build_sureon(args) -> int:
         mapping=ColumnMapping.from_cli(args.column, args.columns_file),
         on_missing_video=args.on_missing_video,
         policy=FramePolicy(args.max_frames, args.min_frames, args.max_side or None, args.jpeg_quality),
+        blur=None if args.no_blur else BlurSettings.parse(args.blur),
+        blur_configs=tuple(args.blur_configs),
         cache_dir=args.cache_dir or default_cache_dir(),
         num_workers=args.num_workers,
         shuffle_options=args.shuffle_options,

@@ -5,7 +5,10 @@
 Configs (names are part of the contract): ``bench`` (test), ``db`` (train, passing blind curation: Sureon-DB),
 ``train_all``, ``validation``, ``validation_curated``. Sequence-summary passthroughs (flag null) count as passing.
 
-With ``--videos``, each clip gets its sampled frames (see :mod:`builders.sureon.frames`); a missing or unreadable video
+With ``--videos``, each clip gets its sampled frames (see :mod:`builders.sureon.frames`). Frames of the configs used
+for evaluation (``bench``, ``validation``, ``validation_curated``; ``--blur-configs`` changes the list) have on-screen
+text and faces blurred before encoding, as the seed's D.1 does (:mod:`builders.blur`; ``--no-blur`` turns it off and
+the card says so); a missing or unreadable video
 is handled by ``--on-missing-video``: ``error`` (default: list every missing source and stop), ``skip`` (leave its
 questions out and list them in ``build_manifest.json``) or ``annotation-only`` (keep them without frames).
 Every config reconciles: read = written + skipped.
@@ -14,12 +17,13 @@ Every config reconciles: read = written + skipped.
 import json
 import os
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import pyarrow as pa
 from tqdm.auto import tqdm
 
+from builders.blur import BlurSettings, blurrer_for
 from builders.card import STAT_FIELDS, plot_category_distribution, render_card, video_qa_stats
 from builders.hub import DEFAULT_MAX_SHARD_BYTES, configs_metadata, staged_output, write_split
 from builders.schema import video_qa_features
@@ -29,6 +33,7 @@ from builders.sureon.release import ColumnMapping, Release, ReleaseError, check_
 
 
 MISSING_VIDEO_MODES = ("error", "skip", "annotation-only")
+BLURRED_BY_DEFAULT = ("bench", "validation", "validation_curated")  # the configs models are evaluated on
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,8 @@ class BuildOptions:
     mapping: ColumnMapping = field(default_factory=ColumnMapping)
     on_missing_video: str = "error"
     policy: FramePolicy = field(default_factory=FramePolicy)
+    blur: BlurSettings | None = field(default_factory=BlurSettings)  # None: no config is blurred
+    blur_configs: tuple[str, ...] = BLURRED_BY_DEFAULT
     cache_dir: Path = field(default_factory=default_cache_dir)
     num_workers: int = 1
     shuffle_options: bool = False
@@ -144,7 +151,7 @@ class ClipFrameStore:
         return frames, None
 
 
-def sample_frames(opts: BuildOptions, records: list[dict]) -> ClipFrameStore:
+def sample_frames(opts: BuildOptions, records: list[dict], policy: FramePolicy) -> ClipFrameStore:
     """Decode (or find cached) the frames of every clip of ``records``, one decoder per source video."""
     videos = index_videos(opts.videos)
     availability = read_availability(opts.videos)
@@ -164,7 +171,7 @@ def sample_frames(opts: BuildOptions, records: list[dict]) -> ClipFrameStore:
             jobs[videos[record["source_id"]]].append((record["start"], record["end"]))
     failures: dict[tuple[str, float, float], str] = {}
     with tqdm(total=len(jobs), desc="sampling frames", unit="video", disable=None) as progress:
-        for video, outcome in extract_all(dict(jobs), opts.policy, opts.cache_dir, opts.num_workers):
+        for video, outcome in extract_all(dict(jobs), policy, opts.cache_dir, opts.num_workers):
             failures.update({(video.stem, *window): error for window, error in outcome.items() if error})
             progress.update()
     if failures and opts.on_missing_video == "error":
@@ -172,7 +179,29 @@ def sample_frames(opts: BuildOptions, records: list[dict]) -> ClipFrameStore:
             f"{len(failures)} clip(s) could not be sampled (frames decoded so far are cached; a rerun resumes):\n  "
             + "\n  ".join(sorted(failures.values()))
         )
-    return ClipFrameStore(videos, missing, failures, FrameCache(opts.cache_dir), opts.policy)
+    return ClipFrameStore(videos, missing, failures, FrameCache(opts.cache_dir), policy)
+
+
+def blur_stats(kept: list[dict]) -> dict:
+    """Frames written and frames with at least one blurred region, overall and per detector."""
+    per_frame = [regions for row in kept for regions in row.get("blurred_regions") or []]
+    by_detector: dict[str, int] = defaultdict(int)
+    for regions in per_frame:
+        for detector in sorted({region["detector"] for region in regions}):
+            by_detector[detector] += 1
+    return {"frames": len(per_frame), "frames_blurred": sum(1 for r in per_frame if r), "by_detector": by_detector}
+
+
+def blur_card(opts: BuildOptions, counts: dict[str, dict]) -> dict | None:
+    """What the card and manifest say of blurring (``counts``: per blurred config); None when none was blurred."""
+    if not counts:
+        return None
+    return {
+        "configs": sorted(counts),
+        "frames": counts,
+        "settings": asdict(opts.blur),
+        "detectors": blurrer_for(opts.blur).fingerprint()["detectors"],
+    }
 
 
 def config_rows(records: list[dict], store: ClipFrameStore | None, skip_missing: bool, kept: list, skipped: list):
@@ -186,7 +215,11 @@ def config_rows(records: list[dict], store: ClipFrameStore | None, skip_missing:
                 continue
             row["frames"] = [{"bytes": jpeg, "path": None} for jpeg in frames.jpegs] if frames else []
             row["frame_timestamps"] = frames.timestamps if frames else []
-        kept.append({k: row[k] for k in STAT_FIELDS})  # frames stream to disk, not into memory
+            row["blurred_regions"] = frames.blurred_regions if frames else []
+        stats = {k: row[k] for k in STAT_FIELDS}  # frames stream to disk, not into memory
+        if "blurred_regions" in row:
+            stats["blurred_regions"] = row["blurred_regions"]
+        kept.append(stats)
         yield row
 
 
@@ -202,18 +235,30 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
         for spec in specs
     }
     with_frames = opts.videos is not None
-    store = None
+    unknown = sorted(set(opts.blur_configs) - set(CONFIGS))
+    if unknown:
+        raise ValueError(f"--blur-configs names unknown config(s) {unknown}; choose from {list(CONFIGS)}")
+    blurred = {spec.name for spec in specs if with_frames and opts.blur is not None and spec.name in opts.blur_configs}
+    policies = {
+        spec.name: replace(opts.policy, blur=opts.blur) if spec.name in blurred else opts.policy for spec in specs
+    }
+    if blurred:
+        blurrer_for(opts.blur)  # loads every detector now: a bad detector file fails before any decoding
+    stores: dict[FramePolicy, ClipFrameStore] = {}
     if with_frames:
-        unique = {r["question_id"]: r for records in selected.values() for r in records}
-        store = sample_frames(opts, list(unique.values()))
+        for policy in dict.fromkeys(policies.values()):
+            names = [name for name, p in policies.items() if p == policy]
+            unique = {r["question_id"]: r for name in names for r in selected[name]}
+            stores[policy] = sample_frames(opts, list(unique.values()), policy)
 
-    reports, card_configs, written_stats, dataset_infos, extra_columns = [], [], {}, {}, []
+    reports, card_configs, written_stats, dataset_infos, extra_columns, blur_counts = [], [], {}, {}, [], {}
     with staged_output(opts.out, opts.overwrite) as staging:
         for spec in specs:
             extra_schema = release.splits[spec.split].extra_fields
             features = video_qa_features(with_frames, pa.schema(extra_schema) if extra_schema else None)
             kept: list[dict] = []
             skipped: list[dict] = []
+            store = stores.get(policies[spec.name])
             rows = config_rows(selected[spec.name], store, opts.on_missing_video == "skip", kept, skipped)
             written = write_split(rows, features, staging / spec.name, spec.split, opts.max_shard_bytes)
             dataset_infos[spec.name] = written.info(features)
@@ -224,21 +269,24 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
                 )
             reports.append(report)
             written_stats[spec.name] = video_qa_stats(kept)
+            if spec.name in blurred:
+                blur_counts[spec.name] = blur_stats(kept)
             card_configs.append(
                 {
                     "name": spec.name,
                     "split": spec.split,
                     "description": spec.description,
                     "stats": written_stats[spec.name],
+                    "blur": blur_counts.get(spec.name),
                 }
             )
             extra_columns += [f.name for f in extra_schema if f.name not in extra_columns]
 
         plot_category_distribution(written_stats, staging / "assets" / "category_distribution.png")
         metadata = configs_metadata({s.name: [s.split] for s in specs}, default=specs[0].name)
-        (staging / "README.md").write_text(
-            render_card(card_configs, metadata, dataset_infos, with_frames, extra_columns)
-        )
+        blur = blur_card(opts, blur_counts)
+        card = render_card(card_configs, metadata, dataset_infos, with_frames, extra_columns, blur)
+        (staging / "README.md").write_text(card)
         manifest = {
             "configs": {
                 r.name: {"split": r.split, "read": r.read, "written": r.written, "skipped": r.skipped} for r in reports
@@ -246,7 +294,11 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
             "stats": written_stats,
             "unknown_categories": release.unknown_categories,
             "warnings": release.warnings,
-            "frames": {"with_frames": with_frames, "policy": asdict(opts.policy)}
+            "frames": {
+                "with_frames": with_frames,
+                "policy": asdict(opts.policy),
+                "blur": blur,
+            }
             if with_frames
             else {"with_frames": False},
         }

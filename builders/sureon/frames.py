@@ -27,6 +27,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from builders.blur import BlurSettings, blurrer_for
 from builders.sureon.sections import Section, read_section
 from builders.video import VIDEO_EXTENSIONS, open_decoder
 
@@ -40,6 +41,7 @@ class FramePolicy:
     min_frames: int = 4
     max_side: int | None = 768
     jpeg_quality: int = 90
+    blur: BlurSettings | None = None  # text / faces blurred before encoding (builders/blur.py); None: untouched
 
     def __post_init__(self):
         if not 1 <= self.min_frames <= self.max_frames:
@@ -47,12 +49,24 @@ class FramePolicy:
         if self.max_side is not None and self.max_side < 16:
             raise ValueError(f"max_side {self.max_side} is too small")
 
+    def identity(self) -> dict:
+        """What the encoded frames depend on (the cache key): sizes, quality, and the blur with its detectors."""
+        identity = {k: v for k, v in asdict(self).items() if k != "blur"}
+        if self.blur is not None:
+            identity["blur"] = blurrer_for(self.blur).fingerprint()
+        return identity
+
 
 @dataclass
 class ClipFrames:
     jpegs: list[bytes]
     timestamps: list[float]
     indices: list[int]
+    blurred_regions: list[list[dict]] | None = None  # per frame: {"detector", "box" (0-1000 grid)}; None: no blur
+
+    def __post_init__(self):
+        if self.blurred_regions is None:
+            self.blurred_regions = [[] for _ in self.jpegs]
 
 
 class ClipError(RuntimeError):
@@ -74,16 +88,22 @@ def plan_frame_indices(start: float, end: float, fps: float, num_frames: int, po
     return [first + math.floor((i + 0.5) * available / count) for i in range(count)]
 
 
-def encode_jpeg(frame_chw, policy: FramePolicy) -> bytes:
-    """A decoded uint8 CHW tensor -> JPEG bytes, longest side capped at ``policy.max_side``."""
-    image = Image.fromarray(frame_chw.permute(1, 2, 0).numpy())
+def encode_jpeg(frame_chw, policy: FramePolicy) -> tuple[bytes, list[dict]]:
+    """A decoded uint8 CHW tensor -> (JPEG bytes, the regions blurred), longest side capped at ``policy.max_side``.
+
+    The one place a decoded frame becomes a JPEG: blurring happens here, at the decoded resolution, before resizing.
+    """
+    pixels, regions = frame_chw.permute(1, 2, 0).numpy(), []
+    if policy.blur is not None:
+        pixels, regions = blurrer_for(policy.blur).apply(pixels)
+    image = Image.fromarray(pixels)
     if policy.max_side and max(image.size) > policy.max_side:
         scale = policy.max_side / max(image.size)
         size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
         image = image.resize(size, Image.Resampling.BICUBIC)
     buffer = io.BytesIO()
     image.save(buffer, format="JPEG", quality=policy.jpeg_quality)
-    return buffer.getvalue()
+    return buffer.getvalue(), regions
 
 
 def sample_clip(decoder, start: float, end: float, policy: FramePolicy, section: Section | None = None) -> ClipFrames:
@@ -98,11 +118,14 @@ def sample_clip(decoder, start: float, end: float, policy: FramePolicy, section:
     unique = sorted(set(indices))
     batch = decoder.get_frames_at([index - first for index in unique])
     by_index = {
-        index: (encode_jpeg(batch.data[i], policy), round(float(batch.pts_seconds[i]), 6))
+        index: (*encode_jpeg(batch.data[i], policy), round(float(batch.pts_seconds[i]), 6))
         for i, index in enumerate(unique)
     }
     return ClipFrames(
-        jpegs=[by_index[i][0] for i in indices], timestamps=[by_index[i][1] for i in indices], indices=indices
+        jpegs=[by_index[i][0] for i in indices],
+        timestamps=[by_index[i][2] for i in indices],
+        indices=indices,
+        blurred_regions=[by_index[i][1] for i in indices] if policy.blur is not None else None,
     )
 
 
@@ -120,7 +143,7 @@ class FrameCache:
             "mtime_ns": stat.st_mtime_ns,
             "start": round(start, 6),
             "end": round(end, 6),
-            "policy": asdict(policy),
+            "policy": policy.identity(),
         }
         return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
@@ -153,12 +176,14 @@ class FrameCache:
             return None
         if header is None:
             return None
-        return ClipFrames(jpegs=jpegs, timestamps=header["timestamps"], indices=header["indices"])
+        return ClipFrames(jpegs, header["timestamps"], header["indices"], header.get("blurred_regions"))
 
     def put(self, key: str, frames: ClipFrames) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         header = {"timestamps": frames.timestamps, "indices": frames.indices, "sizes": [len(j) for j in frames.jpegs]}
+        if any(frames.blurred_regions):
+            header["blurred_regions"] = frames.blurred_regions
         payload = _CACHE_MAGIC + json.dumps(header).encode() + b"\n" + b"".join(frames.jpegs)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:

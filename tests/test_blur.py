@@ -1,0 +1,264 @@
+"""Blurring of on-screen text and faces in evaluation frames (the seed's D.1): detectors, pixels, the build."""
+
+import io
+import json
+
+import numpy as np
+import pytest
+from conftest import SAMPLE_RELEASE
+from PIL import Image, ImageDraw, ImageFont
+from skimage.data import astronaut
+
+from builders.blur import BlurError, Blurrer, BlurSettings, TextDetector, blurrer_for
+from builders.sureon.build import BuildOptions, build_sureon
+from sample_data.make_videos import encode_h264, paint_index
+from sureon.cli import main as cli_main
+
+
+TEXT_BOX = (60, 40, 600, 96)  # where the overlay text is drawn on a 1280x720 frame
+
+
+def surgical_background(height=720, width=1280) -> np.ndarray:
+    """A reddish, smoothly shaded frame: no text, no face."""
+    y, x = np.mgrid[0:height, 0:width]
+    red = 120 + 60 * np.sin(x / 97.0) * np.cos(y / 53.0)
+    return np.stack([red, 0.35 * red, 0.3 * red], axis=-1).astype(np.uint8)
+
+
+def with_overlay_text(frame: np.ndarray) -> np.ndarray:
+    image = Image.fromarray(frame)
+    ImageDraw.Draw(image).text(
+        TEXT_BOX[:2], "LAPAROSCOPIC CHOLECYSTECTOMY", fill=(255, 255, 255), font=ImageFont.load_default(size=40)
+    )
+    return np.asarray(image)
+
+
+def with_face(frame: np.ndarray, left=700, top=150) -> tuple[np.ndarray, tuple[int, int, int, int]]:
+    face = astronaut()  # a real photograph shipped inside scikit-image
+    out = frame.copy()
+    out[top : top + face.shape[0], left : left + face.shape[1]] = face
+    return out, (left, top, left + face.shape[1], top + face.shape[0])
+
+
+def inside(region_box, frame_box, width=1280, height=720) -> bool:
+    """A 0-1000 grid region covers the pixel box ``frame_box``."""
+    x0, y0, x1, y1 = region_box
+    px = (x0 * width / 1000, y0 * height / 1000, x1 * width / 1000, y1 * height / 1000)
+    return (
+        px[0] <= frame_box[0] + 2
+        and px[1] <= frame_box[1] + 2
+        and px[2] >= frame_box[2] - 2
+        and px[3] >= frame_box[3] - 2
+    )
+
+
+def outside_mask(regions, shape, pad=0) -> np.ndarray:
+    height, width = shape[:2]
+    mask = np.ones((height, width), dtype=bool)
+    for region in regions:
+        x0, y0, x1, y1 = region["box"]
+        mask[
+            max(0, int(y0 * height / 1000) - pad) : int(np.ceil(y1 * height / 1000)) + pad,
+            max(0, int(x0 * width / 1000) - pad) : int(np.ceil(x1 * width / 1000)) + pad,
+        ] = False
+    return mask
+
+
+@pytest.fixture(scope="module")
+def blurrer():
+    return blurrer_for(BlurSettings())
+
+
+def test_overlay_text_is_found_and_unreadable_after_blurring(blurrer):
+    frame = with_overlay_text(surgical_background())
+    blurred, regions = blurrer.apply(frame)
+    text_regions = [r for r in regions if r["detector"] == "text"]
+    assert text_regions, "the OCR detector found no overlay text"
+    drawn = (80, 48, 560, 88)  # the glyphs' extent inside TEXT_BOX
+    assert any(inside(r["box"], drawn) for r in text_regions)
+    # after blurring, the OCR finds no text where the overlay was
+    again = TextDetector().detect(blurred)
+    overlaps = [
+        b for b in again if b[0] < TEXT_BOX[2] and b[2] > TEXT_BOX[0] and b[1] < TEXT_BOX[3] and b[3] > TEXT_BOX[1]
+    ]
+    assert not overlaps
+    # every pixel outside the blurred boxes is the original's
+    keep = outside_mask(regions, frame.shape)
+    assert np.array_equal(blurred[keep], frame[keep])
+    assert not np.array_equal(blurred[~keep], frame[~keep])
+
+
+def test_a_real_face_is_found_and_blurred(blurrer):
+    frame, face_box = with_face(surgical_background())
+    blurred, regions = blurrer.apply(frame)
+    faces = [r for r in regions if r["detector"] == "faces"]
+    assert faces, "the astronaut's face was not found"
+    fx0, fy0, fx1, fy1 = faces[0]["box"]
+    centre = ((fx0 + fx1) / 2 * 1280 / 1000, (fy0 + fy1) / 2 * 720 / 1000)
+    assert face_box[0] < centre[0] < face_box[2] and face_box[1] < centre[1] < face_box[3]
+    keep = outside_mask(regions, frame.shape)
+    assert np.array_equal(blurred[keep], frame[keep])
+    region = ~keep
+    assert np.abs(blurred[region].astype(int) - frame[region].astype(int)).mean() > 5
+
+
+def test_a_frame_without_text_or_face_is_returned_untouched(blurrer):
+    frame = surgical_background()
+    blurred, regions = blurrer.apply(frame)
+    assert regions == [] and blurred is frame
+    stripes = paint_index(1234)  # the sample videos' binary stripes must not read as text
+    assert blurrer.apply(stripes)[1] == []
+
+
+def test_blurring_is_deterministic(blurrer):
+    frame = with_face(with_overlay_text(surgical_background()))[0]
+    first, second = blurrer.apply(frame), blurrer.apply(frame)
+    assert first[1] == second[1] and np.array_equal(first[0], second[0])
+
+
+def test_settings_are_validated_before_any_work(tmp_path):
+    assert BlurSettings.parse("text,faces") == BlurSettings(("text", "faces"))
+    assert BlurSettings.parse("faces").targets == ("faces",)
+    with pytest.raises(BlurError, match="logos"):
+        BlurSettings.parse("text,logos")
+    missing = tmp_path / "lemon_yolo.pt"
+    with pytest.raises(BlurError, match="lemon_yolo.pt does not exist"):
+        BlurSettings.parse(f"text,detector={missing}")
+    with pytest.raises(BlurError, match="names nothing"):
+        BlurSettings.parse(",")
+
+
+def test_fingerprint_names_every_detector_version(blurrer):
+    fingerprint = blurrer.fingerprint()
+    assert set(fingerprint["detectors"]) == {"text", "faces"}
+    assert (
+        fingerprint["detectors"]["text"].startswith("rapidocr-") and "onnxruntime-" in fingerprint["detectors"]["text"]
+    )
+    assert fingerprint["detectors"]["faces"].startswith("opencv-4.")
+    assert Blurrer.load(BlurSettings(margin=0.3)).fingerprint() != fingerprint
+
+
+# --- the build ---------------------------------------------------------------------------------------------------
+
+
+BENCH_SOURCE = "9f1e2d3c4b5a69788796a5b4c3d2e1f0"  # 10 fps, 90 s: the source of the sample bench's clips
+
+
+def write_overlay_video(path, seconds=90, fps=10):
+    """The bench source re-recorded at 640x360 with a lecture overlay (title text) and a presenter's face."""
+    import av
+
+    face = np.asarray(Image.fromarray(astronaut()).resize((240, 240)))  # Haar cascades need a face of >= ~60 px
+    title = ImageFont.load_default(size=28)
+
+    def frames():
+        for index in range(round(seconds * fps)):
+            frame = paint_index(index, 640, 360) // 3
+            frame[120:360, 400:640] = face
+            image = Image.fromarray(frame)
+            ImageDraw.Draw(image).text((30, 20), "LIVER RESECTION", fill=(255, 255, 0), font=title)
+            yield av.VideoFrame.from_ndarray(np.asarray(image), format="rgb24")
+
+    encode_h264(path, frames(), fps, (640, 360), 50, {"crf": "18", "preset": "veryfast"})
+
+
+def build(tmp_path, release, videos, name, **kwargs):
+    options = BuildOptions(
+        release=release,
+        out=tmp_path / name,
+        videos=videos,
+        cache_dir=tmp_path / "cache",
+        on_missing_video="skip",
+        configs=["bench", "db"],
+        **kwargs,
+    )
+    return build_sureon(options)
+
+
+def decode(frame) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(frame["bytes"])).convert("RGB")).astype(int)
+
+
+@pytest.fixture(scope="module")
+def overlay_builds(tmp_path_factory, sample_videos):
+    import shutil
+
+    tmp = tmp_path_factory.mktemp("blur_build")
+    videos = tmp / "videos"
+    shutil.copytree(sample_videos, videos)
+    write_overlay_video(videos / f"{BENCH_SOURCE}.mp4")
+    blurred = build(tmp, SAMPLE_RELEASE, videos, "blurred")
+    plain = build(tmp, SAMPLE_RELEASE, videos, "plain", blur=None)
+    return tmp, videos, blurred, plain
+
+
+def raw_rows(build_report, config):
+    import pyarrow.parquet as pq
+
+    files = sorted((build_report.out / config).glob("*.parquet"))
+    return [row for file in files for row in pq.read_table(file).to_pylist()]
+
+
+def test_bench_frames_of_the_overlay_video_are_blurred_where_detected_and_nowhere_else(overlay_builds):
+    _, _, blurred, plain = overlay_builds
+    bench, bench_plain = raw_rows(blurred, "bench"), raw_rows(plain, "bench")
+    touched = found_faces = 0
+    for row, reference in zip(bench, bench_plain, strict=True):
+        assert row["question_id"] == reference["question_id"]
+        assert row["frame_timestamps"] == reference["frame_timestamps"]
+        if row["source_id"] != BENCH_SOURCE:
+            assert row["blurred_regions"] == [[] for _ in row["frames"]]
+            assert [f["bytes"] for f in row["frames"]] == [f["bytes"] for f in reference["frames"]]
+            continue
+        for frame, frame_plain, regions in zip(
+            row["frames"], reference["frames"], row["blurred_regions"], strict=True
+        ):
+            assert "text" in {r["detector"] for r in regions}  # the title is on every frame
+            found_faces += "faces" in {r["detector"] for r in regions}
+            pixels, pixels_plain = decode(frame), decode(frame_plain)
+            far = outside_mask(regions, pixels.shape, pad=24)  # JPEG blocks and resizing reach a few pixels out
+            assert np.abs(pixels[far] - pixels_plain[far]).max() <= 2
+            touched += 1
+    print(f"faces found on {found_faces} of {touched} frames")
+    assert touched > 0 and found_faces >= touched / 2  # Haar cascades miss some frames of a face after H.264
+    assert all(regions == [] for row in raw_rows(plain, "bench") for regions in row["blurred_regions"])
+
+
+def test_training_configs_are_not_blurred_and_the_card_says_what_was(overlay_builds):
+    _, _, blurred, plain = overlay_builds
+    db, db_plain = raw_rows(blurred, "db"), raw_rows(plain, "db")
+    assert [f["bytes"] for r in db for f in r["frames"]] == [f["bytes"] for r in db_plain for f in r["frames"]]
+    manifest = json.loads((blurred.out / "build_manifest.json").read_text())
+    blur = manifest["frames"]["blur"]
+    assert blur["configs"] == ["bench"] and set(blur["detectors"]) == {"text", "faces"}
+    assert 0 < blur["frames"]["bench"]["frames_blurred"] < blur["frames"]["bench"]["frames"]
+    card = (blurred.out / "README.md").read_text()
+    assert "blurred in the frames of" in card and "`bench`" in card and "rapidocr-" in card
+    plain_card = (plain.out / "README.md").read_text()
+    assert (
+        "does not do" in plain_card
+        and json.loads((plain.out / "build_manifest.json").read_text())["frames"]["blur"] is None
+    )
+
+
+def test_a_rebuild_detects_nothing_twice_and_is_byte_identical(overlay_builds, monkeypatch):
+    tmp, videos, blurred, _ = overlay_builds
+
+    def no_detection(*args, **kwargs):
+        raise AssertionError("a rebuild ran a detector")
+
+    monkeypatch.setattr(Blurrer, "apply", no_detection)
+    again = build(tmp, SAMPLE_RELEASE, videos, "again")
+    for config in ("bench", "db"):
+        first = sorted((blurred.out / config).glob("*.parquet"))
+        second = sorted((again.out / config).glob("*.parquet"))
+        assert first and [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
+
+
+def test_a_missing_detector_file_stops_the_build_before_any_decoding(sample_videos, tmp_path, capsys):
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    argv = ["build", "sureon", "--release", str(SAMPLE_RELEASE), "--videos", str(sample_videos), "--out", str(out)]
+    argv += ["--cache-dir", str(cache), "--blur", f"text,detector={tmp_path / 'lemon_yolo.pt'}"]
+    assert cli_main(argv) == 2
+    assert "lemon_yolo.pt does not exist" in capsys.readouterr().err
+    assert not out.exists() and not cache.exists()
