@@ -81,19 +81,24 @@ ARCHITECTURES = {"Qwen/Qwen3-VL-8B-Instruct": QWEN3_VL_8B_INSTRUCT}
 PUBLISHED_PARAMETERS = {"Qwen/Qwen3-VL-8B-Instruct": 8.77e9}
 
 
-def architecture_config(name: str, **text_overrides):
-    """The ``transformers`` config of a shipped architecture (``text_overrides`` go into ``text_config``)."""
+def architecture_config(name: str, *, text: dict | None = None, vision: dict | None = None):
+    """The ``transformers`` config of a shipped architecture; ``text`` / ``vision`` override sub-config values (a
+    scaled-down copy for tests)."""
     from transformers import AutoConfig
 
     if name not in ARCHITECTURES:
         raise ValueError(f"no shipped architecture {name!r}; shipped: {sorted(ARCHITECTURES)}")
     values = json.loads(json.dumps(ARCHITECTURES[name]))
-    values["text_config"].update(text_overrides)
+    values["text_config"].update(text or {})
+    values["vision_config"].update(vision or {})
     config = AutoConfig.for_model(values.pop("model_type"), **values)
-    vision, text = config.vision_config, config.text_config
-    assert vision.out_hidden_size == text.hidden_size, "vision out_hidden_size must equal the text width"
-    assert max(vision.deepstack_visual_indexes) < vision.depth, "deepstack indexes must be below the vision depth"
-    assert sum(text.rope_parameters["mrope_section"]) == text.head_dim // 2, "M-RoPE sections must sum to head_dim/2"
+    vision_config, text_config = config.vision_config, config.text_config
+    if vision_config.out_hidden_size != text_config.hidden_size:
+        raise ValueError("vision out_hidden_size must equal the text hidden_size")
+    if max(vision_config.deepstack_visual_indexes) >= vision_config.depth:
+        raise ValueError("deepstack_visual_indexes must be below the vision depth")
+    if sum(text_config.rope_parameters["mrope_section"]) != text_config.head_dim // 2:
+        raise ValueError("the M-RoPE sections must sum to head_dim / 2")
     return config
 
 

@@ -132,7 +132,9 @@ def plan_processor(model_name: str, processor_path: str | None, settings: dict):
     note = None
     if processor_path:
         processor = load_processor(processor_path)
-    elif _on_disk(model_name, "preprocessor_config.json") and _on_disk(model_name, "tokenizer_config.json"):
+    elif _on_disk(model_name, "tokenizer_config.json") and any(
+        _on_disk(model_name, name) for name in ("processor_config.json", "preprocessor_config.json")
+    ):
         processor = load_processor(model_name)
     else:
         processor = standin_processor()
@@ -428,16 +430,20 @@ def vision_block_bytes_per_patch(config) -> int:
     return 2 * 2 * hidden + 2 * 3 * hidden + 4 * 2 * hidden + 2 * 4 * hidden + 2 * 2 * intermediate
 
 
-def logits_bytes_per_token(config) -> int:
-    """bf16 logits, their fp32 copy for the loss and its fp32 gradient, over the whole vocabulary."""
-    return 10 * _text_dims(config)["vocab"]
+def logits_bytes_per_token(config, *, transient: bool = True) -> int:
+    """The loss over the whole vocabulary: autograd keeps the fp32 log-softmax (4 bytes per logit); around it the
+    bf16 logits and their fp32 copy (forward) or the fp32 and bf16 gradients (backward) are alive (6 more)."""
+    return (10 if transient else 4) * _text_dims(config)["vocab"]
 
 
-def activation_bytes(config, tokens: int, patches: int, *, checkpointing: bool, frozen: set[str]) -> int:
-    """Activation memory of one micro-batch of ``tokens`` LLM tokens whose visuals are ``patches`` vision patches."""
+def activation_bytes(
+    config, tokens: int, patches: int, *, checkpointing: bool, frozen: set[str], transient: bool = True
+) -> int:
+    """Activation memory of one micro-batch of ``tokens`` LLM tokens whose visuals are ``patches`` vision patches
+    (``transient=False``: only what autograd saves for backward, without the loss's short-lived copies)."""
     d = _text_dims(config)
     text_layer = text_layer_bytes_per_token(config) * tokens
-    logits = logits_bytes_per_token(config) * tokens
+    logits = logits_bytes_per_token(config, transient=transient) * tokens
     if checkpointing:
         text = d["layers"] * 2 * d["hidden"] * tokens + text_layer
     else:
@@ -670,10 +676,13 @@ def render(plans: list[dict]) -> str:
         throughput = plan["throughput"]
         lines += [
             "",
-            f"throughput at an assumed {throughput['assumed_mfu']:.0%} MFU of {throughput['peak_tflops']:g} TFLOPS "
-            f"per GPU: {throughput['samples_per_second']:.1f} samples/s, {throughput['tokens_per_second']:,.0f} "
-            f"tokens/s ({throughput['flops_per_median_sample'] / 1e12:.1f} TFLOPs per median sample of "
-            f"{throughput['median_tokens']} tokens); measure it with benchmarks/gpu_sft.py",
+            (
+                f"throughput at an assumed {throughput['assumed_mfu']:.0%} MFU of {throughput['peak_tflops']:g} "
+                f"TFLOPS per GPU: {throughput['samples_per_second']:.1f} samples/s, "
+                f"{throughput['tokens_per_second']:,.0f} tokens/s ({throughput['flops_per_median_sample'] / 1e12:.1f} "
+                f"TFLOPs per median sample of {throughput['median_tokens']} tokens); measure it with "
+                "benchmarks/gpu_sft.py"
+            ),
             "",
         ]
     return "\n".join(lines)
