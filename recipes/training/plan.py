@@ -449,10 +449,15 @@ def activation_bytes(
     else:
         text = d["layers"] * text_layer
     vision = 0
-    if getattr(config, "vision_config", None) is not None and patches and "vision_tower" not in frozen:
+    if getattr(config, "vision_config", None) is not None and patches:
         depth, hidden = config.vision_config.depth, config.vision_config.hidden_size
-        block = vision_block_bytes_per_patch(config) * patches
-        vision = depth * 2 * hidden * patches + block if checkpointing else depth * block
+        if "vision_tower" not in frozen:
+            block = vision_block_bytes_per_patch(config) * patches
+            vision = depth * 2 * hidden * patches + block if checkpointing else depth * block
+        if "projector" not in frozen:
+            # The merger and each deepstack merger: norm output, fc1 input and output, activation (bf16).
+            mergers = 1 + len(config.vision_config.deepstack_visual_indexes)
+            vision += mergers * 8 * hidden * patches
     return int(text + logits + vision)
 
 
