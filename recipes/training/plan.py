@@ -552,9 +552,11 @@ def plan_recipe(
         typical = by_tokens[min(len(by_tokens) - 1, int(0.99 * len(by_tokens)))]
         longest = by_tokens[-1]
         checkpointing = checkpointing_on(settings)
+        # LoRA adapts the LLM only: the vision tower and projector keep no activations for backward.
+        no_grad = frozen | ({"vision_tower", "projector"} if lora else set())
         activations = {
             f"{label}, checkpointing {'on' if on else 'off'}": activation_bytes(
-                config, batch * row["tokens"], batch * row["vision_patches"], checkpointing=on, frozen=frozen
+                config, batch * row["tokens"], batch * row["vision_patches"], checkpointing=on, frozen=no_grad
             )
             for label, row in (("p99 rows", typical), ("longest row", longest))
             for on in (True, False)
@@ -565,7 +567,7 @@ def plan_recipe(
                 batch * row["tokens"],
                 batch * row["vision_patches"],
                 checkpointing=checkpointing,
-                frozen=frozen,
+                frozen=no_grad,
             )
             for row in (typical, longest)
         )
