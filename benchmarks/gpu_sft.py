@@ -5,8 +5,9 @@ and trained for a few optimiser steps by ``recipes/sft.py``'s own trainer (``bui
 collator, pixel caps, freezing and uniform vision calls) on 8-frame clips of synthetic frames at a realistic size
 (768x432 JPEG, what the Sureon builder stores from 720p lectures with ``--max-side 768``). It prints, per variant,
 samples/s, tokens/s, peak memory and MFU (model FLOPs per sample from ``recipes.training.plan``, no recompute, over
-the GPU's dense bf16 peak), and each variant's ratios against the recipe's own setting (checkpointing on, full
-fine-tune) measured in the same run:
+the GPU's dense bf16 peak; step time runs from the trainer's step begin to its end, so the optimiser step is in and
+data loading, which workers prefetch in a real run, is out), and each variant's ratios against the recipe's own
+setting (checkpointing on, full fine-tune) measured in the same run:
 
 - ``checkpointing on``  the recipe's setting, the baseline;
 - ``checkpointing off`` (halving the batch until it fits; the batch used is printed);
@@ -26,6 +27,7 @@ import io
 import json
 import os
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -71,12 +73,11 @@ def write_clips(folder: Path, count: int, size: tuple[int, int], frames: int) ->
     return path
 
 
-def tiny_config():
+def tiny_model_dir(work: Path) -> Path:
     """The tiny Qwen3-VL of the tests, at the published patch sizes (2 layers, 2 vision blocks)."""
     from recipes.training.tiny_models import build_tiny_qwen3_vl
 
-    folder = Path(tempfile.mkdtemp(prefix="gpu_sft_tiny_"))
-    return build_tiny_qwen3_vl(folder / "model", max_pixels=768 * 448)
+    return build_tiny_qwen3_vl(work / "model", max_pixels=768 * 448)
 
 
 class StepTimer(TrainerCallback):
@@ -143,7 +144,7 @@ def run_variant(name, overrides, *, model_dir, config, data, batch, steps, warmu
             "max_frames": 8,
             "image_max_pixels": 602112,
             "video_max_pixels": 6422528,
-            "output_dir": str(Path(tempfile.mkdtemp(prefix="gpu_sft_out_"))),
+            "output_dir": str(Path(data).parent / f"out-{name.replace(' ', '-')}"),
             "max_steps": warmup + steps,
             "per_device_train_batch_size": batch,
             "gradient_accumulation_steps": 1,
@@ -225,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     size = parse_size(args.frame_size) if not args.tiny else (128, 96)
     work = Path(tempfile.mkdtemp(prefix="gpu_sft_"))
     if args.tiny:
-        model_dir = tiny_config()
+        model_dir = tiny_model_dir(work)
     else:
         model_dir = write_architecture("Qwen/Qwen3-VL-8B-Instruct", work / "model")
     config = AutoConfig.from_pretrained(model_dir)
@@ -236,8 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"8-frame clips of {size[0]}x{size[1]} frames, {args.warmup} warm-up step(s)")
     results = []
     for name in args.variants:
-        batch = args.batch_size
-        while True:
+        batch, result = args.batch_size, None
+        while result is None:
             try:
                 result = run_variant(
                     name,
@@ -252,13 +253,14 @@ def main(argv: list[str] | None = None) -> int:
                     dtype=dtype,
                     peak_tflops=peak,
                 )
-                break
             except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
                 if not is_out_of_memory(err) or batch == 1:
                     raise
+                print(f"{name}: out of memory at batch {batch}, retrying with batch {batch // 2}")
                 batch //= 2
-                print(f"{name}: out of memory, retrying with batch {batch}")
-                gc.collect()
+            # Outside the except clause, so the traceback (and the tensors its frames hold) is gone.
+            gc.collect()
+            if torch.cuda.is_available():
                 torch.cuda.empty_cache()
         results.append(result)
         print(
@@ -278,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.json:
         args.json.write_text(json.dumps({"device": device_name, "peak_tflops": peak, "results": results}, indent=1))
+    shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
