@@ -36,7 +36,13 @@ if str(REPO_ROOT) not in sys.path:  # `accelerate launch recipes/sft.py` runs th
 from recipes.training.collator import SFTCollator  # noqa: E402
 from recipes.training.freezing import apply_freezing  # noqa: E402
 from recipes.training.mixture import build_mixture, mixture_summary, parse_mixture  # noqa: E402
-from recipes.training.modeling import COMPLETE_MARKER, load_model, load_processor, tokenizer_of  # noqa: E402
+from recipes.training.modeling import (  # noqa: E402
+    COMPLETE_MARKER,
+    apply_pixel_caps,
+    load_model,
+    load_processor,
+    tokenizer_of,
+)
 
 
 logger = logging.getLogger("sureon.sft")
@@ -134,21 +140,15 @@ def available_reporters(requested: list[str] | str | None) -> list[str]:
 
 
 def prepare_processor(processor, script_args: SFTScriptArguments):
-    """Apply the pixel caps (Qwen3-VL: per image, and per clip over all its frames, capped per frame)."""
-    image_processor = getattr(processor, "image_processor", None)
-    video_processor = getattr(processor, "video_processor", None)
-    if script_args.image_max_pixels and image_processor is not None:
-        image_processor.size = {**dict(image_processor.size), "longest_edge": script_args.image_max_pixels}
-    if video_processor is not None:
-        if script_args.video_max_pixels:
-            video_processor.size = {**dict(video_processor.size), "longest_edge": script_args.video_max_pixels}
-        if hasattr(video_processor, "cap_pixels_per_frame"):
-            video_processor.cap_pixels_per_frame = True
-    return processor
+    """Apply the recipe's pixel caps (Qwen3-VL: per image, and per clip over all its frames, capped per frame)."""
+    return apply_pixel_caps(processor, script_args.image_max_pixels, script_args.video_max_pixels)
 
 
-def train_stage(stage: dict, model_path: str, script_args, training_args: SFTConfig, model_args: ModelConfig) -> dict:
-    """Train one stage to ``stage['output_dir']``; returns its summary (written next to the weights)."""
+def build_stage_trainer(
+    stage: dict, model_path: str, script_args, training_args: SFTConfig, model_args: ModelConfig, model=None
+) -> dict:
+    """The trainer of one stage, ready to train: processor with the pixel caps, model (``model`` when given, e.g.
+    random weights built in memory by ``benchmarks/gpu_sft.py``), freezing, the mixture and its collator."""
     script_args = dataclasses.replace(
         script_args, **{k: v for k, v in stage.get("overrides", {}).items() if hasattr(script_args, k)}
     )
@@ -164,12 +164,13 @@ def train_stage(stage: dict, model_path: str, script_args, training_args: SFTCon
     )
     configure_reporting(training_args)
     processor = prepare_processor(load_processor(model_path, revision=model_args.model_revision), script_args)
-    model = load_model(
-        model_path,
-        revision=model_args.model_revision,
-        dtype=model_args.dtype,
-        attn_implementation=model_args.attn_implementation,
-    )
+    if model is None:
+        model = load_model(
+            model_path,
+            revision=model_args.model_revision,
+            dtype=model_args.dtype,
+            attn_implementation=model_args.attn_implementation,
+        )
     vision_language = getattr(model.config, "vision_config", None) is not None
     frozen = {
         group
@@ -215,6 +216,25 @@ def train_stage(stage: dict, model_path: str, script_args, training_args: SFTCon
     )
     if peft_config is not None:
         trainable = {"adapters": {"trainable": sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)}}
+    return {
+        "trainer": trainer,
+        "processor": processor,
+        "loaded": loaded,
+        "folds": folds,
+        "trainable": trainable,
+        "uniform": uniform,
+        "vision_language": vision_language,
+        "peft_config": peft_config,
+        "training_args": training_args,
+        "script_args": script_args,
+    }
+
+
+def train_stage(stage: dict, model_path: str, script_args, training_args: SFTConfig, model_args: ModelConfig) -> dict:
+    """Train one stage to ``stage['output_dir']``; returns its summary (written next to the weights)."""
+    built = build_stage_trainer(stage, model_path, script_args, training_args, model_args)
+    trainer, processor, folds = built["trainer"], built["processor"], built["folds"]
+    training_args, script_args = built["training_args"], built["script_args"]
     resume = last_checkpoint(training_args.output_dir)
     if resume:
         logger.info("resuming from %s", resume)
@@ -223,19 +243,19 @@ def train_stage(stage: dict, model_path: str, script_args, training_args: SFTCon
     summary = {
         "name": stage["name"],
         "model": model_path,
-        "mixture": mixture_summary(loaded),
+        "mixture": mixture_summary(built["loaded"]),
         "fold": script_args.fold,
         "num_folds": script_args.num_folds,
         "seed": training_args.seed,
         "blind": script_args.blind,
-        "vision_language": vision_language,
-        "trainable": trainable,
-        "uniform_vision_calls": uniform,
+        "vision_language": built["vision_language"],
+        "trainable": built["trainable"],
+        "uniform_vision_calls": built["uniform"],
         "resumed_from": resume,
         "global_step": trainer.state.global_step,
         "world_size": training_args.world_size,
         "train_loss": result.training_loss,
-        "lora": model_args.lora_target_modules if peft_config is not None else None,
+        "lora": model_args.lora_target_modules if built["peft_config"] is not None else None,
     }
     if trainer.is_world_process_zero():
         tokenizer_of(processor).padding_side = "left"  # what generation needs

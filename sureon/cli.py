@@ -15,6 +15,7 @@
     sureon curate --dataset DIR_OR_ID --config train_all|validation --guesser SPEC [...] --out DIR
     sureon audit --dataset DIR_OR_ID --guesser SPEC [--guesser SPEC ...] --out DIR
     sureon review add-user|assign|serve|export|agreement --db review.sqlite ...
+    sureon plan --config RECIPE.yaml [--num-gpus 4] [--gpu-memory 141] [--synthetic-frames 768x432]
 
 Each builder registers its own sub-command here; heavy imports happen inside the handlers so ``--help`` is fast.
 """
@@ -425,6 +426,15 @@ def make_parser() -> argparse.ArgumentParser:
         help="download the source videos a release needs (yt-dlp), verify them, write availability.json",
         description="Fetch the Sureon source videos into the folder `sureon build sureon --videos` reads; "
         "resumable, see builders/sureon/fetch.py.",
+    )
+    add_module_command(
+        commands,
+        "plan",
+        "recipes.training.plan",
+        help="before renting GPUs: a recipe's tokens per sample, parameters, memory per GPU and throughput",
+        description="Plan a training recipe at the real size: token counts measured on its data, parameters, "
+        "model-state and activation memory per GPU (ZeRO-2, ZeRO-3, FSDP), fit, expected throughput. See "
+        "recipes/training/plan.py.",
     )
     add_push(commands)
     add_pipeline(commands)

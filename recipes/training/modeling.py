@@ -82,6 +82,20 @@ def load_model(
     )
 
 
+def apply_pixel_caps(processor, image_max_pixels: int | None, video_max_pixels: int | None):
+    """Cap the pixels per image and per clip (Qwen3-VL: over all a clip's frames, capped per frame) in place."""
+    image_processor = getattr(processor, "image_processor", None)
+    video_processor = getattr(processor, "video_processor", None)
+    if image_max_pixels and image_processor is not None:
+        image_processor.size = {**dict(image_processor.size), "longest_edge": image_max_pixels}
+    if video_processor is not None:
+        if video_max_pixels:
+            video_processor.size = {**dict(video_processor.size), "longest_edge": video_max_pixels}
+        if hasattr(video_processor, "cap_pixels_per_frame"):
+            video_processor.cap_pixels_per_frame = True
+    return processor
+
+
 def tokenizer_of(processor):
     """The tokenizer inside a processor (or the tokenizer itself)."""
     return getattr(processor, "tokenizer", processor)

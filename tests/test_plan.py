@@ -1,0 +1,259 @@
+"""Planning at the real size: the shipped Qwen3-VL-8B architecture on the meta device, ``sureon plan``'s token counts
+against the collator, its model-state figures against DeepSpeed's estimators, its activation estimate against the
+tensors a real forward pass saves, and ``benchmarks/gpu_sft.py`` end to end (``--tiny`` on CPU, the 8B on a GPU)."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from conftest import REPO
+from PIL import Image
+
+from recipes.training.architectures import (
+    PUBLISHED_PARAMETERS,
+    architecture_config,
+    build_model,
+    standin_processor,
+    write_architecture,
+)
+from recipes.training.collator import SFTCollator
+from recipes.training.mixture import build_mixture, parse_mixture
+from recipes.training.modeling import apply_pixel_caps, load_processor
+from recipes.training.plan import (
+    activation_bytes,
+    deepspeed_estimate,
+    largest_layer_parameters,
+    measure_mixture,
+    model_state_bytes,
+    parameter_counts,
+    plan_recipe,
+)
+from sureon.cli import main as cli_main
+
+
+QWEN = "Qwen/Qwen3-VL-8B-Instruct"
+RECIPE_8B = REPO / "recipes" / "qwen3-vl-8b" / "sft" / "config_sureon_vlm.yaml"
+
+
+@pytest.fixture(scope="module")
+def meta_8b():
+    return build_model(architecture_config(QWEN), device="meta")
+
+
+@pytest.fixture(scope="module")
+def plan_8b():
+    """The shipped Sureon-VLM recipe planned on synthetic 768x432 frames (its data is not built in tests)."""
+    return plan_recipe(RECIPE_8B, num_gpus=4, synthetic_frames=(768, 432))[0]
+
+
+def test_the_shipped_config_is_the_published_architecture():
+    config = architecture_config(QWEN)
+    text, vision = config.text_config, config.vision_config
+    assert (text.num_hidden_layers, text.hidden_size, text.num_attention_heads, text.num_key_value_heads) == (
+        36,
+        4096,
+        32,
+        8,
+    )
+    assert text.vocab_size == 151_936 and text.intermediate_size == 12_288 and text.head_dim == 128
+    assert (vision.depth, vision.hidden_size, vision.deepstack_visual_indexes) == (27, 1152, [8, 16, 24])
+    assert (vision.patch_size, vision.spatial_merge_size, vision.temporal_patch_size) == (16, 2, 2)
+    assert vision.out_hidden_size == text.hidden_size and not config.tie_word_embeddings
+
+
+def test_the_meta_8b_model_has_the_published_parameter_count_and_no_memory(meta_8b):
+    tensors = list(meta_8b.parameters()) + list(meta_8b.buffers())
+    assert tensors and all(tensor.is_meta for tensor in tensors)
+    total = sum(p.numel() for p in meta_8b.parameters())
+    assert abs(total - PUBLISHED_PARAMETERS[QWEN]) / PUBLISHED_PARAMETERS[QWEN] < 0.01, total
+
+
+def test_parameter_groups_follow_the_freezing_rules(meta_8b):
+    full = parameter_counts(meta_8b, set())
+    frozen = parameter_counts(meta_8b, {"vision_tower"})
+    assert set(full) == {"vision_tower", "projector", "llm"}
+    assert frozen["vision_tower"] == {"trainable": 0, "frozen": full["vision_tower"]["trainable"]}
+    assert frozen["llm"] == full["llm"] and frozen["projector"] == full["projector"]
+    assert not meta_8b.model.visual.pos_embed.weight.requires_grad  # the leaky one (LlamaFactory PR 10139)
+    lora = parameter_counts(meta_8b, set(), {"r": 64, "targets": ["q_proj", "k_proj", "v_proj", "o_proj"]})
+    # Per layer r x (in + out) for q (4096 -> 4096), k and v (4096 -> 1024), o (4096 -> 4096): 36 layers.
+    assert lora["adapters"]["trainable"] == 36 * 64 * ((4096 + 4096) * 2 + (4096 + 1024) * 2)
+    assert all(group["trainable"] == 0 for name, group in lora.items() if name != "adapters")
+
+
+@pytest.mark.parametrize("num_gpus", [1, 4, 8])
+def test_model_states_equal_deepspeeds_estimators(meta_8b, num_gpus):
+    total = sum(p.numel() for p in meta_8b.parameters())
+    largest = largest_layer_parameters(meta_8b)
+    assert largest == 151_936 * 4096  # the embedding (and the untied lm_head)
+    for strategy in ("zero2", "zero3"):
+        ours = model_state_bytes(strategy, total, 0, num_gpus, largest_layer=largest)
+        assert ours == deepspeed_estimate(strategy, total, num_gpus, largest)
+
+
+def test_the_plan_reports_deepspeeds_figures_and_what_freezing_saves(plan_8b, meta_8b):
+    total = sum(p.numel() for p in meta_8b.parameters())
+    largest = largest_layer_parameters(meta_8b)
+    for strategy in ("zero2", "zero3"):
+        memory = plan_8b["memory"][strategy]
+        assert memory["source"] == "DeepSpeed estimator"
+        assert memory["model_states"] == deepspeed_estimate(strategy, total, 4, largest)
+    vision = plan_8b["parameters"]["vision_tower"]["trainable"]
+    frozen = model_state_bytes("zero3", total - vision, vision, 4, largest_layer=largest)
+    assert plan_8b["memory"]["zero3"]["model_states"] - frozen == 16 * vision // 4
+    # Qwen3-VL-8B full fine-tuning with checkpointing fits 4x H200 under ZeRO-3 (the recipe's setting) ...
+    assert plan_8b["memory"]["zero3"]["fits"]
+    # ... and checkpointing is what makes the activations fit.
+    activations = plan_8b["activations"]
+    assert activations["longest row, checkpointing on"] * 3 < activations["longest row, checkpointing off"]
+
+
+def test_synthetic_clip_tokens_follow_qwen3_vl_patching(plan_8b):
+    clip = next(row for row in plan_8b["tokens"] if row["source"].startswith("synthetic clip"))
+    # 768x432 -> 768x448 (multiples of 32): 24 x 14 merged tokens per frame pair, 4 pairs for 8 frames.
+    assert clip["visual_tokens"]["p100"] == 4 * 24 * 14
+    assert clip["vision_patches"]["p100"] == 4 * 4 * 24 * 14
+    assert clip["tokens"]["p100"] > clip["visual_tokens"]["p100"]
+
+
+def tiny_recipe(tmp_path, model, build, **extra) -> str:
+    recipe = {
+        "model_name_or_path": str(model),
+        "dataset_mixture": [{"path": str(build.out), "name": "db", "split": "train"}],
+        "frames_as": "video",
+        "max_frames": 8,
+        "video_max_pixels": 8 * 48 * 48,
+        "per_device_train_batch_size": 2,
+        **extra,
+    }
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    return str(path)
+
+
+def test_plan_token_counts_equal_what_the_collator_produces(tmp_path, tiny_qwen3_vl, sureon_build):
+    settings = {"frames_as": "video", "max_frames": 8, "video_max_pixels": 8 * 48 * 48}
+    mixture = [{"path": str(sureon_build.out), "name": "db", "split": "train"}]
+    processor = apply_pixel_caps(load_processor(str(tiny_qwen3_vl)), None, settings["video_max_pixels"])
+    counts = measure_mixture(processor, mixture, settings, samples=10_000, seed=0)
+    loaded, index, _ = build_mixture(parse_mixture(mixture), seed=0)
+    collator = SFTCollator(processor, loaded, frames_as="video", max_frames=8)
+    assert len(counts) == len(index) > 3
+    for position, count in enumerate(counts):
+        batch = collator([index[position]])
+        assert count["tokens"] == int(batch["attention_mask"].sum())
+        assert count["vision_patches"] == int(batch["video_grid_thw"].prod(dim=1).sum())
+        assert count["visual_tokens"] == int((batch["input_ids"] == processor.video_token_id).sum())
+    plan = plan_recipe(tiny_recipe(tmp_path, tiny_qwen3_vl, sureon_build), samples=10_000, seed=0)[0]
+    assert plan["tokens"][0]["tokens"]["p100"] == max(count["tokens"] for count in counts)
+    assert plan["processor_note"] is None  # the checkpoint's own processor was on disk
+
+
+def saved_activation_bytes(model, **inputs) -> int:
+    """Bytes autograd keeps for backward (each storage once, the weights excluded) in one training step."""
+    saved = {}
+
+    def pack(tensor):
+        storage = tensor.untyped_storage()
+        saved[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        model(**inputs).loss.backward()
+    weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    return sum(size for pointer, size in saved.items() if pointer not in weights)
+
+
+@pytest.mark.parametrize("frozen", [set(), {"vision_tower"}], ids=["full", "frozen-vision"])
+def test_activation_estimate_matches_what_a_forward_pass_saves(frozen):
+    """The estimate against the bytes autograd really keeps, for the 8B's layer types scaled down (bf16, sdpa, no
+    checkpointing): a text-only batch, and a batch with a 640x448 image through the vision tower."""
+    processor = standin_processor()
+    tokenizer = processor.tokenizer
+    text = {"num_hidden_layers": 2, "hidden_size": 256, "intermediate_size": 768, "vocab_size": 1024}
+    text |= {"num_attention_heads": 2, "num_key_value_heads": 1, "bos_token_id": None, "eos_token_id": 2}
+    vision = {"depth": 2, "hidden_size": 128, "intermediate_size": 512, "num_heads": 2, "out_hidden_size": 256}
+    config = architecture_config(QWEN, text=text, vision={**vision, "deepstack_visual_indexes": [0]})
+    for key, token in (("image_token_id", "<|image_pad|>"), ("vision_start_token_id", "<|vision_start|>")):
+        setattr(config, key, tokenizer.convert_tokens_to_ids(token))
+    config.vision_end_token_id = tokenizer.convert_tokens_to_ids("<|vision_end|>")
+    torch.manual_seed(0)
+    model = build_model(config, device="cpu", dtype=torch.bfloat16, attn_implementation="sdpa")
+    parameter_counts(model, frozen)
+
+    input_ids = torch.randint(10, 1000, (1, 512))
+    measured = saved_activation_bytes(model, input_ids=input_ids, labels=input_ids)
+    estimate = activation_bytes(config, 512, 0, checkpointing=False, frozen=frozen, transient=False)
+    assert 0.8 < estimate / measured < 1.25, ("text", estimate, measured)
+
+    image = Image.fromarray(np.random.default_rng(0).integers(0, 255, (448, 640, 3), dtype=np.uint8))
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Which tool is visible?"}]}]
+    prompt = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    encoded = processor(text=[prompt], images=[image], return_tensors="pt")
+    encoded["pixel_values"] = encoded["pixel_values"].to(torch.bfloat16)
+    measured = saved_activation_bytes(model, **encoded, labels=encoded["input_ids"])
+    tokens, patches = encoded["input_ids"].shape[1], int(encoded["image_grid_thw"].prod())
+    estimate = activation_bytes(config, tokens, patches, checkpointing=False, frozen=frozen, transient=False)
+    assert 0.8 < estimate / measured < 1.25, ("image", estimate, measured)
+
+
+def test_sureon_plan_prints_the_table_and_writes_json(tmp_path, tiny_qwen3_vl, sureon_build, capsys):
+    out = tmp_path / "plan.json"
+    recipe = tiny_recipe(tmp_path, tiny_qwen3_vl, sureon_build, freeze_vision_tower=True)
+    assert cli_main(["plan", "--config", recipe, "--num-gpus", "2", "--gpu-memory", "80", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    for text in ("tokens p50 / p90 / p99 / max", "vision_tower", "zero2", "zero3", "fsdp", "checkpointing off", "MFU"):
+        assert text in printed
+    plan = json.loads(out.read_text())[0]
+    assert plan["frozen"] == ["vision_tower"] and plan["parameters"]["vision_tower"]["trainable"] == 0
+    assert plan["memory"]["zero3"]["source"] == "formula"  # frozen parameters: DeepSpeed's estimator does not apply
+
+
+def test_plan_without_built_data_says_how_to_proceed(tmp_path, capsys):
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(
+        yaml.safe_dump({"model_name_or_path": QWEN, "dataset_mixture": [{"path": str(tmp_path / "missing")}]})
+    )
+    assert cli_main(["plan", "--config", str(recipe)]) == 2
+    assert "--synthetic-frames" in capsys.readouterr().err
+
+
+def test_a_weightless_checkpoint_folder_loads_its_processor_and_config(tmp_path):
+    folder = write_architecture(QWEN, tmp_path / "qwen", processor=standin_processor())
+    processor = load_processor(str(folder))
+    config = json.loads((folder / "config.json").read_text())
+    assert config["text_config"]["num_hidden_layers"] == 36 and not list(folder.glob("*.safetensors"))
+    assert config["video_token_id"] == processor.tokenizer.convert_tokens_to_ids("<|video_pad|>")
+
+
+def run_benchmark(tmp_path, *extra, timeout=560):
+    out = tmp_path / "bench.json"
+    command = [sys.executable, str(REPO / "benchmarks" / "gpu_sft.py"), *extra, "--json", str(out)]
+    result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout, json.loads(out.read_text())
+
+
+def test_gpu_benchmark_tiny_runs_on_cpu_and_prints_every_figure(tmp_path):
+    printed, figures = run_benchmark(tmp_path, "--tiny", "--steps", "1", "--batch-size", "2")
+    variants = ("checkpointing on", "checkpointing off", "frozen vision")
+    for variant in variants:
+        line = next(line for line in printed.splitlines() if line.startswith(variant))
+        for figure in ("samples/s", "tokens/s", "peak memory", "TFLOPS", "MFU"):
+            assert figure in line, line
+    assert "ratio checkpointing off / checkpointing on" in printed
+    assert [r["variant"] for r in figures["results"]] == list(variants)
+    for result in figures["results"]:
+        assert result["samples_per_second"] > 0 and result["tokens_per_second"] > result["samples_per_second"]
+        assert result["peak_memory_gb"] > 0 and 0 < result["mfu"] < 1
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_gpu_benchmark_8b_on_a_gpu(tmp_path):
+    printed, figures = run_benchmark(tmp_path, "--steps", "2")
+    assert all(0 < result["mfu"] < 1 for result in figures["results"]), printed
