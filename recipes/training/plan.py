@@ -246,6 +246,7 @@ def synthetic_clip_row(number: int, size: tuple[int, int], frames: int) -> dict:
         "reasoning": "",
         "frames": [Image.fromarray(((gradient + 17 * (number + k)) % 256).astype(np.uint8)) for k in range(frames)],
         "frame_timestamps": [start + 2.0 * k for k in range(frames)],
+        "blurred_regions": [[] for _ in range(frames)],
     }
 
 
