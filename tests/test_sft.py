@@ -13,8 +13,9 @@ from huggingface_hub import ModelCard
 from PIL import Image
 
 from builders.prompt import answer_target
+from builders.sureon.clips import format_clock
 from recipes.sft import main, make_parser
-from recipes.training.chat_inputs import video_metadata
+from recipes.training.chat_inputs import split_visuals, video_metadata
 from recipes.training.collator import SFTCollator
 from recipes.training.freezing import parameter_group
 from recipes.training.mixture import MixtureSource, build_mixture, parse_mixture
@@ -132,6 +133,27 @@ def test_video_frames_reach_the_processor_with_their_source_timestamps(tiny_qwen
     expected = [f"<{(stamps[i] + stamps[i + 1]) / 2:.1f} seconds>" for i in range(0, 8, 2)]
     assert [marker for marker in expected if marker in text] == expected
     assert video_metadata([12.5, 13.25])["frames_indices"] == [12500, 13250]
+
+
+def test_max_frames_caps_tagged_images_as_it_caps_a_video(tiny_qwen3_vl, sureon_build):
+    """``max_frames: 5`` shows 5 frames whichever way the clip goes in, the same 5, each image with its own tag."""
+    shown = {}
+    for frames_as in ("video", "images"):
+        collator, index, loaded = collator_for(
+            tiny_qwen3_vl, [video_source(sureon_build)], frames_as=frames_as, max_frames=5
+        )
+        example = collator.example(index[0])
+        _, images, videos = split_visuals(example.prompt, collator.max_frames)
+        shown[frames_as] = videos[0]["timestamps"] if videos else images
+        if frames_as == "images":
+            text = collator.tokenizer.decode(collator([index[0]])["input_ids"][0])
+            tags = re.findall(r"\nFrame at ([\d:.]+): <\|vision_start\|>(?:<\|image_pad\|>)+<\|vision_end\|>", text)
+            assert len(images) == len(tags) == text.count("Frame at ") == 5
+            assert collator([index[0]])["image_grid_thw"].shape[0] == 5
+    record = loaded[0].dataset[index[0]["row"]]
+    assert len(record["frame_timestamps"]) == 8
+    assert tags == [format_clock(t) for t in shown["video"]]
+    assert shown["video"][0] == record["frame_timestamps"][0] and shown["video"][-1] == record["frame_timestamps"][-1]
 
 
 def test_a_template_that_wraps_the_video_does_not_nest_vision_markers(tiny_qwen3_vl, sureon_build):
