@@ -6,7 +6,10 @@
 Protocol: each question is rendered with the one fixed SurgiQ prompt (:func:`builders.prompt.surgiq_prompt`), which
 ends with the answer cue. One forward pass per question (batched, left padding, only the last position's logits)
 gives the next-token log-probabilities; each option label is scored in its plain (``A``) and space-prefixed
-(`` A``) variant and the label's score is the maximum over the variants that are single tokens. The prediction is the
+(`` A``) variant and the label's score is the maximum over its variants. A variant the tokenizer splits into several
+tokens is scored as its whole continuation (the sum of its tokens' log-probabilities, one more pass per such
+variant), so no label has fewer variants than another; with single-token labels (Qwen's, Llama's) the pass per
+question stays one. The prediction is the
 argmax over the four labels (ties go to the earlier letter) and the confidence a softmax over the four label scores.
 Nothing is sampled, so two runs give the same predictions.
 
@@ -43,23 +46,30 @@ REQUIRED_COLUMNS = ("id", "question", "options", "answer_index", "domain", "ques
 CACHE_FILE = "scores_cache.jsonl"
 
 
-def label_token_ids(tokenizer, num_options: int = NUM_OPTIONS) -> dict[str, dict[str, int]]:
-    """``{letter: {variant text: token id}}`` for the variants that are one token; error if a letter has none."""
-    labels: dict[str, dict[str, int]] = {}
+def label_token_ids(tokenizer, num_options: int = NUM_OPTIONS) -> dict[str, dict[str, tuple[int, ...]]]:
+    """``{letter: {variant text: token ids}}``: every variant of every label, however many tokens it takes (two
+    variants with the same ids are one). A tokenizer that writes a label as no token at all is refused."""
+    labels: dict[str, dict[str, tuple[int, ...]]] = {}
     for letter in LETTERS[:num_options]:
-        variants = {}
+        variants: dict[str, tuple[int, ...]] = {}
         for template in LABEL_VARIANTS:
-            ids = tokenizer.encode(template.format(letter), add_special_tokens=False)
-            if len(ids) == 1 and ids[0] not in variants.values():
-                variants[template.format(letter)] = ids[0]
-        if not variants:
-            raise ValueError(f"option label {letter!r} is not a single token in any variant {LABEL_VARIANTS}")
+            ids = tuple(tokenizer.encode(template.format(letter), add_special_tokens=False))
+            if not ids:
+                raise ValueError(f"the tokenizer encodes option label {template.format(letter)!r} as no token")
+            if ids not in variants.values():
+                variants[template.format(letter)] = ids
         labels[letter] = variants
     return labels
 
 
 class LabelScorer:
-    """Scores a batch of tokenised prompts with one forward pass: the next-token log-probability of each label."""
+    """Scores a batch of tokenised prompts: the log-probability of each label variant as the prompt's continuation.
+
+    A variant of one token is read off the prompt's next-token distribution; one of several tokens is the sum of its
+    tokens' log-probabilities, from a pass over the prompt followed by the variant's leading tokens. Every label's
+    variants are thus scored alike (a tokenizer with " A" as one token and " C" as two gives C its two variants too),
+    and when every variant is one token the batch takes exactly one forward pass.
+    """
 
     def __init__(self, model, tokenizer, num_options: int = NUM_OPTIONS, chat_template: bool = False):
         import inspect
@@ -70,6 +80,8 @@ class LabelScorer:
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.labels = label_token_ids(tokenizer, num_options)
+        # One pass per distinct run of leading tokens: () for every single-token variant, one per longer variant.
+        self.prefixes = sorted({ids[:-1] for variants in self.labels.values() for ids in variants.values()})
         self.add_special_tokens = not chat_template  # a rendered chat template already holds its special tokens
         parameters = inspect.signature(model.forward).parameters
         # Positions that skip the left padding, as ``generate`` computes them; VLMs with M-RoPE derive their own.
@@ -79,8 +91,8 @@ class LabelScorer:
     def encode(self, prompts: list[str]) -> list[list[int]]:
         return self.tokenizer(prompts, add_special_tokens=self.add_special_tokens)["input_ids"]
 
-    def score_ids(self, batch: list[list[int]]) -> np.ndarray:
-        """(len(batch), num_options) label scores: max over variants of the next-token log-probability."""
+    def last_logprobs(self, batch: list[list[int]], keep: int):
+        """(len(batch), keep, vocab) log-probabilities at the last ``keep`` positions of each (left-padded) row."""
         import torch
 
         encoded = self.tokenizer.pad({"input_ids": batch}, return_tensors="pt")  # left padding
@@ -88,11 +100,26 @@ class LabelScorer:
         if self.pass_position_ids:
             inputs["position_ids"] = (inputs["attention_mask"].cumsum(-1) - 1).clamp(min=0)
         if self.keep_last_logits:
-            inputs["logits_to_keep"] = 1
+            inputs["logits_to_keep"] = keep
         with torch.inference_mode():
-            logits = self.model(**inputs, use_cache=False).logits[:, -1, :].float()
-        logprobs = torch.log_softmax(logits, dim=-1)
-        scores = [logprobs[:, list(variants.values())].max(dim=-1).values for variants in self.labels.values()]
+            logits = self.model(**inputs, use_cache=False).logits[:, -keep:, :].float()
+        return torch.log_softmax(logits, dim=-1)
+
+    def score_ids(self, batch: list[list[int]]) -> np.ndarray:
+        """(len(batch), num_options) label scores: max over each label's variants of its continuation log-prob."""
+        import torch
+
+        passes = {
+            prefix: self.last_logprobs([ids + list(prefix) for ids in batch], len(prefix) + 1)
+            for prefix in self.prefixes
+        }
+        scores = []
+        for variants in self.labels.values():
+            per_variant = []
+            for ids in variants.values():
+                logprobs = passes[ids[:-1]]
+                per_variant.append(sum(logprobs[:, position, token] for position, token in enumerate(ids)))
+            scores.append(torch.stack(per_variant, dim=-1).max(dim=-1).values)
         return torch.stack(scores, dim=-1).cpu().double().numpy()
 
 
@@ -235,7 +262,12 @@ def model_fingerprint(name_or_path: str, model, labels: dict, chat_template: boo
         "commit": getattr(model.config, "_commit_hash", None),
         "files": files,
         "dtype": str(model.dtype),
-        "labels": labels,
+        # A one-token variant is written as its id, as before multi-token variants were scored: its scores did
+        # not change, so caches written then stay valid.
+        "labels": {
+            letter: {text: ids[0] if len(ids) == 1 else list(ids) for text, ids in variants.items()}
+            for letter, variants in labels.items()
+        },
         "chat_template": chat_template,
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
