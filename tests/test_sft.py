@@ -93,10 +93,10 @@ def run_sft(tmp_path, model, entries, *extra, name="run", steps=2, **config_keys
     return out, json.loads((out / "training_complete.json").read_text())
 
 
-def load_config_rows(build, name):
+def load_config_rows(build, name, split="train"):
     from datasets import load_dataset
 
-    return load_dataset(str(build.out), name, split="train")
+    return load_dataset(str(build.out), name, split=split)
 
 
 def snapshot(path):
@@ -397,3 +397,68 @@ def test_push_uploads_the_final_folder_once_with_its_card(tiny_causal_lm, sureon
     assert "hf_secret_token_123" not in printed.out + printed.err
     leaks = [path for path in out.rglob("*") if path.is_file() and b"hf_secret_token_123" in path.read_bytes()]
     assert not leaks, "the token reached files that are uploaded"
+
+
+def test_a_system_prompt_travels_with_the_weights_to_evaluation_curation_and_audit(
+    tiny_qwen3_vl, sureon_build, tmp_path, monkeypatch
+):
+    """Recorded in training_complete.json and the card; evaluation renders the training prompt token for token."""
+    from recipes.curation.curate import load_guesser
+    from recipes.evaluation.inference import TransformersBackend
+    from sureon.cli import main as cli_main
+
+    system = "You are a board-certified general surgeon.\nAnswer with the letter only."
+    out, summary = run_sft(tmp_path, tiny_qwen3_vl, [video_source(sureon_build)], steps=1, system_prompt=system)
+    assert summary["system_prompt"] == system
+    assert (
+        "  You are a board-certified general surgeon.\n  Answer with the letter only."
+        in (out / "README.md").read_text()
+    )
+
+    seen = []
+
+    def answer_a(self, conversations, *sampling):
+        seen.extend(conversations)
+        return [["A"] * sampling[0] for _ in conversations] if sampling else ["A"] * len(conversations)
+
+    monkeypatch.setattr(TransformersBackend, "generate", answer_a)
+    monkeypatch.setattr(TransformersBackend, "sample", answer_a)
+    argv = ["eval", "sureon", "--model", str(out), "--dataset", str(sureon_build.out), "--mode", "visual"]
+    argv += ["--limit", "3"]
+    for extra, expected in (
+        ([], system),
+        (["--system-prompt", "Be brief."], "Be brief."),
+        (["--no-system-prompt"], None),
+    ):
+        seen.clear()
+        run = tmp_path / f"eval{len(extra)}{expected is None}"
+        assert cli_main([*argv, *extra, "--out", str(run)]) == 0
+        assert json.loads((run / "summary.json").read_text())["system_prompt"] == expected
+        systems = [c[0]["content"][0]["text"] if c[0]["role"] == "system" else None for c in seen]
+        assert systems == [expected] * 3
+        if expected == system:
+            trained = list(seen)
+
+    bench = {"path": str(sureon_build.out), "name": "bench", "split": "test"}
+    collator, index, _ = collator_for(out, [bench], system_prompt=system)
+    training_prompts = {}
+    for row in index:
+        example = collator.example(row)
+        encoded = collator.encode(example)
+        prompt_length = encoded.labels.index(next(label for label in encoded.labels if label != -100))
+        training_prompts[example.key] = encoded.input_ids[:prompt_length]
+    backend = TransformersBackend(str(out))
+    questions = [r["question_id"] for r in load_config_rows(sureon_build, "bench", "test").select(range(3))]
+    for question_id, conversation in zip(questions, trained, strict=True):
+        assert backend.prepare([conversation])["input_ids"][0].tolist() == training_prompts[question_id]
+
+    assert load_guesser(f"model={out}").system_prompt == system
+    (tmp_path / "other.txt").write_text("Guess.")
+    (tmp_path / "empty.txt").write_text("")
+    assert load_guesser(f"model={out},system_prompt_file={tmp_path / 'other.txt'}").system_prompt == "Guess."
+    assert load_guesser(f"model={out},system_prompt_file={tmp_path / 'empty.txt'}").system_prompt is None
+    seen.clear()
+    audit = ["audit", "--dataset", str(sureon_build.out), "--config", "bench", "--guesser", f"model={out},name=g"]
+    assert cli_main([*audit, "--trials", "2", "--out", str(tmp_path / "audit")]) == 0
+    assert json.loads((tmp_path / "audit" / "audit.json").read_text())["system_prompts"] == {"g": system}
+    assert seen and all(c[0] == {"role": "system", "content": [{"type": "text", "text": system}]} for c in seen)
