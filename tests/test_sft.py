@@ -15,11 +15,12 @@ from PIL import Image
 from builders.prompt import answer_target
 from builders.sureon.clips import format_clock
 from recipes.sft import main, make_parser
-from recipes.training.chat_inputs import split_visuals, video_metadata
+from recipes.training.chat_inputs import flatten_text, split_visuals, video_metadata
 from recipes.training.collator import SFTCollator
 from recipes.training.freezing import parameter_group
 from recipes.training.mixture import MixtureSource, build_mixture, parse_mixture
 from recipes.training.modeling import load_model, load_processor
+from recipes.training.tiny_models import trl_chat_template
 
 
 def image_source(folder: Path, n: int = 6) -> dict:
@@ -124,6 +125,30 @@ def test_labels_keep_only_the_answer_and_end_of_turn(tiny_qwen3_vl, sureon_build
         assert batch["attention_mask"][i][learned].all()
 
 
+@pytest.mark.parametrize("kind", ["qwen3-vl", "qwen3"])
+def test_labels_are_the_assistant_mask_of_trls_training_template(kind, tiny_qwen3_vl, tiny_causal_lm, sureon_build):
+    """The collator's labels cover exactly what TRL's {% generation %} variant of the real template marks as the
+    assistant's (Qwen3's includes its empty <think> block), over the same tokens."""
+    model, template = {"qwen3-vl": (tiny_qwen3_vl, "qwen3_vl_training"), "qwen3": (tiny_causal_lm, "qwen3_training")}[
+        kind
+    ]
+    collator, index, _ = collator_for(model, [video_source(sureon_build)], blind=True)
+    for row in index.select(range(3)):
+        example = collator.example(row)
+        encoded = collator.encode(example)
+        messages = example.prompt + [{"role": "assistant", "content": [{"type": "text", "text": example.target}]}]
+        rendered = collator.tokenizer.apply_chat_template(
+            messages if collator.is_vlm else flatten_text(messages),
+            chat_template=trl_chat_template(template),
+            tokenize=True,
+            return_dict=True,
+            return_assistant_tokens_mask=True,
+        )
+        assert rendered["input_ids"] == encoded.input_ids
+        assert rendered["assistant_masks"] == [int(label != -100) for label in encoded.labels]
+        assert sum(rendered["assistant_masks"]) > 2
+
+
 def test_video_frames_reach_the_processor_with_their_source_timestamps(tiny_qwen3_vl, sureon_build):
     collator, index, loaded = collator_for(tiny_qwen3_vl, [video_source(sureon_build)])
     record = loaded[0].dataset[index[0]["row"]]
@@ -158,6 +183,9 @@ def test_max_frames_caps_tagged_images_as_it_caps_a_video(tiny_qwen3_vl, sureon_
 
 def test_a_template_that_wraps_the_video_does_not_nest_vision_markers(tiny_qwen3_vl, sureon_build):
     collator, index, _ = collator_for(tiny_qwen3_vl, [video_source(sureon_build)])
+    wrapped_pad = "<|vision_start|><|video_pad|><|vision_end|>"
+    assert wrapped_pad in collator.processor.chat_template  # Qwen3-VL's own template wraps it
+    collator.processor.chat_template = collator.processor.chat_template.replace(wrapped_pad, "<|video_pad|>")
     bare = collator.tokenizer.decode(collator([index[0]])["input_ids"][0])
     template = collator.processor.chat_template
     assert "<|video_pad|>" in template
