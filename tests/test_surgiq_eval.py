@@ -320,3 +320,38 @@ def test_a_split_variant_gets_its_real_probability_so_the_argmax_is_not_biased(l
     )
     assert all(int(np.argmax(scores[r["id"]])) == 2 for r in records)
     assert all(scores[r["id"]][2] > math.log(0.5) for r in records)
+
+
+def test_with_the_chat_template_a_model_trained_with_a_system_prompt_is_scored_with_it(
+    tiny_lm, dataset, records, tmp_path, capsys
+):
+    import shutil
+
+    model = tmp_path / "trained"
+    shutil.copytree(tiny_lm, model)
+    system = "You are a senior surgical examiner."
+    (model / "training_complete.json").write_text(json.dumps({"system_prompt": system, "blind": True}))
+    argv = ["eval", "surgiq", "--model", str(model), "--dataset", str(dataset), "--limit", "4", "--chat-template"]
+    runs = {"trained": [], "override": ["--system-prompt", "Answer."], "none": ["--no-system-prompt"]}
+    reports = {}
+    for name, extra in runs.items():
+        assert cli_main([*argv, *extra, "--out", str(tmp_path / name)]) == 0
+        reports[name] = json.loads((tmp_path / name / "report.json").read_text())
+    assert [reports[name]["system_prompt"] for name in runs] == [system, "Answer.", None]
+    tokenizer = load_processor(str(model))
+    expected = render_prompts(records[:4], [], tokenizer, system)
+    assert expected[0].startswith(f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\nThe following")
+    scorer = LabelScorer(load_model(str(model)), tokenizer, chat_template=True)
+    scores, _ = score_prompts(scorer, [r["id"] for r in records[:4]], expected, ScoreCache(tmp_path / "c"), "fp", 4)
+    trained = {
+        p["id"]: p for p in map(json.loads, (tmp_path / "trained" / "predictions.jsonl").read_text().splitlines())
+    }
+    for record in records[:4]:
+        np.testing.assert_allclose(list(trained[record["id"]]["scores"].values()), scores[record["id"]], atol=1e-6)
+    without = [
+        json.loads(line)["scores"] for line in (tmp_path / "none" / "predictions.jsonl").read_text().splitlines()
+    ]
+    assert without != [trained[r["id"]]["scores"] for r in records[:4]]  # the system turn reached the model
+    capsys.readouterr()
+    assert cli_main([*argv[:-1], "--system-prompt", "x", "--out", str(tmp_path / "plain")]) == 2
+    assert "--system-prompt needs --chat-template" in capsys.readouterr().err

@@ -13,6 +13,10 @@ question stays one. The prediction is the
 argmax over the four labels (ties go to the earlier letter) and the confidence a softmax over the four label scores.
 Nothing is sampled, so two runs give the same predictions.
 
+With ``--chat-template`` the prompt is one user turn of the model's chat template, after the system prompt the
+model was trained with (``recipes/sft.py`` records it with the weights; ``--system-prompt`` replaces it,
+``--no-system-prompt`` drops it); the plain protocol has no system turn.
+
 Few-shot (``--shots k``, k = 1..3): the first k questions of a fixed pool of three, chosen by a seed from their ids,
 are shown as solved demonstrations; the pool is then excluded from scoring (zero-shot scores every question).
 
@@ -138,21 +142,25 @@ def fewshot_pool(records: list[dict], size: int = FEWSHOT_POOL_SIZE) -> list[dic
     return sorted(records, key=lambda r: (stable_seed("surgiq-fewshot", r["id"]), r["id"]))[:size]
 
 
-def render_prompts(records: list[dict], demonstrations: list[dict], processor=None) -> list[str]:
+def render_prompts(
+    records: list[dict], demonstrations: list[dict], processor=None, system_prompt: str | None = None
+) -> list[str]:
     """The prompt of each record; with ``processor`` (``--chat-template``: a tokenizer, or a VLM's processor, whose
-    chat template takes a list of content parts), wrapped as one user turn followed by the assistant's turn."""
+    chat template takes a list of content parts), wrapped as one user turn (after ``system_prompt``, if any)
+    followed by the assistant's turn."""
     from recipes.training.modeling import tokenizer_of
 
     prompts = [surgiq_prompt(record, demonstrations) for record in records]
     if processor is None:
         return prompts
     as_parts = processor is not tokenizer_of(processor)
+
+    def turn(role: str, text: str) -> dict:
+        return {"role": role, "content": [{"type": "text", "text": text}] if as_parts else text}
+
+    system = [turn("system", system_prompt)] if system_prompt else []
     return [
-        processor.apply_chat_template(
-            [{"role": "user", "content": [{"type": "text", "text": p}] if as_parts else p}],
-            tokenize=False,
-            add_generation_prompt=True,
-        )
+        processor.apply_chat_template([*system, turn("user", p)], tokenize=False, add_generation_prompt=True)
         for p in prompts
     ]
 
@@ -287,6 +295,8 @@ class EvalOptions:
     attn_implementation: str | None = None
     device: str | None = None
     chat_template: bool = False
+    system_prompt: str | None = None
+    no_system_prompt: bool = False
     limit: int | None = None
     n_bins: int = DEFAULT_BINS
 
@@ -391,7 +401,7 @@ def evaluate(opts: EvalOptions) -> EvalResult:
     """Load the model and dataset, score every question (resuming from the cache), write the outputs."""
     import torch
 
-    from recipes.training.modeling import load_model, load_processor, tokenizer_of
+    from recipes.training.modeling import load_model, load_processor, resolve_system_prompt, tokenizer_of
 
     if not 0 <= opts.shots <= MAX_SHOTS:
         raise ValueError(f"--shots must be 0..{MAX_SHOTS}, got {opts.shots}")
@@ -410,7 +420,14 @@ def evaluate(opts: EvalOptions) -> EvalResult:
     model.to(opts.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     scorer = LabelScorer(model, tokenizer, chat_template=opts.chat_template)
     fingerprint = model_fingerprint(opts.model, model, scorer.labels, opts.chat_template, opts.revision)
-    prompts = render_prompts(scored, pool[: opts.shots], processor if opts.chat_template else None)
+    system_prompt = None
+    if opts.chat_template:
+        system_prompt = resolve_system_prompt(
+            opts.model, override=opts.system_prompt, disabled=opts.no_system_prompt, revision=opts.revision
+        )
+    elif opts.system_prompt:
+        raise ValueError("--system-prompt needs --chat-template: the plain SurgiQ prompt has no system turn")
+    prompts = render_prompts(scored, pool[: opts.shots], processor if opts.chat_template else None, system_prompt)
     cache = ScoreCache(opts.out / CACHE_FILE)
     cached_before = sum(cache_key(fingerprint, p) in cache.entries for p in prompts)
     scores, batches_run = score_prompts(
@@ -429,6 +446,7 @@ def evaluate(opts: EvalOptions) -> EvalResult:
         "demonstrations": [r["id"] for r in pool[: opts.shots]],
         "excluded_from_scoring": sorted(pool_ids),
         "chat_template": opts.chat_template,
+        "system_prompt": system_prompt,
         "labels": {letter: list(variants) for letter, variants in scorer.labels.items()},
         "dtype": str(model.dtype),
         **summarize(predictions, opts.n_bins),
@@ -450,6 +468,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--attn-implementation", help="sdpa, flash_attention_2, eager (default: best available)")
     parser.add_argument("--device", help="cuda, cuda:1, cpu (default: cuda when available)")
     parser.add_argument("--chat-template", action="store_true", help="wrap the prompt in the model's chat template")
+    prompt = parser.add_mutually_exclusive_group()
+    prompt.add_argument(
+        "--system-prompt",
+        help="with --chat-template: the system turn (default: the one the model was trained with, read from the "
+        "training_complete.json stored with its weights)",
+    )
+    prompt.add_argument("--no-system-prompt", action="store_true", help="with --chat-template: no system turn")
     parser.add_argument("--limit", type=int, help="score only the first N questions (smoke runs)")
     parser.add_argument("--bins", type=int, default=DEFAULT_BINS, help="ECE / reliability-diagram bins")
     return parser
@@ -469,6 +494,8 @@ def run(args: argparse.Namespace) -> int:
         attn_implementation=args.attn_implementation,
         device=args.device,
         chat_template=args.chat_template,
+        system_prompt=args.system_prompt,
+        no_system_prompt=args.no_system_prompt,
         limit=args.limit,
         n_bins=args.bins,
     )
