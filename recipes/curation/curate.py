@@ -103,12 +103,12 @@ def parse_guesser_spec(spec: str) -> dict[str, str]:
 
 def read_guesser_folds(model: str) -> tuple[int | None, dict[str, int] | None]:
     """The held-out fold and fold assignment the guesser recipe wrote next to the weights (when it did)."""
-    from recipes.training.modeling import COMPLETE_MARKER
+    from recipes.training.modeling import training_record
 
     folder = Path(model)
     held_out, folds = None, None
-    if (folder / COMPLETE_MARKER).is_file():
-        held_out = json.loads((folder / COMPLETE_MARKER).read_text()).get("fold")
+    if folder.is_dir():
+        held_out = (training_record(model) or {}).get("fold")
     if (folder / "folds.json").is_file():
         folds = {str(k): int(v) for k, v in json.loads((folder / "folds.json").read_text()).items()}
     return held_out, folds
