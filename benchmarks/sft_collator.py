@@ -32,7 +32,7 @@ from builders.schema import video_qa_features  # noqa: E402
 from recipes.training.chat_inputs import media_kwargs, split_visuals  # noqa: E402
 from recipes.training.collator import SFTCollator  # noqa: E402
 from recipes.training.mixture import MixtureSource, build_mixture  # noqa: E402
-from recipes.training.tiny_models import CHAT_TEMPLATE, train_tokenizer  # noqa: E402
+from recipes.training.tiny_models import QWEN3_VL_TEMPLATE, train_tokenizer, trl_chat_template  # noqa: E402
 
 
 def jpeg(seed: int) -> bytes:
@@ -86,7 +86,7 @@ def real_sized_processor():
         image_processor=Qwen2VLImageProcessor(patch_size=16, merge_size=2),
         video_processor=Qwen3VLVideoProcessor(cap_pixels_per_frame=True),
         tokenizer=train_tokenizer(),
-        chat_template=CHAT_TEMPLATE,
+        chat_template=trl_chat_template(QWEN3_VL_TEMPLATE),
     )
     return processor
 

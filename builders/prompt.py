@@ -27,6 +27,19 @@ INSTRUCTIONS = {
 }
 
 
+FRAME_TAG_PREFIX = "\nFrame at "
+
+
+def frame_tag(timestamp: float) -> str:
+    """The text part written before each frame shown as an image (``frames_as="images"``)."""
+    return f"{FRAME_TAG_PREFIX}{format_clock(timestamp)}: "
+
+
+def is_frame_tag(part: dict) -> bool:
+    """Whether a content part is a frame's tag (it goes wherever its frame goes, e.g. when frames are capped)."""
+    return part.get("type") == "text" and str(part.get("text", "")).startswith(FRAME_TAG_PREFIX)
+
+
 def clip_header(record: dict) -> str:
     return f"Clip: {format_clock(record['start'])} to {format_clock(record['end'])} of the source video."
 
@@ -83,7 +96,7 @@ def format_messages(
         content.append({"type": "video", "video": frames, "timestamps": timestamps})
     elif has_clip:
         for frame, timestamp in zip(frames, timestamps, strict=True):
-            content.append({"type": "text", "text": f"\nFrame at {format_clock(timestamp)}: "})
+            content.append({"type": "text", "text": frame_tag(timestamp)})
             content.append({"type": "image", "image": frame})
     else:
         content += [{"type": "image", "image": frame} for frame in frames]

@@ -76,7 +76,13 @@ class SFTScriptArguments:
     )
     fold: int | None = field(default=None, metadata={"help": "hold out this fold (video-level, subject-stratified)"})
     num_folds: int = 4
-    system_prompt: str | None = None
+    system_prompt: str | None = field(
+        default=None,
+        metadata={
+            "help": "system message of every example; recorded with the weights and applied by default by "
+            "`sureon eval sureon`, `sureon curate` and `sureon audit`"
+        },
+    )
     hardware: str | None = field(default=None, metadata={"help": "stated in the model card"})
     eval_results: str | None = field(default=None, metadata={"help": "JSON of results for the card's model-index"})
     hub_model_name: str | None = field(default=None, metadata={"help": "model name in the card"})
@@ -248,6 +254,7 @@ def train_stage(stage: dict, model_path: str, script_args, training_args: SFTCon
         "num_folds": script_args.num_folds,
         "seed": training_args.seed,
         "blind": script_args.blind,
+        "system_prompt": script_args.system_prompt,
         "vision_language": built["vision_language"],
         "trainable": built["trainable"],
         "uniform_vision_calls": built["uniform"],
@@ -282,6 +289,7 @@ def write_card(final: dict, summaries: list[dict], base_model: str, recipe: str 
         vision_language=last["vision_language"],
         max_frames=script_args.max_frames,
         frames_as=script_args.frames_as,
+        system_prompt=last.get("system_prompt"),
         recipe=recipe,
         hardware=script_args.hardware,
         lora=", ".join(last["lora"]) if isinstance(last["lora"], list) else last["lora"],

@@ -3,6 +3,7 @@ two-process launch from the README really starts two ranks that train on a mixed
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -19,6 +20,12 @@ from recipes.training.mixture import parse_mixture
 
 RECIPES = sorted((REPO / "recipes").glob("*/*/config_*.yaml"))
 ACCELERATE_CONFIGS = sorted((REPO / "accelerate_configs").glob("*.yaml"))
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def run_process_group(command, *, cwd, env, timeout) -> tuple[int | None, str]:
@@ -121,6 +128,7 @@ def test_two_processes_train_on_a_mixed_modality_stream(uniform, tiny_qwen3_vl, 
         *(sys.executable, "-m", "accelerate.commands.launch"),
         *("--multi_gpu", "--num_processes", "2", "--num_machines", "1"),
         *("--mixed_precision", "no", "--dynamo_backend", "no"),
+        *("--main_process_port", str(free_port())),  # not 29500: other runs on the machine may hold it
         str(REPO / "recipes" / "sft.py"),
         *("--config", str(path)),
     ]

@@ -13,12 +13,14 @@ from huggingface_hub import ModelCard
 from PIL import Image
 
 from builders.prompt import answer_target
+from builders.sureon.clips import format_clock
 from recipes.sft import main, make_parser
-from recipes.training.chat_inputs import video_metadata
+from recipes.training.chat_inputs import flatten_text, split_visuals, video_metadata
 from recipes.training.collator import SFTCollator
 from recipes.training.freezing import parameter_group
 from recipes.training.mixture import MixtureSource, build_mixture, parse_mixture
 from recipes.training.modeling import load_model, load_processor
+from recipes.training.tiny_models import trl_chat_template
 
 
 def image_source(folder: Path, n: int = 6) -> dict:
@@ -92,10 +94,10 @@ def run_sft(tmp_path, model, entries, *extra, name="run", steps=2, **config_keys
     return out, json.loads((out / "training_complete.json").read_text())
 
 
-def load_config_rows(build, name):
+def load_config_rows(build, name, split="train"):
     from datasets import load_dataset
 
-    return load_dataset(str(build.out), name, split="train")
+    return load_dataset(str(build.out), name, split=split)
 
 
 def snapshot(path):
@@ -123,6 +125,30 @@ def test_labels_keep_only_the_answer_and_end_of_turn(tiny_qwen3_vl, sureon_build
         assert batch["attention_mask"][i][learned].all()
 
 
+@pytest.mark.parametrize("kind", ["qwen3-vl", "qwen3"])
+def test_labels_are_the_assistant_mask_of_trls_training_template(kind, tiny_qwen3_vl, tiny_causal_lm, sureon_build):
+    """The collator's labels cover exactly what TRL's {% generation %} variant of the real template marks as the
+    assistant's (Qwen3's includes its empty <think> block), over the same tokens."""
+    model, template = {"qwen3-vl": (tiny_qwen3_vl, "qwen3_vl_training"), "qwen3": (tiny_causal_lm, "qwen3_training")}[
+        kind
+    ]
+    collator, index, _ = collator_for(model, [video_source(sureon_build)], blind=True)
+    for row in index.select(range(3)):
+        example = collator.example(row)
+        encoded = collator.encode(example)
+        messages = example.prompt + [{"role": "assistant", "content": [{"type": "text", "text": example.target}]}]
+        rendered = collator.tokenizer.apply_chat_template(
+            messages if collator.is_vlm else flatten_text(messages),
+            chat_template=trl_chat_template(template),
+            tokenize=True,
+            return_dict=True,
+            return_assistant_tokens_mask=True,
+        )
+        assert rendered["input_ids"] == encoded.input_ids
+        assert rendered["assistant_masks"] == [int(label != -100) for label in encoded.labels]
+        assert sum(rendered["assistant_masks"]) > 2
+
+
 def test_video_frames_reach_the_processor_with_their_source_timestamps(tiny_qwen3_vl, sureon_build):
     collator, index, loaded = collator_for(tiny_qwen3_vl, [video_source(sureon_build)])
     record = loaded[0].dataset[index[0]["row"]]
@@ -134,8 +160,32 @@ def test_video_frames_reach_the_processor_with_their_source_timestamps(tiny_qwen
     assert video_metadata([12.5, 13.25])["frames_indices"] == [12500, 13250]
 
 
+def test_max_frames_caps_tagged_images_as_it_caps_a_video(tiny_qwen3_vl, sureon_build):
+    """``max_frames: 5`` shows 5 frames whichever way the clip goes in, the same 5, each image with its own tag."""
+    shown = {}
+    for frames_as in ("video", "images"):
+        collator, index, loaded = collator_for(
+            tiny_qwen3_vl, [video_source(sureon_build)], frames_as=frames_as, max_frames=5
+        )
+        example = collator.example(index[0])
+        _, images, videos = split_visuals(example.prompt, collator.max_frames)
+        shown[frames_as] = videos[0]["timestamps"] if videos else images
+        if frames_as == "images":
+            text = collator.tokenizer.decode(collator([index[0]])["input_ids"][0])
+            tags = re.findall(r"\nFrame at ([\d:.]+): <\|vision_start\|>(?:<\|image_pad\|>)+<\|vision_end\|>", text)
+            assert len(images) == len(tags) == text.count("Frame at ") == 5
+            assert collator([index[0]])["image_grid_thw"].shape[0] == 5
+    record = loaded[0].dataset[index[0]["row"]]
+    assert len(record["frame_timestamps"]) == 8
+    assert tags == [format_clock(t) for t in shown["video"]]
+    assert shown["video"][0] == record["frame_timestamps"][0] and shown["video"][-1] == record["frame_timestamps"][-1]
+
+
 def test_a_template_that_wraps_the_video_does_not_nest_vision_markers(tiny_qwen3_vl, sureon_build):
     collator, index, _ = collator_for(tiny_qwen3_vl, [video_source(sureon_build)])
+    wrapped_pad = "<|vision_start|><|video_pad|><|vision_end|>"
+    assert wrapped_pad in collator.processor.chat_template  # Qwen3-VL's own template wraps it
+    collator.processor.chat_template = collator.processor.chat_template.replace(wrapped_pad, "<|video_pad|>")
     bare = collator.tokenizer.decode(collator([index[0]])["input_ids"][0])
     template = collator.processor.chat_template
     assert "<|video_pad|>" in template
@@ -375,3 +425,68 @@ def test_push_uploads_the_final_folder_once_with_its_card(tiny_causal_lm, sureon
     assert "hf_secret_token_123" not in printed.out + printed.err
     leaks = [path for path in out.rglob("*") if path.is_file() and b"hf_secret_token_123" in path.read_bytes()]
     assert not leaks, "the token reached files that are uploaded"
+
+
+def test_a_system_prompt_travels_with_the_weights_to_evaluation_curation_and_audit(
+    tiny_qwen3_vl, sureon_build, tmp_path, monkeypatch
+):
+    """Recorded in training_complete.json and the card; evaluation renders the training prompt token for token."""
+    from recipes.curation.curate import load_guesser
+    from recipes.evaluation.inference import TransformersBackend
+    from sureon.cli import main as cli_main
+
+    system = "You are a board-certified general surgeon.\nAnswer with the letter only."
+    out, summary = run_sft(tmp_path, tiny_qwen3_vl, [video_source(sureon_build)], steps=1, system_prompt=system)
+    assert summary["system_prompt"] == system
+    assert (
+        "  You are a board-certified general surgeon.\n  Answer with the letter only."
+        in (out / "README.md").read_text()
+    )
+
+    seen = []
+
+    def answer_a(self, conversations, *sampling):
+        seen.extend(conversations)
+        return [["A"] * sampling[0] for _ in conversations] if sampling else ["A"] * len(conversations)
+
+    monkeypatch.setattr(TransformersBackend, "generate", answer_a)
+    monkeypatch.setattr(TransformersBackend, "sample", answer_a)
+    argv = ["eval", "sureon", "--model", str(out), "--dataset", str(sureon_build.out), "--mode", "visual"]
+    argv += ["--limit", "3"]
+    for extra, expected in (
+        ([], system),
+        (["--system-prompt", "Be brief."], "Be brief."),
+        (["--no-system-prompt"], None),
+    ):
+        seen.clear()
+        run = tmp_path / f"eval{len(extra)}{expected is None}"
+        assert cli_main([*argv, *extra, "--out", str(run)]) == 0
+        assert json.loads((run / "summary.json").read_text())["system_prompt"] == expected
+        systems = [c[0]["content"][0]["text"] if c[0]["role"] == "system" else None for c in seen]
+        assert systems == [expected] * 3
+        if expected == system:
+            trained = list(seen)
+
+    bench = {"path": str(sureon_build.out), "name": "bench", "split": "test"}
+    collator, index, _ = collator_for(out, [bench], system_prompt=system)
+    training_prompts = {}
+    for row in index:
+        example = collator.example(row)
+        encoded = collator.encode(example)
+        prompt_length = encoded.labels.index(next(label for label in encoded.labels if label != -100))
+        training_prompts[example.key] = encoded.input_ids[:prompt_length]
+    backend = TransformersBackend(str(out))
+    questions = [r["question_id"] for r in load_config_rows(sureon_build, "bench", "test").select(range(3))]
+    for question_id, conversation in zip(questions, trained, strict=True):
+        assert backend.prepare([conversation])["input_ids"][0].tolist() == training_prompts[question_id]
+
+    assert load_guesser(f"model={out}").system_prompt == system
+    (tmp_path / "other.txt").write_text("Guess.")
+    (tmp_path / "empty.txt").write_text("")
+    assert load_guesser(f"model={out},system_prompt_file={tmp_path / 'other.txt'}").system_prompt == "Guess."
+    assert load_guesser(f"model={out},system_prompt_file={tmp_path / 'empty.txt'}").system_prompt is None
+    seen.clear()
+    audit = ["audit", "--dataset", str(sureon_build.out), "--config", "bench", "--guesser", f"model={out},name=g"]
+    assert cli_main([*audit, "--trials", "2", "--out", str(tmp_path / "audit")]) == 0
+    assert json.loads((tmp_path / "audit" / "audit.json").read_text())["system_prompts"] == {"g": system}
+    assert seen and all(c[0] == {"role": "system", "content": [{"type": "text", "text": system}]} for c in seen)

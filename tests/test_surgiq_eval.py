@@ -230,3 +230,128 @@ def test_a_vision_language_model_scores_text_only(tmp_path, records, chat_templa
     for record, prompt in zip(records[:5], prompts, strict=True):
         reference = reference_label_logprobs(model, tokenizer, prompt)
         np.testing.assert_allclose(scores[record["id"]], [max(reference[x].values()) for x in "ABCD"], atol=2e-5)
+
+
+def split_tokenizer(tokenizer, piece: str = "ĠC"):
+    """The same tokenizer without the merge that makes ``piece`` one token (byte-level: " C" becomes " " + "C")."""
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    state = json.loads(tokenizer.backend_tokenizer.to_str())
+    merges = state["model"]["merges"]
+    state["model"]["merges"] = [m for m in merges if "".join(m if isinstance(m, list) else m.split(" ")) != piece]
+    assert len(state["model"]["merges"]) == len(merges) - 1
+    return PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer.from_str(json.dumps(state)),
+        eos_token=tokenizer.eos_token,
+        pad_token=tokenizer.pad_token,
+    )
+
+
+def continuation_logprobs(model, tokenizer, prompt: str) -> dict[str, dict[str, float]]:
+    """Unbatched, unpadded: each label variant's log-probability as the prompt's continuation, however many tokens."""
+    prompt_ids = tokenizer(prompt)["input_ids"]
+    result: dict[str, dict[str, float]] = {}
+    for letter in "ABCD":
+        for variant in (letter, " " + letter):
+            label = tokenizer.encode(variant, add_special_tokens=False)
+            with torch.no_grad():
+                logits = model(torch.tensor([prompt_ids + label])).logits[0].double()
+            logprobs = torch.log_softmax(logits, -1)
+            total = sum(float(logprobs[len(prompt_ids) - 1 + k, token]) for k, token in enumerate(label))
+            result.setdefault(letter, {})[variant] = total
+    return result
+
+
+def test_a_label_variant_split_into_two_tokens_is_scored_as_its_whole_continuation(lm, records, tmp_path):
+    model, tokenizer = lm
+    split = split_tokenizer(tokenizer)
+    assert len(split.encode(" C", add_special_tokens=False)) == 2
+    assert all(len(split.encode(v, add_special_tokens=False)) == 1 for v in ("A", " A", "B", " B", "C", "D", " D"))
+    scorer = LabelScorer(model, split)
+    assert all(set(variants) == {x, " " + x} for x, variants in zip("ABCD", scorer.labels.values(), strict=True))
+    subset = records[:6]
+    prompts = render_prompts(subset, [])
+    with ForwardCounter(model) as counter:
+        scores, batches = score_prompts(
+            scorer, [r["id"] for r in subset], prompts, ScoreCache(tmp_path / "c.jsonl"), "fp", 4
+        )
+    assert counter.calls == 2 * batches == 4  # one pass for the one-token variants, one for " C"
+    for record, prompt in zip(subset, prompts, strict=True):
+        reference = continuation_logprobs(model, split, prompt)
+        np.testing.assert_allclose(scores[record["id"]], [max(reference[x].values()) for x in "ABCD"], atol=2e-5)
+
+
+class BigramLM(torch.nn.Module):
+    """A causal LM whose next token depends on the last one only: after anything ``first`` is likely, after ``first``
+    ``second`` is; every other token is equally unlikely."""
+
+    def __init__(self, vocab_size: int, first: int, second: int):
+        super().__init__()
+        self.table = torch.nn.Embedding(vocab_size, vocab_size)
+        torch.nn.init.zeros_(self.table.weight)
+        with torch.no_grad():
+            self.table.weight[:, first] = 10.0
+            self.table.weight[first, :] = 0.0
+            self.table.weight[first, second] = 12.0
+
+    @property
+    def device(self):
+        return self.table.weight.device
+
+    def forward(self, input_ids, attention_mask=None, logits_to_keep=0, use_cache=False):
+        logits = self.table(input_ids)
+        return type("Output", (), {"logits": logits[:, -logits_to_keep:] if logits_to_keep else logits})()
+
+
+def test_a_split_variant_gets_its_real_probability_so_the_argmax_is_not_biased(lm, records, tmp_path):
+    """The model puts nearly all its mass on " C" (two tokens here); scoring only one-token variants would miss it."""
+    _, tokenizer = lm
+    split = split_tokenizer(tokenizer)
+    space, c = split.encode(" C", add_special_tokens=False)
+    model = BigramLM(len(split), space, c)
+    scores, _ = score_prompts(
+        LabelScorer(model, split),
+        [r["id"] for r in records],
+        render_prompts(records, []),
+        ScoreCache(tmp_path / "c"),
+        "fp",
+        8,
+    )
+    assert all(int(np.argmax(scores[r["id"]])) == 2 for r in records)
+    assert all(scores[r["id"]][2] > math.log(0.5) for r in records)
+
+
+def test_with_the_chat_template_a_model_trained_with_a_system_prompt_is_scored_with_it(
+    tiny_lm, dataset, records, tmp_path, capsys
+):
+    import shutil
+
+    model = tmp_path / "trained"
+    shutil.copytree(tiny_lm, model)
+    system = "You are a senior surgical examiner."
+    (model / "training_complete.json").write_text(json.dumps({"system_prompt": system, "blind": True}))
+    argv = ["eval", "surgiq", "--model", str(model), "--dataset", str(dataset), "--limit", "4", "--chat-template"]
+    runs = {"trained": [], "override": ["--system-prompt", "Answer."], "none": ["--no-system-prompt"]}
+    reports = {}
+    for name, extra in runs.items():
+        assert cli_main([*argv, *extra, "--out", str(tmp_path / name)]) == 0
+        reports[name] = json.loads((tmp_path / name / "report.json").read_text())
+    assert [reports[name]["system_prompt"] for name in runs] == [system, "Answer.", None]
+    tokenizer = load_processor(str(model))
+    expected = render_prompts(records[:4], [], tokenizer, system)
+    assert expected[0].startswith(f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\nThe following")
+    scorer = LabelScorer(load_model(str(model)), tokenizer, chat_template=True)
+    scores, _ = score_prompts(scorer, [r["id"] for r in records[:4]], expected, ScoreCache(tmp_path / "c"), "fp", 4)
+    trained = {
+        p["id"]: p for p in map(json.loads, (tmp_path / "trained" / "predictions.jsonl").read_text().splitlines())
+    }
+    for record in records[:4]:
+        np.testing.assert_allclose(list(trained[record["id"]]["scores"].values()), scores[record["id"]], atol=1e-6)
+    without = [
+        json.loads(line)["scores"] for line in (tmp_path / "none" / "predictions.jsonl").read_text().splitlines()
+    ]
+    assert without != [trained[r["id"]]["scores"] for r in records[:4]]  # the system turn reached the model
+    capsys.readouterr()
+    assert cli_main([*argv[:-1], "--system-prompt", "x", "--out", str(tmp_path / "plain")]) == 2
+    assert "--system-prompt needs --chat-template" in capsys.readouterr().err

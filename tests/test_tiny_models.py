@@ -49,3 +49,28 @@ def test_text_model_gives_single_token_letters(tiny_causal_lm):
     model = load_model(str(path))
     logits = model(**tokenizer(["Question: A?"], return_tensors="pt")).logits
     assert torch.isfinite(logits).all()
+
+
+@pytest.mark.parametrize("kind", ["qwen3-vl", "qwen3"])
+def test_tiny_models_carry_the_real_chat_template_and_every_token_it_emits(kind, tiny_qwen3_vl, tiny_causal_lm):
+    """Qwen3-VL-8B-Instruct's and Qwen3's own templates (as TRL stores them), and a tokenizer holding each of their
+    tags as one token, so a prompt tokenizes as with the real model."""
+    import re
+    from importlib.resources import files
+
+    path, name = {"qwen3-vl": (tiny_qwen3_vl, "qwen3_vl"), "qwen3": (tiny_causal_lm, "qwen3")}[kind]
+    shipped = (files("trl") / "chat_templates" / f"{name}.jinja").read_text()
+    processor = load_processor(str(path))
+    tokenizer = tokenizer_of(processor)
+    assert processor.chat_template == shipped and tokenizer.chat_template == shipped
+    tags = set(re.findall(r"<\|[a-z_]+\|>|</?(?:tool_call|tool_response|think)>", shipped))
+    assert {"<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_response>"} <= tags
+    if kind == "qwen3-vl":
+        assert {"<|vision_start|>", "<|image_pad|>", "<|video_pad|>", "<|vision_end|>"} <= tags
+    else:
+        assert {"<think>", "</think>"} <= tags
+    for tag in tags:
+        assert len(tokenizer.encode(tag, add_special_tokens=False)) == 1, tag
+    # Qwen's special flags: chat markers are dropped on decoding, the reasoning and tool tags are kept
+    ids = tokenizer.encode("<think>x</think><|im_end|>", add_special_tokens=False)
+    assert tokenizer.decode(ids, skip_special_tokens=True) == "<think>x</think>"

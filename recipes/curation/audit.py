@@ -200,6 +200,7 @@ def audit(records: list[dict], guessers: list, cache: ScoreCache, sampling: Samp
             "tau": tau,
         },
         "guessers": {},
+        "system_prompts": {guesser.name: guesser.system_prompt for guesser in guessers},
     }
     flagged = []
     for guesser in guessers:
@@ -298,7 +299,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         action="append",
         required=True,
         metavar="SPEC",
-        help="model=PATH_OR_ID[,backend=transformers|vllm|openai][,name=...]; repeatable",
+        help="model=PATH_OR_ID[,backend=transformers|vllm|openai][,name=...][,system_prompt_file=PATH]; repeatable",
     )
     parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS)
     parser.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE)

@@ -2,7 +2,8 @@
 
 - A **guesser** is any model behind :mod:`recipes.evaluation.inference` (transformers, vLLM, or an OpenAI-compatible
   endpoint) queried with exactly the project's blind prompt (``format_messages(record, blind=True)``: question and
-  options, no frames). Its answers are read by :func:`recipes.evaluation.answers.parse_answer`, as in evaluation.
+  options, no frames), with the system prompt the guesser was trained with, if any. Its answers are read by
+  :func:`recipes.evaluation.answers.parse_answer`, as in evaluation.
 - **Consistency** S(g, x) is the fraction of R sampled answers (temperature T > 0, one batched generation per batch of
   questions) that recover the answer. A question is removed when any guesser reaches S >= tau (default 3/5).
   Sequence summaries (SM) have no options: they pass through, flagged as passing.
@@ -67,6 +68,7 @@ class Guesser:
 
     ``held_out_fold``: the training fold it never saw (``--fold k`` of the guesser recipe); ``None`` for an
     off-the-shelf model or one trained on the whole training split. ``trained_folds``: its ``folds.json``.
+    ``system_prompt``: the system message of its blind prompts (by default the one it was trained with).
     """
 
     name: str
@@ -74,10 +76,14 @@ class Guesser:
     kind: str = "off-the-shelf"
     held_out_fold: int | None = None
     trained_folds: dict[str, int] | None = None
+    system_prompt: str | None = None
 
     @property
     def fingerprint(self) -> str:
         return json.dumps({"name": self.name, "settings": self.backend.settings()}, sort_keys=True, default=str)
+
+    def blind_prompt(self, record: dict) -> list[dict]:
+        return format_messages(record, blind=True, system_prompt=self.system_prompt)
 
 
 def parse_guesser_spec(spec: str) -> dict[str, str]:
@@ -97,12 +103,12 @@ def parse_guesser_spec(spec: str) -> dict[str, str]:
 
 def read_guesser_folds(model: str) -> tuple[int | None, dict[str, int] | None]:
     """The held-out fold and fold assignment the guesser recipe wrote next to the weights (when it did)."""
-    from recipes.training.modeling import COMPLETE_MARKER
+    from recipes.training.modeling import training_record
 
     folder = Path(model)
     held_out, folds = None, None
-    if (folder / COMPLETE_MARKER).is_file():
-        held_out = json.loads((folder / COMPLETE_MARKER).read_text()).get("fold")
+    if folder.is_dir():
+        held_out = (training_record(model) or {}).get("fold")
     if (folder / "folds.json").is_file():
         folds = {str(k): int(v) for k, v in json.loads((folder / "folds.json").read_text()).items()}
     return held_out, folds
@@ -110,8 +116,11 @@ def read_guesser_folds(model: str) -> tuple[int | None, dict[str, int] | None]:
 
 def load_guesser(spec: str, *, cache_dir: Path | None = None, max_new_tokens: int = 32) -> Guesser:
     """A :class:`Guesser` from a spec string. Keys: model, backend (transformers|vllm|openai), name, type, fold,
-    base_url, api_key_env, batch_size, dtype, device, max_new_tokens."""
+    base_url, api_key_env, batch_size, dtype, device, max_new_tokens, system_prompt_file (a file holding the system
+    prompt; an empty file: none). Without ``system_prompt_file`` a guesser trained by ``recipes/sft.py`` gets the
+    system prompt it was trained with (recorded in its ``training_complete.json``), any other none."""
     from recipes.evaluation.inference import make_backend
+    from recipes.training.modeling import resolve_system_prompt
 
     fields = parse_guesser_spec(spec)
     model, backend_name = fields["model"], fields.get("backend", "transformers")
@@ -134,12 +143,17 @@ def load_guesser(spec: str, *, cache_dir: Path | None = None, max_new_tokens: in
                 f"guesser {model}: spec says fold={declared} but it was trained holding out {held_out}"
             )
         held_out = declared
+    if "system_prompt_file" in fields:
+        system_prompt = resolve_system_prompt(None, override=Path(fields["system_prompt_file"]).read_text())
+    else:
+        system_prompt = resolve_system_prompt(None if backend_name == "openai" else model)
     return Guesser(
         name=fields.get("name") or Path(model).name or model,
         backend=make_backend(backend_name, model, **options),
         kind=fields.get("type", "fine-tuned" if folds or held_out is not None else "off-the-shelf"),
         held_out_fold=held_out,
         trained_folds=folds,
+        system_prompt=system_prompt,
     )
 
 
@@ -189,7 +203,7 @@ def score_records(
     scores: dict[str, dict] = {}
     pending = []
     for record in records:
-        messages = format_messages(record, blind=True)
+        messages = guesser.blind_prompt(record)
         key = score_key(guesser, record, messages, sampling)
         if key in cache.entries:
             scores[record["question_id"]] = cache.entries[key]
@@ -538,7 +552,10 @@ def run(args) -> int:
         "dataset": f"{args.dataset} ({config}/{args.split})",
         "settings": {"trials": args.trials, "temperature": args.temperature, "tau": args.tau, "seed": args.seed}
         | {"num_folds": args.num_folds, "fold_seed": args.fold_seed},
-        "guessers": [{"name": g.name, "kind": g.kind, "held_out_fold": g.held_out_fold} for g in guessers],
+        "guessers": [
+            {"name": g.name, "kind": g.kind, "held_out_fold": g.held_out_fold, "system_prompt": g.system_prompt}
+            for g in guessers
+        ],
         "counts": {"input": len(records), "retained": len(retained), "removed": len(records) - len(retained)},
     }
     if curation.folds is not None:
@@ -605,7 +622,8 @@ def add_arguments(parser) -> None:
         action="append",
         required=True,
         metavar="SPEC",
-        help="model=PATH_OR_ID[,backend=transformers|vllm|openai][,fold=K][,type=...][,name=...]; repeatable",
+        help="model=PATH_OR_ID[,backend=transformers|vllm|openai][,fold=K][,type=...][,name=...]"
+        "[,system_prompt_file=PATH]; repeatable",
     )
     parser.add_argument("--num-folds", type=int, help="cross-validated training curation (4 in the seed)")
     parser.add_argument("--fold-seed", type=int, default=42, help="the seed the guessers' --fold runs used")

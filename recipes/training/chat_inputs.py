@@ -11,6 +11,8 @@ Qwen3-VL's video metadata. Frame timestamps are stored in seconds; Qwen3-VL writ
 import io
 from pathlib import Path
 
+from builders.prompt import is_frame_tag
+
 
 TIMESTAMP_TICKS_PER_SECOND = 1000.0
 
@@ -48,15 +50,16 @@ def to_pil(image):
 def split_visuals(messages: list[dict], max_frames: int | None = None) -> tuple[list[dict], list, list[dict]]:
     """Take images and videos out of the messages (in order), leaving placeholders for the chat template.
 
-    Returns ``(messages, images, videos)``; each video is ``{"frames", "timestamps"}``, evenly subsampled to at most
-    ``max_frames`` frames.
+    Returns ``(messages, images, videos)``; each video is ``{"frames", "timestamps"}``. ``max_frames`` caps a clip
+    either way it is shown, with the same evenly spaced choice: a video keeps at most that many frames, and a
+    message with more images keeps that many of them, each dropped image taking its ``Frame at`` tag with it.
     """
     images, videos, stripped = [], [], []
     for message in messages:
         content = message["content"]
         if isinstance(content, list):
             parts = []
-            for part in content:
+            for part in _cap_images(content, max_frames):
                 if part.get("type") == "image":
                     images.append(to_pil(part["image"]))
                     part = {"type": "image"}
@@ -69,6 +72,15 @@ def split_visuals(messages: list[dict], max_frames: int | None = None) -> tuple[
             content = parts
         stripped.append({**message, "content": content})
     return stripped, images, videos
+
+
+def _cap_images(content: list[dict], max_frames: int | None) -> list[dict]:
+    """``content`` with at most ``max_frames`` image parts (evenly spaced), dropping each removed image's tag."""
+    positions = [i for i, part in enumerate(content) if part.get("type") == "image"]
+    keep = {positions[i] for i in evenly_spaced(positions, max_frames)}
+    dropped = set(positions) - keep
+    dropped |= {i - 1 for i in dropped if i > 0 and is_frame_tag(content[i - 1])}
+    return [part for i, part in enumerate(content) if i not in dropped]
 
 
 def flatten_text(messages: list[dict]) -> list[dict]:

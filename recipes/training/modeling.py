@@ -6,11 +6,17 @@ it is installed and a GPU is present, ``sdpa`` otherwise; dtype to bf16 on GPU, 
 """
 
 import importlib.util
+import json
+import logging
+from pathlib import Path
 
 import torch
 
 
-# Written by recipes/sft.py next to the weights once a stage has finished; what it trained is recorded inside.
+logger = logging.getLogger(__name__)
+
+# Written by recipes/sft.py next to the weights once a stage has finished; what it trained is recorded inside
+# (its ``system_prompt`` among it, so every later use of the weights renders the prompts it was trained on).
 COMPLETE_MARKER = "training_complete.json"
 
 
@@ -94,6 +100,45 @@ def apply_pixel_caps(processor, image_max_pixels: int | None, video_max_pixels: 
         if hasattr(video_processor, "cap_pixels_per_frame"):
             video_processor.cap_pixels_per_frame = True
     return processor
+
+
+def training_record(name_or_path: str, revision: str | None = None) -> dict | None:
+    """The ``training_complete.json`` stored with the weights (a local folder or a Hub repo), or None when the model
+    was not trained by ``recipes/sft.py``. A Hub repo that cannot be reached is reported and treated as None."""
+    folder = Path(name_or_path)
+    if folder.is_dir():
+        marker = folder / COMPLETE_MARKER
+        return json.loads(marker.read_text()) if marker.is_file() else None
+    if name_or_path.count("/") != 1:
+        return None
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError
+
+    try:
+        return json.loads(Path(hf_hub_download(name_or_path, COMPLETE_MARKER, revision=revision)).read_text())
+    except EntryNotFoundError:
+        return None
+    except (LocalEntryNotFoundError, HfHubHTTPError, OSError) as err:
+        logger.warning(
+            "could not read %s from %s (%s): if it was trained with a system prompt, pass it explicitly",
+            COMPLETE_MARKER,
+            name_or_path,
+            type(err).__name__,
+        )
+        return None
+
+
+def resolve_system_prompt(
+    name_or_path: str | None, *, override: str | None = None, disabled: bool = False, revision: str | None = None
+) -> str | None:
+    """The system prompt to render for a model: none when ``disabled``, else ``override`` when given, else the one
+    it was trained with (``training_complete.json``), so evaluation and curation see what training saw."""
+    if disabled:
+        return None
+    if override is not None:
+        return override or None
+    record = training_record(name_or_path, revision) if name_or_path else None
+    return (record or {}).get("system_prompt") or None
 
 
 def tokenizer_of(processor):

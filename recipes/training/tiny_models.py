@@ -1,9 +1,10 @@
 """Tiny random models built from configs, for tests, the demo and smoke recipes (nothing is downloaded).
 
 ``build_tiny_qwen3_vl(out)`` writes a ~1 MB Qwen3-VL (2 text layers, 2 vision blocks) with a processor whose
-tokenizer is trained on the spot; ``build_tiny_causal_lm(out)`` writes a text-only Qwen3 with the same tokenizer.
-Both load with the ordinary ``from_pretrained`` calls, so code under test takes the same path as with
-``Qwen/Qwen3-VL-8B-Instruct``. The architecture's silent traps (see ``docs/training_notes.md``) are
+tokenizer is trained on the spot; ``build_tiny_causal_lm(out)`` writes a text-only Qwen3 with the same vocabulary.
+Both carry the chat template their real model ships (Qwen3-VL-8B-Instruct's, Qwen3's) and every added token it
+emits, and load with the ordinary ``from_pretrained`` calls, so code under test renders and tokenizes what it would
+with ``Qwen/Qwen3-VL-8B-Instruct``. The architecture's silent traps (see ``docs/training_notes.md``) are
 asserted here: vision ``out_hidden_size`` equals the text width, token ids come from the tokenizer, the M-RoPE
 sections sum to half the head size, and the processor's patch sizes match the vision config.
 
@@ -14,39 +15,56 @@ import argparse
 from pathlib import Path
 
 
+# The added tokens of Qwen3 and Qwen3-VL-8B-Instruct (their tokenizer_config.json), with the same special flags:
+# every token their chat templates emit is one token here too, and ``skip_special_tokens`` drops what it drops there.
 SPECIAL_TOKENS = [
     "<|endoftext|>",
     "<|im_start|>",
     "<|im_end|>",
+    "<|object_ref_start|>",
+    "<|object_ref_end|>",
+    "<|box_start|>",
+    "<|box_end|>",
+    "<|quad_start|>",
+    "<|quad_end|>",
     "<|vision_start|>",
     "<|vision_end|>",
+    "<|vision_pad|>",
     "<|image_pad|>",
     "<|video_pad|>",
 ]
+ADDED_TOKENS = [
+    "<tool_call>",
+    "</tool_call>",
+    "<|fim_prefix|>",
+    "<|fim_middle|>",
+    "<|fim_suffix|>",
+    "<|fim_pad|>",
+    "<|repo_name|>",
+    "<|file_sep|>",
+    "<tool_response>",
+    "</tool_response>",
+    "<think>",
+    "</think>",
+]
 
-# Qwen-style ChatML. Images and videos are bare pads inside vision markers (the Qwen3-VL processor expands a
-# video into per-frame "<t seconds>" + wrapped pads itself, so a video is a bare <|video_pad|>). Assistant text
-# sits in {% generation %} so ``return_assistant_tokens_mask`` works too.
-CHAT_TEMPLATE = (
-    "{%- for message in messages -%}"
-    "<|im_start|>{{ message['role'] + '\\n' }}"
-    "{%- if message['content'] is string -%}"
-    "{%- if message['role'] == 'assistant' -%}{% generation %}{{ message['content'] }}<|im_end|>{% endgeneration %}"
-    "{%- else -%}{{ message['content'] }}<|im_end|>{%- endif -%}"
-    "{%- else -%}"
-    "{%- if message['role'] == 'assistant' -%}{% generation %}"
-    "{%- for part in message['content'] -%}{{ part['text'] }}{%- endfor -%}<|im_end|>{% endgeneration %}"
-    "{%- else -%}"
-    "{%- for part in message['content'] -%}"
-    "{%- if part['type'] == 'image' or 'image' in part -%}<|vision_start|><|image_pad|><|vision_end|>"
-    "{%- elif part['type'] == 'video' or 'video' in part -%}<|video_pad|>"
-    "{%- else -%}{{ part['text'] }}{%- endif -%}"
-    "{%- endfor -%}<|im_end|>"
-    "{%- endif -%}"
-    "{%- endif -%}{{ '\\n' }}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}<|im_start|>{{ 'assistant\\n' }}{%- endif -%}"
-)
+# The chat templates the real models ship, as TRL stores them byte for byte (``trl/chat_templates/``, used there
+# to recognise a model by its template): Qwen3-VL's for the tiny Qwen3-VL, Qwen3's for the tiny text model. The
+# Qwen3-VL one wraps a video as ``<|vision_start|><|video_pad|><|vision_end|>`` (``render_chat`` collapses it, as the
+# processor writes each frame's markers itself); Qwen3's writes an empty ``<think>`` block before the last answer.
+QWEN3_VL_TEMPLATE = "qwen3_vl"
+QWEN3_TEMPLATE = "qwen3"
+
+
+def trl_chat_template(name: str) -> str:
+    """``trl/chat_templates/<name>.jinja`` from the installed TRL (``qwen3_vl``, ``qwen3``, ``qwen3_vl_training``)."""
+    from importlib.resources import files
+
+    path = files("trl") / "chat_templates" / f"{name}.jinja"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: this TRL has no {name!r} chat template; install trl>=1.16")
+    return path.read_text(encoding="utf-8")
+
 
 CORPUS = [
     "Clip: 00:01:05.50 to 00:01:20.00 of the source video. Frame at 00:01:07.25:",
@@ -62,9 +80,10 @@ CORPUS = [
 ]
 
 
-def train_tokenizer(corpus: list[str] | None = None, vocab_size: int = 640):
-    """A byte-level BPE tokenizer with Qwen's special tokens, wrapped as a ``PreTrainedTokenizerFast``."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+def train_tokenizer(corpus: list[str] | None = None, vocab_size: int = 640, chat_template: str = QWEN3_VL_TEMPLATE):
+    """A byte-level BPE tokenizer with Qwen's added tokens and the real ``chat_template`` (a name of
+    :func:`trl_chat_template`), wrapped as a ``PreTrainedTokenizerFast``."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tokenizer = Tokenizer(models.BPE())
@@ -77,11 +96,12 @@ def train_tokenizer(corpus: list[str] | None = None, vocab_size: int = 640):
         show_progress=False,
     )
     tokenizer.train_from_iterator(corpus or CORPUS, trainer=trainer)
+    tokenizer.add_tokens([AddedToken(token, special=False, normalized=False) for token in ADDED_TOKENS])
     return PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
-        chat_template=CHAT_TEMPLATE,
+        chat_template=trl_chat_template(chat_template),
         extra_special_tokens={
             "image_token": "<|image_pad|>",
             "video_token": "<|video_pad|>",
@@ -157,7 +177,7 @@ def build_tiny_qwen3_vl(out: Path, *, seed: int = 0, max_pixels: int = 64 * 64) 
         image_processor=Qwen2VLImageProcessor(size=size, **sizes),
         video_processor=Qwen3VLVideoProcessor(size=size, do_sample_frames=False, **sizes),
         tokenizer=tokenizer,
-        chat_template=CHAT_TEMPLATE,
+        chat_template=trl_chat_template(QWEN3_VL_TEMPLATE),
     )
     out = Path(out)
     model.save_pretrained(out)
@@ -170,7 +190,7 @@ def build_tiny_causal_lm(out: Path, *, seed: int = 0) -> Path:
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    tokenizer = train_tokenizer()
+    tokenizer = train_tokenizer(chat_template=QWEN3_TEMPLATE)
     torch.manual_seed(seed)
     model = Qwen3ForCausalLM(Qwen3Config(**_text_config(tokenizer)))
     out = Path(out)

@@ -6,10 +6,14 @@
     python -m recipes.evaluation.sureon.evaluate ...   (the same arguments)
 
 Every model gets the project's one prompt (``builders.prompt.format_messages``); the blind pass is the same call with
-``blind=True``, so the two differ only in the frames. Multiple-choice answers are scored by the option letter,
-temporal ordering by the exact event order (``recipes.evaluation.answers``); unparseable answers count as wrong and are
-listed. Sequence summaries are graded by the strict LLM judge when ``--judge-model`` is given
-(``recipes.evaluation.judge``), else left unscored (``correct: null``); they never enter the pooled accuracy.
+``blind=True``, so the two differ only in the frames. A model trained with a system prompt (``recipes/sft.py``
+records it in ``training_complete.json`` next to the weights) is evaluated with it, so training and evaluation
+render identical prompts; ``--system-prompt`` replaces it and ``--no-system-prompt`` drops it.
+
+Multiple-choice answers are scored by the option letter, temporal ordering by the exact event order
+(``recipes.evaluation.answers``); unparseable answers count as wrong and are listed. Sequence summaries are graded
+by the strict LLM judge when ``--judge-model`` is given (``recipes.evaluation.judge``), else left unscored
+(``correct: null``); they never enter the pooled accuracy.
 
 Writes to ``--out``: ``predictions.jsonl`` (one line per question and mode: question_id, model, mode, category,
 answer_format, num_options, raw_output, parsed, answer, correct, scored_by), ``summary.json`` (μ over the
@@ -86,6 +90,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument(
         "--judge-prompt", type=Path, help="judge prompt file (default: recipes/evaluation/prompts/...)"
     )
+    prompt = parser.add_mutually_exclusive_group()
+    prompt.add_argument(
+        "--system-prompt",
+        help="system message of every prompt (default: the one the model was trained with, read from the "
+        "training_complete.json stored with its weights; none for other models)",
+    )
+    prompt.add_argument(
+        "--no-system-prompt", action="store_true", help="evaluate without a system message, even if trained with one"
+    )
     parser.add_argument("--limit", type=int, help="evaluate only the first N questions (smoke runs)")
     return parser
 
@@ -156,7 +169,18 @@ def make_backend(args, max_frames: int):
     return backend_for(args.backend, args.model, max_new_tokens=args.max_new_tokens, **options)
 
 
-def generate_all(args, dataset, modes, backend, model_name) -> tuple[dict, GenerationStats]:
+def system_prompt_of(args) -> str | None:
+    """``--system-prompt``, else (unless ``--no-system-prompt``) the one recorded with local or Hub weights; an
+    endpoint's model name has no weights to read, so it gets one only when given."""
+    from recipes.training.modeling import resolve_system_prompt
+
+    weights = None if args.backend == "openai" else args.model
+    return resolve_system_prompt(
+        weights, override=args.system_prompt, disabled=args.no_system_prompt, revision=args.revision
+    )
+
+
+def generate_all(args, dataset, modes, backend, model_name, system_prompt=None) -> tuple[dict, GenerationStats]:
     cache = GenerationCache(args.out / "generations.jsonl")
     stats = GenerationStats()
     outputs = {}
@@ -164,7 +188,11 @@ def generate_all(args, dataset, modes, backend, model_name) -> tuple[dict, Gener
     for indices in chunks(range(len(dataset)), ROWS_PER_CHUNK):
         rows = dataset.select(indices)
         items = [
-            GenerationItem(row["question_id"], mode, format_messages(row, blind=mode == "blind", frames_as=frames_as))
+            GenerationItem(
+                row["question_id"],
+                mode,
+                format_messages(row, blind=mode == "blind", frames_as=frames_as, system_prompt=system_prompt),
+            )
             for mode in modes
             for row in rows
         ]
@@ -301,7 +329,8 @@ def run(args) -> int:
         max(map(len, dataset["frame_timestamps"]), default=0) if "frame_timestamps" in dataset.column_names else 0
     )
     backend = make_backend(args, max_frames)
-    outputs, stats = generate_all(args, dataset, modes, backend, model_name)
+    system_prompt = system_prompt_of(args)
+    outputs, stats = generate_all(args, dataset, modes, backend, model_name, system_prompt)
     text_columns = [c for c in dataset.column_names if c != "frames"]
     records = dataset.select_columns(text_columns).to_list()
     predictions = score_all(records, modes, outputs, model_name)
@@ -313,6 +342,7 @@ def run(args) -> int:
         "split": args.split,
         "backend": backend.name,
         "frames_as": backend.frames_as,
+        "system_prompt": system_prompt,
         "questions": len(records),
     }
     summary |= summarize(predictions, modes)

@@ -6,9 +6,16 @@
 Protocol: each question is rendered with the one fixed SurgiQ prompt (:func:`builders.prompt.surgiq_prompt`), which
 ends with the answer cue. One forward pass per question (batched, left padding, only the last position's logits)
 gives the next-token log-probabilities; each option label is scored in its plain (``A``) and space-prefixed
-(`` A``) variant and the label's score is the maximum over the variants that are single tokens. The prediction is the
+(`` A``) variant and the label's score is the maximum over its variants. A variant the tokenizer splits into several
+tokens is scored as its whole continuation (the sum of its tokens' log-probabilities, one more pass per such
+variant), so no label has fewer variants than another; with single-token labels (Qwen's, Llama's) the pass per
+question stays one. The prediction is the
 argmax over the four labels (ties go to the earlier letter) and the confidence a softmax over the four label scores.
 Nothing is sampled, so two runs give the same predictions.
+
+With ``--chat-template`` the prompt is one user turn of the model's chat template, after the system prompt the
+model was trained with (``recipes/sft.py`` records it with the weights; ``--system-prompt`` replaces it,
+``--no-system-prompt`` drops it); the plain protocol has no system turn.
 
 Few-shot (``--shots k``, k = 1..3): the first k questions of a fixed pool of three, chosen by a seed from their ids,
 are shown as solved demonstrations; the pool is then excluded from scoring (zero-shot scores every question).
@@ -43,23 +50,30 @@ REQUIRED_COLUMNS = ("id", "question", "options", "answer_index", "domain", "ques
 CACHE_FILE = "scores_cache.jsonl"
 
 
-def label_token_ids(tokenizer, num_options: int = NUM_OPTIONS) -> dict[str, dict[str, int]]:
-    """``{letter: {variant text: token id}}`` for the variants that are one token; error if a letter has none."""
-    labels: dict[str, dict[str, int]] = {}
+def label_token_ids(tokenizer, num_options: int = NUM_OPTIONS) -> dict[str, dict[str, tuple[int, ...]]]:
+    """``{letter: {variant text: token ids}}``: every variant of every label, however many tokens it takes (two
+    variants with the same ids are one). A tokenizer that writes a label as no token at all is refused."""
+    labels: dict[str, dict[str, tuple[int, ...]]] = {}
     for letter in LETTERS[:num_options]:
-        variants = {}
+        variants: dict[str, tuple[int, ...]] = {}
         for template in LABEL_VARIANTS:
-            ids = tokenizer.encode(template.format(letter), add_special_tokens=False)
-            if len(ids) == 1 and ids[0] not in variants.values():
-                variants[template.format(letter)] = ids[0]
-        if not variants:
-            raise ValueError(f"option label {letter!r} is not a single token in any variant {LABEL_VARIANTS}")
+            ids = tuple(tokenizer.encode(template.format(letter), add_special_tokens=False))
+            if not ids:
+                raise ValueError(f"the tokenizer encodes option label {template.format(letter)!r} as no token")
+            if ids not in variants.values():
+                variants[template.format(letter)] = ids
         labels[letter] = variants
     return labels
 
 
 class LabelScorer:
-    """Scores a batch of tokenised prompts with one forward pass: the next-token log-probability of each label."""
+    """Scores a batch of tokenised prompts: the log-probability of each label variant as the prompt's continuation.
+
+    A variant of one token is read off the prompt's next-token distribution; one of several tokens is the sum of its
+    tokens' log-probabilities, from a pass over the prompt followed by the variant's leading tokens. Every label's
+    variants are thus scored alike (a tokenizer with " A" as one token and " C" as two gives C its two variants too),
+    and when every variant is one token the batch takes exactly one forward pass.
+    """
 
     def __init__(self, model, tokenizer, num_options: int = NUM_OPTIONS, chat_template: bool = False):
         import inspect
@@ -70,6 +84,8 @@ class LabelScorer:
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.labels = label_token_ids(tokenizer, num_options)
+        # One pass per distinct run of leading tokens: () for every single-token variant, one per longer variant.
+        self.prefixes = sorted({ids[:-1] for variants in self.labels.values() for ids in variants.values()})
         self.add_special_tokens = not chat_template  # a rendered chat template already holds its special tokens
         parameters = inspect.signature(model.forward).parameters
         # Positions that skip the left padding, as ``generate`` computes them; VLMs with M-RoPE derive their own.
@@ -79,8 +95,8 @@ class LabelScorer:
     def encode(self, prompts: list[str]) -> list[list[int]]:
         return self.tokenizer(prompts, add_special_tokens=self.add_special_tokens)["input_ids"]
 
-    def score_ids(self, batch: list[list[int]]) -> np.ndarray:
-        """(len(batch), num_options) label scores: max over variants of the next-token log-probability."""
+    def last_logprobs(self, batch: list[list[int]], keep: int):
+        """(len(batch), keep, vocab) log-probabilities at the last ``keep`` positions of each (left-padded) row."""
         import torch
 
         encoded = self.tokenizer.pad({"input_ids": batch}, return_tensors="pt")  # left padding
@@ -88,11 +104,26 @@ class LabelScorer:
         if self.pass_position_ids:
             inputs["position_ids"] = (inputs["attention_mask"].cumsum(-1) - 1).clamp(min=0)
         if self.keep_last_logits:
-            inputs["logits_to_keep"] = 1
+            inputs["logits_to_keep"] = keep
         with torch.inference_mode():
-            logits = self.model(**inputs, use_cache=False).logits[:, -1, :].float()
-        logprobs = torch.log_softmax(logits, dim=-1)
-        scores = [logprobs[:, list(variants.values())].max(dim=-1).values for variants in self.labels.values()]
+            logits = self.model(**inputs, use_cache=False).logits[:, -keep:, :].float()
+        return torch.log_softmax(logits, dim=-1)
+
+    def score_ids(self, batch: list[list[int]]) -> np.ndarray:
+        """(len(batch), num_options) label scores: max over each label's variants of its continuation log-prob."""
+        import torch
+
+        passes = {
+            prefix: self.last_logprobs([ids + list(prefix) for ids in batch], len(prefix) + 1)
+            for prefix in self.prefixes
+        }
+        scores = []
+        for variants in self.labels.values():
+            per_variant = []
+            for ids in variants.values():
+                logprobs = passes[ids[:-1]]
+                per_variant.append(sum(logprobs[:, position, token] for position, token in enumerate(ids)))
+            scores.append(torch.stack(per_variant, dim=-1).max(dim=-1).values)
         return torch.stack(scores, dim=-1).cpu().double().numpy()
 
 
@@ -111,21 +142,25 @@ def fewshot_pool(records: list[dict], size: int = FEWSHOT_POOL_SIZE) -> list[dic
     return sorted(records, key=lambda r: (stable_seed("surgiq-fewshot", r["id"]), r["id"]))[:size]
 
 
-def render_prompts(records: list[dict], demonstrations: list[dict], processor=None) -> list[str]:
+def render_prompts(
+    records: list[dict], demonstrations: list[dict], processor=None, system_prompt: str | None = None
+) -> list[str]:
     """The prompt of each record; with ``processor`` (``--chat-template``: a tokenizer, or a VLM's processor, whose
-    chat template takes a list of content parts), wrapped as one user turn followed by the assistant's turn."""
+    chat template takes a list of content parts), wrapped as one user turn (after ``system_prompt``, if any)
+    followed by the assistant's turn."""
     from recipes.training.modeling import tokenizer_of
 
     prompts = [surgiq_prompt(record, demonstrations) for record in records]
     if processor is None:
         return prompts
     as_parts = processor is not tokenizer_of(processor)
+
+    def turn(role: str, text: str) -> dict:
+        return {"role": role, "content": [{"type": "text", "text": text}] if as_parts else text}
+
+    system = [turn("system", system_prompt)] if system_prompt else []
     return [
-        processor.apply_chat_template(
-            [{"role": "user", "content": [{"type": "text", "text": p}] if as_parts else p}],
-            tokenize=False,
-            add_generation_prompt=True,
-        )
+        processor.apply_chat_template([*system, turn("user", p)], tokenize=False, add_generation_prompt=True)
         for p in prompts
     ]
 
@@ -235,7 +270,12 @@ def model_fingerprint(name_or_path: str, model, labels: dict, chat_template: boo
         "commit": getattr(model.config, "_commit_hash", None),
         "files": files,
         "dtype": str(model.dtype),
-        "labels": labels,
+        # A one-token variant is written as its id, as before multi-token variants were scored: its scores did
+        # not change, so caches written then stay valid.
+        "labels": {
+            letter: {text: ids[0] if len(ids) == 1 else list(ids) for text, ids in variants.items()}
+            for letter, variants in labels.items()
+        },
         "chat_template": chat_template,
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
@@ -255,6 +295,8 @@ class EvalOptions:
     attn_implementation: str | None = None
     device: str | None = None
     chat_template: bool = False
+    system_prompt: str | None = None
+    no_system_prompt: bool = False
     limit: int | None = None
     n_bins: int = DEFAULT_BINS
 
@@ -359,7 +401,7 @@ def evaluate(opts: EvalOptions) -> EvalResult:
     """Load the model and dataset, score every question (resuming from the cache), write the outputs."""
     import torch
 
-    from recipes.training.modeling import load_model, load_processor, tokenizer_of
+    from recipes.training.modeling import load_model, load_processor, resolve_system_prompt, tokenizer_of
 
     if not 0 <= opts.shots <= MAX_SHOTS:
         raise ValueError(f"--shots must be 0..{MAX_SHOTS}, got {opts.shots}")
@@ -378,7 +420,14 @@ def evaluate(opts: EvalOptions) -> EvalResult:
     model.to(opts.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     scorer = LabelScorer(model, tokenizer, chat_template=opts.chat_template)
     fingerprint = model_fingerprint(opts.model, model, scorer.labels, opts.chat_template, opts.revision)
-    prompts = render_prompts(scored, pool[: opts.shots], processor if opts.chat_template else None)
+    system_prompt = None
+    if opts.chat_template:
+        system_prompt = resolve_system_prompt(
+            opts.model, override=opts.system_prompt, disabled=opts.no_system_prompt, revision=opts.revision
+        )
+    elif opts.system_prompt:
+        raise ValueError("--system-prompt needs --chat-template: the plain SurgiQ prompt has no system turn")
+    prompts = render_prompts(scored, pool[: opts.shots], processor if opts.chat_template else None, system_prompt)
     cache = ScoreCache(opts.out / CACHE_FILE)
     cached_before = sum(cache_key(fingerprint, p) in cache.entries for p in prompts)
     scores, batches_run = score_prompts(
@@ -397,6 +446,7 @@ def evaluate(opts: EvalOptions) -> EvalResult:
         "demonstrations": [r["id"] for r in pool[: opts.shots]],
         "excluded_from_scoring": sorted(pool_ids),
         "chat_template": opts.chat_template,
+        "system_prompt": system_prompt,
         "labels": {letter: list(variants) for letter, variants in scorer.labels.items()},
         "dtype": str(model.dtype),
         **summarize(predictions, opts.n_bins),
@@ -418,6 +468,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--attn-implementation", help="sdpa, flash_attention_2, eager (default: best available)")
     parser.add_argument("--device", help="cuda, cuda:1, cpu (default: cuda when available)")
     parser.add_argument("--chat-template", action="store_true", help="wrap the prompt in the model's chat template")
+    prompt = parser.add_mutually_exclusive_group()
+    prompt.add_argument(
+        "--system-prompt",
+        help="with --chat-template: the system turn (default: the one the model was trained with, read from the "
+        "training_complete.json stored with its weights)",
+    )
+    prompt.add_argument("--no-system-prompt", action="store_true", help="with --chat-template: no system turn")
     parser.add_argument("--limit", type=int, help="score only the first N questions (smoke runs)")
     parser.add_argument("--bins", type=int, default=DEFAULT_BINS, help="ECE / reliability-diagram bins")
     return parser
@@ -437,6 +494,8 @@ def run(args: argparse.Namespace) -> int:
         attn_implementation=args.attn_implementation,
         device=args.device,
         chat_template=args.chat_template,
+        system_prompt=args.system_prompt,
+        no_system_prompt=args.no_system_prompt,
         limit=args.limit,
         n_bins=args.bins,
     )
