@@ -10,6 +10,7 @@
     sureon report surgiq RUN [RUN ...] [--out DIR]
     sureon near-duplicates surgiq --source FILE --against EXTERNAL [...] --out DIR
     sureon shortcuts surgiq --dataset DIR_OR_ID [--config default] [--out DIR]
+    sureon export lm-eval --dataset SURGIQ_BUILD --out DIR
     sureon pipeline split|stage1|stage2 ...  (the construction pipeline, see sureon/pipeline.py)
     sureon curate --dataset DIR_OR_ID --config train_all|validation --guesser SPEC [...] --out DIR
     sureon audit --dataset DIR_OR_ID --guesser SPEC [--guesser SPEC ...] --out DIR
@@ -255,6 +256,18 @@ def add_module_command(subparsers, name: str, module: str, *, help: str, descrip
     parser.set_defaults(handler=implementation.run)
 
 
+def add_exports(commands) -> None:
+    export = commands.add_parser("export", help="tasks and training files for other tools (lm-eval, lmms-eval, ...)")
+    targets = export.add_subparsers(dest="target", required=True)
+    add_module_command(
+        targets,
+        "lm-eval",
+        "recipes.export.lm_eval",
+        help="SurgiQ as lm-evaluation-harness 0.4 tasks, scored like `sureon eval surgiq`",
+        description="Export SurgiQ as lm-eval tasks (see recipes/export/lm_eval.py).",
+    )
+
+
 def add_pipeline(commands) -> None:
     from sureon.pipeline import add_subcommands
 
@@ -400,6 +413,7 @@ def make_parser() -> argparse.ArgumentParser:
         help="blind-answerability audit of any MCQ dataset: guesser consistency, shortcuts, positions, length gap",
         description="Can the questions be answered without the video? See recipes/curation/audit.py.",
     )
+    add_exports(commands)
     add_push(commands)
     add_pipeline(commands)
     add_review(commands)
