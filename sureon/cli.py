@@ -11,6 +11,7 @@
     sureon near-duplicates surgiq --source FILE --against EXTERNAL [...] --out DIR
     sureon shortcuts surgiq --dataset DIR_OR_ID [--config default] [--out DIR]
     sureon export lm-eval --dataset SURGIQ_BUILD --out DIR
+    sureon export lmms-eval --dataset SUREON_BUILD --out DIR
     sureon export sft --format swift|llava --dataset BUILD [--config db] --out FILE
     sureon pipeline split|stage1|stage2 ...  (the construction pipeline, see sureon/pipeline.py)
     sureon curate --dataset DIR_OR_ID --config train_all|validation --guesser SPEC [...] --out DIR
@@ -266,6 +267,13 @@ def add_exports(commands) -> None:
         "recipes.export.lm_eval",
         help="SurgiQ as lm-evaluation-harness 0.4 tasks, scored like `sureon eval surgiq`",
         description="Export SurgiQ as lm-eval tasks (see recipes/export/lm_eval.py).",
+    )
+    add_module_command(
+        targets,
+        "lmms-eval",
+        "recipes.export.lmms_eval",
+        help="the Sureon benchmark as lmms-eval 0.7 tasks (visual, blind, both with MG) over a local build",
+        description="Export the Sureon benchmark as lmms-eval tasks (see recipes/export/lmms_eval.py).",
     )
     add_module_command(
         targets,

@@ -67,6 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--revision", help="model revision (transformers, vllm)")
     parser.add_argument("--frames-as", choices=["auto", "images", "video"], default="auto", help="transformers only")
     parser.add_argument("--batch-size", type=int, default=8, help="questions per generate call (transformers)")
+    parser.add_argument(
+        "--system-prompt", help="a system message before every prompt (none by default; lmms-eval's Qwen3-VL adds one)"
+    )
     parser.add_argument("--max-new-tokens", type=int, default=512)
     parser.add_argument("--dtype", default="auto", help="auto, bfloat16, float16 or float32")
     parser.add_argument("--attn-implementation", help="default: flash_attention_2 when installed on GPU, else sdpa")
@@ -164,7 +167,11 @@ def generate_all(args, dataset, modes, backend, model_name) -> tuple[dict, Gener
     for indices in chunks(range(len(dataset)), ROWS_PER_CHUNK):
         rows = dataset.select(indices)
         items = [
-            GenerationItem(row["question_id"], mode, format_messages(row, blind=mode == "blind", frames_as=frames_as))
+            GenerationItem(
+                row["question_id"],
+                mode,
+                format_messages(row, blind=mode == "blind", frames_as=frames_as, system_prompt=args.system_prompt),
+            )
             for mode in modes
             for row in rows
         ]
@@ -313,6 +320,7 @@ def run(args) -> int:
         "split": args.split,
         "backend": backend.name,
         "frames_as": backend.frames_as,
+        "system_prompt": args.system_prompt,
         "questions": len(records),
     }
     summary |= summarize(predictions, modes)
