@@ -1,7 +1,7 @@
 """``sureon export lmms-eval``: the Sureon benchmark as lmms-eval 0.7 tasks over a local build (no Hub access).
 
     sureon export lmms-eval --dataset data/sureon --out lmms_tasks
-    python -m lmms_eval --model qwen3_vl_chat --model_args pretrained=Qwen/Qwen3-VL-8B-Instruct \
+    python -m lmms_eval --model qwen3_vl --model_args pretrained=Qwen/Qwen3-VL-8B-Instruct \
         --tasks sureon --include_path lmms_tasks --batch_size 1 --log_samples --output_path runs/lmms
 
 The layout follows lmms-eval's local-dataset tasks (its ``hd_epic`` task): a base YAML included by each task,
@@ -11,8 +11,9 @@ path, ``dataset_name: bench``), read by ``datasets.load_dataset`` with the frame
 Three tasks: ``sureon_visual``, ``sureon_blind`` and ``sureon`` (both conditions on every question). The prompt is
 our formatter's (:func:`builders.prompt.format_messages`, frames as tagged images: the clip's time range, then each
 frame after its ``Frame at HH:MM:SS.ss:`` tag, then the question and options); the blind condition is the same call
-with ``blind=True``. ``doc_to_messages`` serves chat models (``qwen3_vl_chat``); ``doc_to_visual`` + ``doc_to_text``
-serve simple ones, the text marking each frame's place as ``<image k>`` (run them with ``interleave_visuals=True``).
+with ``blind=True``. ``doc_to_messages`` serves chat models (lmms-eval 0.7.3 resolves ``--model qwen3_vl`` to its
+chat implementation); ``doc_to_visual`` + ``doc_to_text`` serve simple ones, the text marking each frame's place as
+``<image k>`` (run them with ``interleave_visuals=True``).
 Each output is parsed and scored by our runner's own :func:`recipes.evaluation.sureon.evaluate.score_all`, so every
 logged sample holds the prediction record ``sureon eval sureon`` writes, and the aggregations are its
 :func:`summarize`: μ over the accuracy-scored questions (the eight multiple-choice categories and temporal ordering;
@@ -30,7 +31,13 @@ model in bfloat16 and take frames as images; so run ``sureon eval sureon --frame
 runner's default (frames as one video with their true timestamps) has no lmms-eval counterpart: its Qwen3-VL
 samples video files itself. lmms-eval also resizes images with ``qwen_vl_utils`` (within its own pixel bounds)
 while our runner lets the processor resize, so outputs agree exactly only where neither resizes (a frame whose sides
-are multiples of 32 inside both bounds); elsewhere expect small pixel differences.
+are multiples of 32 inside both bounds); elsewhere expect small pixel differences. On the sample build's 192x108
+frames (both sides resized to 192x96) the slow test's 22 outputs (11 questions, visual and blind) were identical.
+
+lmms-eval 0.7.3 itself pins ``wandb==0.25`` and ``av<16`` and imports ``decord`` and ``filelock._api``
+(``filelock<4``) without declaring them: install it in an environment of its own
+(``tests/test_export_lmms_eval.py`` shows how). Its CLI reads ``--tasks NAME`` as a folder of YAMLs when a folder of
+that name exists in the working directory, so do not run it from a folder holding a ``sureon/`` build.
 """
 
 import argparse
@@ -220,7 +227,7 @@ def readme(dataset: str, config: str, tasks: dict[str, list[str]], rows: int, ma
             f"Exported by `{COMMAND}` from `{dataset}` (config `{config}`, {rows} questions). Run:",
             "",
             "```bash",
-            "python -m lmms_eval --model qwen3_vl_chat --model_args pretrained=MODEL \\",
+            "python -m lmms_eval --model qwen3_vl --model_args pretrained=MODEL \\",
             "    --tasks sureon --include_path THIS_FOLDER --batch_size 1 --log_samples --output_path OUT",
             "```",
             "",

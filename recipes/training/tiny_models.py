@@ -115,7 +115,7 @@ def build_tiny_qwen3_vl(
 ) -> Path:
     """Write a random 2-layer Qwen3-VL and its processor to ``out``; frames are resized to at most ``max_pixels``.
 
-    With the default initialisation the tiny model answers every prompt with the same token repeated; ``weight_std``
+    With the default initialisation the tiny model answers any prompt with one token repeated; ``weight_std``
     redraws every weight matrix from N(0, std) (seeded) so that greedy outputs depend on the prompt and the frames,
     which is what a test comparing two harnesses' outputs needs (0.3 does).
     """
