@@ -53,8 +53,8 @@ def llava_as_messages(row: dict) -> dict:
 
 def originals(dataset: Path, config: str, split: str) -> list:
     """Our training examples of the build, frames as tagged images (what the export renders)."""
-    rows = load_rows(str(dataset), config, split)
-    return [to_example(resolve_media(row, dataset), "video_qa", blind=False, frames_as="images") for row in rows]
+    rows, root = load_rows(str(dataset), config, split)
+    return [to_example(resolve_media(row, root), "video_qa", blind=False, frames_as="images") for row in rows]
 
 
 def exported_examples(path: Path, fmt: str) -> list:

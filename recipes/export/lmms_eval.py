@@ -44,7 +44,7 @@ import argparse
 from pathlib import Path
 
 from builders.prompt import format_messages
-from builders.sureon.categories import BY_CODE
+from builders.sureon.categories import BY_CODE, MCQ, OPEN, ORDERING
 from recipes.evaluation.sureon.evaluate import score_all, summarize
 from recipes.export.task_files import FunctionTag, task_yaml, write_json, write_utils_shim
 
@@ -167,7 +167,7 @@ def accuracy_categories(dataset) -> list[str]:
     from recipes.evaluation.sureon.metrics import subset_order
 
     scored = {
-        c for c, fmt in zip(dataset["category"], dataset["answer_format"], strict=True) if fmt in ("mcq", "ordering")
+        c for c, fmt in zip(dataset["category"], dataset["answer_format"], strict=True) if fmt in (MCQ, ORDERING)
     }
     unsafe = [c for c in scored if not c.replace("_", "").isalnum()]
     if unsafe:
@@ -306,8 +306,8 @@ def export_lmms_eval(
             "config": config,
             "split": split,
             "questions": len(docs),
-            "accuracy_scored": sum(fmt in ("mcq", "ordering") for fmt in docs["answer_format"]),
-            "judged_not_scored": sum(fmt == "open" for fmt in docs["answer_format"]),
+            "accuracy_scored": sum(fmt in (MCQ, ORDERING) for fmt in docs["answer_format"]),
+            "judged_not_scored": sum(fmt == OPEN for fmt in docs["answer_format"]),
             "categories": categories,
             "categories_outside_the_ten": [c for c in categories if c not in known],
             "max_new_tokens": max_new_tokens,

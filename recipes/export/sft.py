@@ -87,11 +87,14 @@ class FrameStore:
         return str(path)
 
 
-def frame_paths(frames: list, media_root: Path, store: FrameStore, where: str) -> list[str]:
-    """Absolute paths of a row's frames: relative paths resolve against the dataset folder, bytes go to the store."""
+def frame_paths(frames: list, media_root: Path | None, store: FrameStore, where: str) -> list[str]:
+    """Absolute paths of a row's frames: relative paths resolve against the dataset's media root (the mixture
+    reader's), bytes go to the store."""
     paths = []
     for position, frame in enumerate(frames):
         if isinstance(frame, str):
+            if media_root is None:
+                raise ValueError(f"{where}: frame {position} is a relative path but the dataset has no media root")
             path = (media_root / frame).resolve()
             if not path.is_file():
                 raise ValueError(f"{where}: frame {position} {path} not found (is the dataset's media/ complete?)")
@@ -106,14 +109,18 @@ def frame_paths(frames: list, media_root: Path, store: FrameStore, where: str) -
 
 
 def load_rows(dataset: str, config: str | None, split: str):
-    """The split with frames undecoded (JPEG bytes or paths), so they are written as stored, never re-encoded."""
+    """The split with frames undecoded (JPEG bytes or paths), so they are written as stored, never re-encoded, and
+    the folder relative frame paths resolve against (the mixture reader's: a local build, or a Hub build's media/)."""
     from datasets import Image, List, load_dataset
 
+    from recipes.training.mixture import MixtureSource, media_root
+
     rows = load_dataset(dataset, config, split=split)
+    root = media_root(MixtureSource(path=dataset, name=config, split=split), rows)
     feature = rows.features.get("frames")
     if isinstance(getattr(feature, "feature", None), Image):
         rows = rows.cast_column("frames", List(Image(decode=False)))
-    return rows
+    return rows, root
 
 
 def export_sft(
@@ -127,10 +134,9 @@ def export_sft(
     out = Path(out).resolve()
     if out.exists() and not overwrite:
         raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
-    rows = load_rows(dataset, config, split)
+    rows, media_root = load_rows(dataset, config, split)
     if "question" not in rows.column_names:
         raise ValueError(f"{dataset} ({config}/{split}) is not a video-QA build: columns {rows.column_names}")
-    media_root = Path(dataset).resolve()
     store = FrameStore(out.with_name(f"{out.stem}_frames"))
     write_row = ROW_WRITERS[fmt]
     exported, with_frames = [], 0
