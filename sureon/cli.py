@@ -11,6 +11,9 @@
     sureon report surgiq RUN [RUN ...] [--out DIR]
     sureon near-duplicates surgiq --source FILE --against EXTERNAL [...] --out DIR
     sureon shortcuts surgiq --dataset DIR_OR_ID [--config default] [--out DIR]
+    sureon export lm-eval --dataset SURGIQ_BUILD --out DIR
+    sureon export lmms-eval --dataset SUREON_BUILD --out DIR
+    sureon export sft --format swift|llava --dataset BUILD [--config db] --out FILE
     sureon pipeline split|stage1|stage2 ...  (the construction pipeline, see sureon/pipeline.py)
     sureon curate --dataset DIR_OR_ID --config train_all|validation --guesser SPEC [...] --out DIR
     sureon audit --dataset DIR_OR_ID --guesser SPEC [--guesser SPEC ...] --out DIR
@@ -273,6 +276,32 @@ def add_module_command(subparsers, name: str, module: str, *, help: str, descrip
     parser.set_defaults(handler=implementation.run)
 
 
+def add_exports(commands) -> None:
+    export = commands.add_parser("export", help="tasks and training files for other tools (lm-eval, lmms-eval, ...)")
+    targets = export.add_subparsers(dest="target", required=True)
+    add_module_command(
+        targets,
+        "lm-eval",
+        "recipes.export.lm_eval",
+        help="SurgiQ as lm-evaluation-harness 0.4 tasks, scored like `sureon eval surgiq`",
+        description="Export SurgiQ as lm-eval tasks (see recipes/export/lm_eval.py).",
+    )
+    add_module_command(
+        targets,
+        "lmms-eval",
+        "recipes.export.lmms_eval",
+        help="the Sureon benchmark as lmms-eval 0.7 tasks (visual, blind, both with MG) over a local build",
+        description="Export the Sureon benchmark as lmms-eval tasks (see recipes/export/lmms_eval.py).",
+    )
+    add_module_command(
+        targets,
+        "sft",
+        "recipes.export.sft",
+        help="Sureon or public-corpus rows as ms-swift JSONL or LLaVA / qwen-vl-finetune JSON, frames by path",
+        description="Export training rows for other fine-tuning frameworks (see recipes/export/sft.py).",
+    )
+
+
 def add_pipeline(commands) -> None:
     from sureon.pipeline import add_subcommands
 
@@ -436,6 +465,7 @@ def make_parser() -> argparse.ArgumentParser:
         "model-state and activation memory per GPU (ZeRO-2, ZeRO-3, FSDP), fit, expected throughput. See "
         "recipes/training/plan.py.",
     )
+    add_exports(commands)
     add_push(commands)
     add_pipeline(commands)
     add_review(commands)

@@ -349,3 +349,19 @@ def test_a_text_only_model_answers_blind_and_refuses_frames(bench, tmp_path, cap
     assert [p["mode"] for p in read_predictions(tmp_path / "blind")] == ["blind"] * 3
     assert cli_main([*argv, "--mode", "visual", "--out", str(tmp_path / "visual")]) == 2
     assert "a text-only model got frames" in capsys.readouterr().err
+
+
+def test_a_system_prompt_goes_first_in_every_request_and_into_the_summary(bench, tmp_path, monkeypatch):
+    """`--system-prompt` (as lmms-eval's Qwen3-VL sends one) is a system message before the unchanged prompt."""
+    monkeypatch.setenv("TEST_EVAL_KEY", "sk-eval-secret")
+    out = tmp_path / "system"
+    argv = ["eval", "sureon", "--model", "fake-vlm", "--backend", "openai", "--dataset", str(bench), "--out", str(out)]
+    argv += ["--mode", "blind", "--limit", "2", "--api-key-env", "TEST_EVAL_KEY"]
+    with FakeChatServer(lambda body, index: Reply(content="B")) as server:
+        assert cli_main([*argv, "--base-url", server.url, "--system-prompt", "You are a helpful assistant."]) == 0
+    assert len(server.requests) == 2
+    for body in server.requests:
+        system, user = body["messages"]
+        assert system["role"] == "system" and "You are a helpful assistant." in json.dumps(system["content"])
+        assert user["role"] == "user" and "Question: " in json.dumps(user["content"])
+    assert json.loads((out / "summary.json").read_text())["system_prompt"] == "You are a helpful assistant."

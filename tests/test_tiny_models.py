@@ -74,3 +74,23 @@ def test_tiny_models_carry_the_real_chat_template_and_every_token_it_emits(kind,
     # Qwen's special flags: chat markers are dropped on decoding, the reasoning and tool tags are kept
     ids = tokenizer.encode("<think>x</think><|im_end|>", add_special_tokens=False)
     assert tokenizer.decode(ids, skip_special_tokens=True) == "<think>x</think>"
+
+
+def test_weight_std_makes_greedy_answers_more_than_one_repeated_token(tmp_path):
+    """The default tiny model answers any prompt with one token repeated; redrawn weights give varied answers that
+    depend on the prompt (what a test comparing two harnesses' outputs needs)."""
+    from recipes.training.tiny_models import build_tiny_qwen3_vl
+
+    prompts = ["Question: Which instrument is used?", "Clip: 00:01:05.50 to 00:01:20.00 of the source video."]
+    answers = {}
+    for name, std in (("default", None), ("redrawn", 0.3)):
+        path = build_tiny_qwen3_vl(tmp_path / name, weight_std=std)
+        model, tokenizer = load_model(str(path)), tokenizer_of(load_processor(str(path)))
+        answers[name] = []
+        for prompt in prompts:
+            ids = tokenizer(prompt, return_tensors="pt")
+            output = model.generate(**ids, max_new_tokens=8, do_sample=False)
+            answers[name].append(tuple(output[0, ids["input_ids"].shape[1] :].tolist()))
+    assert all(len(set(answer)) == 1 for answer in answers["default"])
+    assert all(len(set(answer)) > 1 for answer in answers["redrawn"])
+    assert answers["redrawn"][0] != answers["redrawn"][1]

@@ -12,7 +12,8 @@ Three row formats are understood (``format: auto`` picks by columns):
   (``sureon build public``) uses the same path: its ``frames`` are paths relative to the dataset folder (each frame
   stored once), resolved against the local folder, or against the ``media/`` files of a Hub dataset fetched once.
 - ``messages``: TRL's conversational format, the last message being the assistant target; ``{"type": "image"}``
-  parts are filled from an ``images`` column in order.
+  parts are filled from an ``images`` column in order. String content with ``<image>`` placeholders (ms-swift's
+  format, as ``sureon export sft --format swift`` writes it) is read the same way, each placeholder in its place.
 - ``prompt_completion``: TRL's prompt/completion format (strings or message lists), optional ``images``.
 
 ``weight`` scales a source: 0.25 keeps a seeded quarter of its rows, 3 repeats it three times, 2.5 twice plus a
@@ -232,11 +233,27 @@ class Example:
     key: str
 
 
+IMAGE_PLACEHOLDER = "<image>"
+
+
+def _placeholder_parts(content: str) -> list[dict]:
+    """ms-swift / LLaVA string content -> content parts, each ``<image>`` an image placeholder in its place."""
+    parts = []
+    for position, piece in enumerate(content.split(IMAGE_PLACEHOLDER)):
+        if position:
+            parts.append({"type": "image", "image": None})
+        if piece:
+            parts.append({"type": "text", "text": piece})
+    return parts
+
+
 def _fill_images(messages: list[dict], images: list) -> list[dict]:
     images = list(images or [])
     filled = []
     for message in messages:
         content = message["content"]
+        if isinstance(content, str) and IMAGE_PLACEHOLDER in content:
+            content = _placeholder_parts(content)
         if isinstance(content, list):
             parts = []
             for part in content:

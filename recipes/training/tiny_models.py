@@ -130,8 +130,15 @@ def _text_config(tokenizer, **overrides) -> dict:
     return config
 
 
-def build_tiny_qwen3_vl(out: Path, *, seed: int = 0, max_pixels: int = 64 * 64) -> Path:
-    """Write a random 2-layer Qwen3-VL and its processor to ``out``; frames are resized to at most ``max_pixels``."""
+def build_tiny_qwen3_vl(
+    out: Path, *, seed: int = 0, max_pixels: int = 64 * 64, weight_std: float | None = None
+) -> Path:
+    """Write a random 2-layer Qwen3-VL and its processor to ``out``; frames are resized to at most ``max_pixels``.
+
+    With the default initialisation the tiny model answers any prompt with one token repeated; ``weight_std``
+    redraws every weight matrix from N(0, std) (seeded) so that greedy outputs depend on the prompt and the frames,
+    which is what a test comparing two harnesses' outputs needs (0.3 does).
+    """
     import torch
     from transformers import (
         Qwen2VLImageProcessor,
@@ -171,6 +178,12 @@ def build_tiny_qwen3_vl(out: Path, *, seed: int = 0, max_pixels: int = 64 * 64) 
     assert max(vision_config["deepstack_visual_indexes"]) < vision_config["depth"]
     torch.manual_seed(seed)
     model = Qwen3VLForConditionalGeneration(config)
+    if weight_std is not None:
+        generator = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for parameter in model.parameters():
+                if parameter.dim() >= 2:
+                    parameter.copy_(torch.randn(parameter.shape, generator=generator) * weight_std)
     sizes = {"patch_size": 16, "temporal_patch_size": 2, "merge_size": 2}
     size = {"shortest_edge": 32 * 32, "longest_edge": max_pixels}
     processor = Qwen3VLProcessor(

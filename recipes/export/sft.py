@@ -1,0 +1,196 @@
+"""``sureon export sft``: our training rows as files for other fine-tuning frameworks, frames by path.
+
+    sureon export sft --format swift --dataset data/sureon --config db --out exports/sureon_db.jsonl
+    sureon export sft --format llava --dataset build/public --config clip --out exports/public_clip.json
+
+Every row is rendered by the project's one prompt formatter (:func:`builders.prompt.format_messages`, frames as
+tagged images) and its answer by :func:`builders.prompt.answer_target`, so the text is exactly the text our own
+training sees: the clip's time range, ``Frame at HH:MM:SS.ss:`` before each frame, the question, the lettered
+options and the instruction. Each image part becomes the framework's ``<image>`` placeholder, in order:
+
+- ``swift`` (ms-swift's standard keys; JSON Lines): ``{"messages": [{"role": "user", "content": "...<image>..."},
+  {"role": "assistant", "content": "B"}], "images": [paths], "id": ...}``. Our mixture reader reads these rows back
+  (``format: messages``; ``<image>`` in string content is filled from ``images``).
+- ``llava`` (LLaVA and Qwen's qwen-vl-finetune; one JSON list): ``{"id": ..., "image": [paths], "conversations":
+  [{"from": "human", "value": "...<image>..."}, {"from": "gpt", "value": "B"}]}``.
+
+Frames: a Sureon build stores them as JPEG bytes; they are written once each under ``<out stem>_frames/``, named by
+their content hash (the same frame in several questions is one file), and referenced by absolute path. A public
+corpus build already holds them as files under ``media/``; those are referenced where they are (absolute paths).
+Frames are not passed as a ``videos`` entry: the per-frame timestamps are then no longer in the text, and ms-swift's
+handling of frame-list videos for Qwen3-VL timestamps is a known open issue (modelscope/ms-swift#6523).
+
+``OUT.manifest.json`` reconciles the counts (rows read = written; nothing is skipped: a row that cannot be written
+is an error naming it). The output is written atomically; two exports of the same build are byte-identical.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from builders.prompt import answer_target, format_messages
+
+
+COMMAND = "sureon export sft"
+FORMATS = ("swift", "llava")
+IMAGE_TOKEN = "<image>"
+
+
+def render(record: dict, where: str) -> tuple[str, list, str]:
+    """``(user text with <image> placeholders, frames in order, assistant target)`` of one video-QA record."""
+    (message,) = format_messages(record, frames_as="images")
+    text, frames = [], []
+    for part in message["content"]:
+        if part["type"] == "image":
+            text.append(IMAGE_TOKEN)
+            frames.append(part["image"])
+        elif IMAGE_TOKEN in part["text"]:
+            raise ValueError(f"{where}: the text holds a literal {IMAGE_TOKEN!r}, which would shift the images")
+        else:
+            text.append(part["text"])
+    return "".join(text), frames, answer_target(record)
+
+
+def swift_row(key: str, text: str, images: list[str], target: str) -> dict:
+    messages = [{"role": "user", "content": text}, {"role": "assistant", "content": target}]
+    return {"id": key, "messages": messages, "images": images}
+
+
+def llava_row(key: str, text: str, images: list[str], target: str) -> dict:
+    conversations = [{"from": "human", "value": text}, {"from": "gpt", "value": target}]
+    return {"id": key, "image": images, "conversations": conversations}
+
+
+ROW_WRITERS = {"swift": swift_row, "llava": llava_row}
+
+
+class FrameStore:
+    """Writes JPEG bytes once each, named by content hash; returns absolute paths."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.written = 0
+        self.paths: set[str] = set()
+
+    def path_of(self, data: bytes) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        path = self.folder / digest[:2] / f"{digest}.jpg"
+        self.paths.add(str(path))
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+            self.written += 1
+        return str(path)
+
+
+def frame_paths(frames: list, media_root: Path | None, store: FrameStore, where: str) -> list[str]:
+    """Absolute paths of a row's frames: relative paths resolve against the dataset's media root (the mixture
+    reader's), bytes go to the store."""
+    paths = []
+    for position, frame in enumerate(frames):
+        if isinstance(frame, str):
+            if media_root is None:
+                raise ValueError(f"{where}: frame {position} is a relative path but the dataset has no media root")
+            path = (media_root / frame).resolve()
+            if not path.is_file():
+                raise ValueError(f"{where}: frame {position} {path} not found (is the dataset's media/ complete?)")
+            paths.append(str(path))
+        elif isinstance(frame, dict) and frame.get("bytes"):
+            paths.append(store.path_of(frame["bytes"]))
+        elif isinstance(frame, dict) and frame.get("path"):
+            paths.append(str(Path(frame["path"]).resolve()))
+        else:
+            raise ValueError(f"{where}: frame {position} is neither a path nor JPEG bytes ({type(frame).__name__})")
+    return paths
+
+
+def load_rows(dataset: str, config: str | None, split: str):
+    """The split with frames undecoded (JPEG bytes or paths), so they are written as stored, never re-encoded, and
+    the folder relative frame paths resolve against (the mixture reader's: a local build, or a Hub build's media/)."""
+    from datasets import Image, List, load_dataset
+
+    from recipes.training.mixture import MixtureSource, media_root
+
+    rows = load_dataset(dataset, config, split=split)
+    root = media_root(MixtureSource(path=dataset, name=config, split=split), rows)
+    feature = rows.features.get("frames")
+    if isinstance(getattr(feature, "feature", None), Image):
+        rows = rows.cast_column("frames", List(Image(decode=False)))
+    return rows, root
+
+
+def export_sft(
+    dataset: str, out: Path, *, fmt: str, config: str | None = None, split: str = "train", overwrite: bool = False
+) -> dict:
+    """Write ``out`` (and its frames and manifest); returns the manifest."""
+    from tqdm.auto import tqdm
+
+    if fmt not in FORMATS:
+        raise ValueError(f"--format must be one of {FORMATS}, got {fmt!r}")
+    out = Path(out).resolve()
+    if out.exists() and not overwrite:
+        raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
+    rows, media_root = load_rows(dataset, config, split)
+    if "question" not in rows.column_names:
+        raise ValueError(f"{dataset} ({config}/{split}) is not a video-QA build: columns {rows.column_names}")
+    store = FrameStore(out.with_name(f"{out.stem}_frames"))
+    write_row = ROW_WRITERS[fmt]
+    exported, with_frames = [], 0
+    for number, record in enumerate(tqdm(rows, desc=f"export {fmt}", unit="row")):
+        key = str(record.get("question_id") or record.get("qa_id") or number)
+        where = f"{dataset} ({config}/{split}) row {number} ({key})"
+        text, frames, target = render(record, where)
+        images = frame_paths(frames, media_root, store, where)
+        with_frames += bool(images)
+        exported.append(write_row(key, text, images, target))
+    if len(exported) != len(rows):
+        raise AssertionError(f"{len(rows)} rows read but {len(exported)} written")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "swift":
+        body = "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in exported)
+    else:
+        body = json.dumps(exported, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+    manifest = {
+        "command": COMMAND,
+        "format": fmt,
+        "dataset": str(dataset),
+        "config": config,
+        "split": split,
+        "rows_read": len(rows),
+        "rows_written": len(exported),
+        "rows_skipped": 0,
+        "rows_with_frames": with_frames,
+        "frames_folder": str(store.folder),
+        "frame_files": len(store.paths),
+    }
+    for path, text in ((out, body), (out.with_name(f"{out.name}.manifest.json"), json.dumps(manifest, indent=2))):
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    return manifest
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("--format", required=True, choices=FORMATS, help="swift (JSONL) or llava (JSON list)")
+    parser.add_argument("--dataset", required=True, help="a Sureon or public-corpus build folder (or a Hub id)")
+    parser.add_argument("--config", help="e.g. db, train_all (Sureon) or image, clip (public corpus)")
+    parser.add_argument("--split", default="train")
+    parser.add_argument("--out", required=True, type=Path, help="the training file (frames go to <stem>_frames/)")
+    parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    manifest = export_sft(
+        args.dataset, args.out, fmt=args.format, config=args.config, split=args.split, overwrite=args.overwrite
+    )
+    print(
+        f"{manifest['rows_read']} rows read = {manifest['rows_written']} written + {manifest['rows_skipped']} "
+        f"skipped ({manifest['rows_with_frames']} with frames; {manifest['frame_files']} frame files in "
+        f"{manifest['frames_folder']}); wrote {args.out}"
+    )
+    return 0
