@@ -34,7 +34,7 @@ def _size(text: str) -> int:
 
 def add_build_sureon(builds) -> None:
     from builders.sureon.build import CONFIGS, MISSING_VIDEO_MODES
-    from builders.sureon.frames import FramePolicy
+    from builders.sureon.frames import DECODE_DEVICES, FramePolicy
 
     parser = builds.add_parser(
         "sureon",
@@ -56,6 +56,12 @@ def add_build_sureon(builds) -> None:
     parser.add_argument("--jpeg-quality", type=int, default=FramePolicy.jpeg_quality)
     parser.add_argument("--cache-dir", type=Path, help="frame cache (default: ~/.cache/sureon/frames)")
     parser.add_argument("--num-workers", type=int, default=1, help="videos decoded in parallel")
+    parser.add_argument(
+        "--decode-device",
+        choices=DECODE_DEVICES,
+        default="auto",
+        help="decode on torchcodec's CUDA device or the CPU (auto: the GPU when torch sees one)",
+    )
     parser.add_argument(
         "--shuffle-options", action="store_true", help="reorder stored options with a seed from question_id"
     )
@@ -79,6 +85,7 @@ def run_build_sureon(args) -> int:
         policy=FramePolicy(args.max_frames, args.min_frames, args.max_side or None, args.jpeg_quality),
         cache_dir=args.cache_dir or default_cache_dir(),
         num_workers=args.num_workers,
+        decode_device=args.decode_device,
         shuffle_options=args.shuffle_options,
         overwrite=args.overwrite,
         max_shard_bytes=args.max_shard_size,

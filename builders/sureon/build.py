@@ -23,7 +23,14 @@ from tqdm.auto import tqdm
 from builders.card import STAT_FIELDS, plot_category_distribution, render_card, video_qa_stats
 from builders.hub import DEFAULT_MAX_SHARD_BYTES, configs_metadata, staged_output, write_split
 from builders.schema import video_qa_features
-from builders.sureon.frames import ClipFrames, FrameCache, FramePolicy, extract_all, index_videos
+from builders.sureon.frames import (
+    ClipFrames,
+    FrameCache,
+    FramePolicy,
+    extract_all,
+    index_videos,
+    resolve_decode_device,
+)
 from builders.sureon.release import ColumnMapping, Release, ReleaseError, check_leakage, read_release
 
 
@@ -71,6 +78,7 @@ class BuildOptions:
     policy: FramePolicy = field(default_factory=FramePolicy)
     cache_dir: Path = field(default_factory=default_cache_dir)
     num_workers: int = 1
+    decode_device: str = "auto"  # "auto" (the GPU when torch sees one), "cpu" or "cuda"
     shuffle_options: bool = False
     overwrite: bool = False
     max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES
@@ -130,6 +138,7 @@ class ClipFrameStore:
     failures: dict[tuple[str, float, float], str]
     cache: FrameCache
     policy: FramePolicy
+    device: str
 
     def lookup(self, record: dict) -> tuple[ClipFrames | None, str | None]:
         source, window = record["source_id"], (record["start"], record["end"])
@@ -137,7 +146,7 @@ class ClipFrameStore:
             return None, "video not found"
         if (source, *window) in self.failures:
             return None, self.failures[(source, *window)]
-        frames = self.cache.get(self.cache.key(self.videos[source], *window, self.policy))
+        frames = self.cache.get(self.cache.key(self.videos[source], *window, self.policy, self.device))
         if frames is None:
             raise RuntimeError(f"frames of {record['clip_id']} vanished from the cache {self.cache.root} mid-build")
         return frames, None
@@ -157,8 +166,9 @@ def sample_frames(opts: BuildOptions, records: list[dict]) -> ClipFrameStore:
         if record["source_id"] in videos:
             jobs[videos[record["source_id"]]].append((record["start"], record["end"]))
     failures: dict[tuple[str, float, float], str] = {}
-    with tqdm(total=len(jobs), desc="sampling frames", unit="video", disable=None) as progress:
-        for video, outcome in extract_all(dict(jobs), opts.policy, opts.cache_dir, opts.num_workers):
+    device = resolve_decode_device(opts.decode_device)
+    with tqdm(total=len(jobs), desc=f"sampling frames ({device})", unit="video", disable=None) as progress:
+        for video, outcome in extract_all(dict(jobs), opts.policy, opts.cache_dir, opts.num_workers, device):
             failures.update({(video.stem, *window): error for window, error in outcome.items() if error})
             progress.update()
     if failures and opts.on_missing_video == "error":
@@ -166,7 +176,7 @@ def sample_frames(opts: BuildOptions, records: list[dict]) -> ClipFrameStore:
             f"{len(failures)} clip(s) could not be sampled (frames decoded so far are cached; a rerun resumes):\n  "
             + "\n  ".join(sorted(failures.values()))
         )
-    return ClipFrameStore(videos, set(missing), failures, FrameCache(opts.cache_dir), opts.policy)
+    return ClipFrameStore(videos, set(missing), failures, FrameCache(opts.cache_dir), opts.policy, device)
 
 
 def config_rows(records: list[dict], store: ClipFrameStore | None, skip_missing: bool, kept: list, skipped: list):
