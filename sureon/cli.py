@@ -33,7 +33,7 @@ def _size(text: str) -> int:
 
 
 def add_build_sureon(builds) -> None:
-    from builders.sureon.build import CONFIGS, MISSING_VIDEO_MODES
+    from builders.sureon.build import CONFIGS, FRAMES_LAYOUTS, MISSING_VIDEO_MODES
     from builders.sureon.frames import DECODE_DEVICES, FramePolicy
 
     parser = builds.add_parser(
@@ -63,6 +63,13 @@ def add_build_sureon(builds) -> None:
         help="decode on torchcodec's CUDA device or the CPU (auto: the GPU when torch sees one)",
     )
     parser.add_argument(
+        "--frames-layout",
+        choices=FRAMES_LAYOUTS,
+        default="files",
+        help="frames of the training configs (db, train_all): JPEG files under media/, each stored once, rows holding "
+        "relative paths (default), or embedded in every row; bench and the validation configs always embed",
+    )
+    parser.add_argument(
         "--shuffle-options", action="store_true", help="reorder stored options with a seed from question_id"
     )
     parser.add_argument("--max-shard-size", type=_size, default="500MB", help="parquet shard size, e.g. 500MB")
@@ -86,6 +93,7 @@ def run_build_sureon(args) -> int:
         cache_dir=args.cache_dir or default_cache_dir(),
         num_workers=args.num_workers,
         decode_device=args.decode_device,
+        frames_layout=args.frames_layout,
         shuffle_options=args.shuffle_options,
         overwrite=args.overwrite,
         max_shard_bytes=args.max_shard_size,

@@ -9,8 +9,16 @@ With ``--videos``, each clip gets its sampled frames (see :mod:`builders.sureon.
 is handled by ``--on-missing-video``: ``error`` (default: list every missing source and stop), ``skip`` (leave its
 questions out and list them in ``build_manifest.json``) or ``annotation-only`` (keep them without frames).
 Every config reconciles: read = written + skipped.
+
+``--frames-layout`` sets how the training configs (``db``, ``train_all``) hold frames: ``files`` (default, the public
+corpus's layout) writes each sampled frame once as ``media/<source_id>/<frame index>.jpg`` and rows hold those
+relative paths, which the training mixture resolves against the folder (or the Hub copy's ``media/``); ``embedded``
+puts the JPEG bytes in every row, so questions sharing a clip each carry a copy and ``load_dataset`` writes them all
+again into its Arrow cache. ``bench`` and the validation configs always embed their frames (small, and read by
+evaluation and review as they are).
 """
 
+import hashlib
 import json
 import os
 from collections import defaultdict
@@ -35,6 +43,8 @@ from builders.sureon.release import ColumnMapping, Release, ReleaseError, check_
 
 
 MISSING_VIDEO_MODES = ("error", "skip", "annotation-only")
+FRAMES_LAYOUTS = ("files", "embedded")
+MEDIA_DIR = "media"
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,10 @@ class ConfigSpec:
     split: str
     curated_only: bool
     description: str
+
+    def frames_layout(self, requested: str) -> str:
+        """``requested`` for the training configs; the others always embed (see the module docstring)."""
+        return requested if self.split == "train" else "embedded"
 
 
 CONFIGS: dict[str, ConfigSpec] = {
@@ -79,6 +93,7 @@ class BuildOptions:
     cache_dir: Path = field(default_factory=default_cache_dir)
     num_workers: int = 1
     decode_device: str = "auto"  # "auto" (the GPU when torch sees one), "cpu" or "cuda"
+    frames_layout: str = "files"  # the training configs' frames: "files" under media/, or "embedded" in each row
     shuffle_options: bool = False
     overwrite: bool = False
     max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES
@@ -179,8 +194,45 @@ def sample_frames(opts: BuildOptions, records: list[dict]) -> ClipFrameStore:
     return ClipFrameStore(videos, set(missing), failures, FrameCache(opts.cache_dir), opts.policy, device)
 
 
-def config_rows(records: list[dict], store: ClipFrameStore | None, skip_missing: bool, kept: list, skipped: list):
-    """Output rows of one config; records without frames are skipped (listed in ``skipped``) or kept frameless."""
+class MediaFiles:
+    """Frames written once each under ``media/<source_id>/<frame index>.jpg`` of the dataset folder, whichever clips
+    and questions use them; a frame met again with other bytes (a cache mixing two samplings) is an error."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.digests: dict[str, bytes] = {}
+
+    def paths(self, source_id: str, frames: ClipFrames) -> list[str]:
+        if not source_id or "/" in source_id or "\\" in source_id or source_id.startswith("."):
+            raise ValueError(f"source_id {source_id!r} cannot name a media folder")
+        names = []
+        for index, jpeg in zip(frames.indices, frames.jpegs, strict=True):
+            name = f"{MEDIA_DIR}/{source_id}/{index:07d}.jpg"
+            digest = hashlib.blake2b(jpeg, digest_size=16).digest()
+            known = self.digests.setdefault(name, digest)
+            if known != digest:
+                raise RuntimeError(
+                    f"frame {index} of {source_id} came out of the frame cache with two different contents; "
+                    "clear --cache-dir and rebuild"
+                )
+            path = self.out / name
+            if not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(jpeg)  # inside the staging folder: the whole output appears at once or not at all
+            names.append(name)
+        return names
+
+
+def config_rows(
+    records: list[dict],
+    store: ClipFrameStore | None,
+    skip_missing: bool,
+    kept: list,
+    skipped: list,
+    media: MediaFiles | None = None,
+):
+    """Output rows of one config; records without frames are skipped (listed in ``skipped``) or kept frameless.
+    With ``media``, frames are written there and rows hold their relative paths."""
     for record in records:
         row = {k: v for k, v in record.items() if not k.startswith("_")} | record["_extras"]
         if store is not None:
@@ -188,7 +240,12 @@ def config_rows(records: list[dict], store: ClipFrameStore | None, skip_missing:
             if reason and skip_missing:
                 skipped.append({key: record[key] for key in ("question_id", "source_id")} | {"reason": reason})
                 continue
-            row["frames"] = [{"bytes": jpeg, "path": None} for jpeg in frames.jpegs] if frames else []
+            if not frames:
+                row["frames"] = []
+            elif media is not None:
+                row["frames"] = media.paths(record["source_id"], frames)
+            else:
+                row["frames"] = [{"bytes": jpeg, "path": None} for jpeg in frames.jpegs]
             row["frame_timestamps"] = frames.timestamps if frames else []
         kept.append({k: row[k] for k in STAT_FIELDS})  # frames stream to disk, not into memory
         yield row
@@ -198,6 +255,8 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
     """Read, validate and write the requested configs; see the module docstring."""
     if opts.on_missing_video not in MISSING_VIDEO_MODES:
         raise ValueError(f"--on-missing-video must be one of {MISSING_VIDEO_MODES}, got {opts.on_missing_video!r}")
+    if opts.frames_layout not in FRAMES_LAYOUTS:
+        raise ValueError(f"--frames-layout must be one of {FRAMES_LAYOUTS}, got {opts.frames_layout!r}")
     release = read_release(opts.release, opts.mapping, opts.shuffle_options)
     check_leakage(release)
     specs = select_configs(release, opts.configs)
@@ -212,13 +271,18 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
         store = sample_frames(opts, list(unique.values()))
 
     reports, card_configs, written_stats, dataset_infos, extra_columns = [], [], {}, {}, []
+    layouts = {spec.name: spec.frames_layout(opts.frames_layout) for spec in specs} if with_frames else {}
     with staged_output(opts.out, opts.overwrite) as staging:
+        media = MediaFiles(staging)
         for spec in specs:
             extra_schema = release.splits[spec.split].extra_fields
-            features = video_qa_features(with_frames, pa.schema(extra_schema) if extra_schema else None)
+            as_files = layouts.get(spec.name) == "files"
+            features = video_qa_features(with_frames, pa.schema(extra_schema) if extra_schema else None, as_files)
             kept: list[dict] = []
             skipped: list[dict] = []
-            rows = config_rows(selected[spec.name], store, opts.on_missing_video == "skip", kept, skipped)
+            rows = config_rows(
+                selected[spec.name], store, opts.on_missing_video == "skip", kept, skipped, media if as_files else None
+            )
             written = write_split(rows, features, staging / spec.name, spec.split, opts.max_shard_bytes)
             dataset_infos[spec.name] = written.info(features)
             report = ConfigReport(spec.name, spec.split, len(selected[spec.name]), written.num_examples, skipped)
@@ -241,7 +305,14 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
         plot_category_distribution(written_stats, staging / "assets" / "category_distribution.png")
         metadata = configs_metadata({s.name: [s.split] for s in specs}, default=specs[0].name)
         (staging / "README.md").write_text(
-            render_card(card_configs, metadata, dataset_infos, with_frames, extra_columns)
+            render_card(
+                card_configs,
+                metadata,
+                dataset_infos,
+                with_frames,
+                extra_columns,
+                frames_as_files=[name for name, layout in layouts.items() if layout == "files"],
+            )
         )
         manifest = {
             "configs": {
@@ -250,7 +321,12 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
             "stats": written_stats,
             "unknown_categories": release.unknown_categories,
             "warnings": release.warnings,
-            "frames": {"with_frames": with_frames, "policy": asdict(opts.policy)}
+            "frames": {
+                "with_frames": with_frames,
+                "policy": asdict(opts.policy),
+                "layout": layouts,
+                "media_files": len(media.digests),
+            }
             if with_frames
             else {"with_frames": False},
         }
