@@ -3,7 +3,7 @@
 Part 1, one window: for the same 8 frames of an 8-second window starting at 90% of a long synthetic H.264 video,
 this times
 
-- the sampler: ``open_decoder`` + ``sample_clip`` on a freshly opened decoder (the per-video cost: it includes the
+- the sampler: ``open_clip_decoder`` + ``sample_clip`` on a freshly opened decoder (the per-video cost: it includes the
   exact-mode scan of the whole file), and ``sample_clip`` on a decoder already open (the per-clip cost, the opening
   amortised over a video's clips);
 - (a) torchcodec's own exact seek+decode of the same frames, decoder opening included, no JPEG encoding:
@@ -16,7 +16,8 @@ like Sureon's short-window and long-horizon clips, some overlapping), seconds pe
 - before: the previous sampler, one single-threaded decoder and one ``get_frames_at`` seek+decode per clip, JPEGs
   included;
 - after: ``extract_video_clips`` as the build runs it (one pass over the union of the clips' frames in time order,
-  FFmpeg threads, the GPU when present), decoder opening, JPEGs and cache writes included;
+  FFmpeg threads, the GPU when present), decoder opening, JPEGs and cache writes included; and the same on one
+  FFmpeg thread (what the threads add on this machine);
 - floor (a): torchcodec's seek+decode of the same frames per clip, no JPEG, on the same threads as "after";
 - floor (b): one forward PyAV decode of the spans the clips need (merged windows, each from its keyframe), the
   needed frames converted to RGB, no JPEG, on the same threads;
@@ -54,6 +55,7 @@ from builders.sureon.frames import (  # noqa: E402
     decode_threads,
     encode_jpeg,
     extract_video_clips,
+    open_clip_decoder,
     open_decoder,
     plan_frame_indices,
     resolve_decode_device,
@@ -65,11 +67,12 @@ from sample_data.make_videos import encode_h264, read_frame_index  # noqa: E402
 FPS, GOP = 25, 250
 BITS = 20  # the stripes spell frame indices up to ~11 h at 25 fps (the sample videos' 12 bits stop at 4096 frames)
 NOISE_AMPLITUDE, NOISE_PATTERNS = 4, 31
-SAMPLER = "sampler, fresh decoder: open_decoder + sample_clip (per video)"
+SAMPLER = "sampler, fresh decoder: open_clip_decoder + sample_clip (per video)"
 SEEK = "(a) decoder seek: VideoDecoder + get_frames_at"
 SCRATCH = "(b) decode from start: PyAV, no seeking"
 BEFORE = "before: a seek+decode per clip, 1 thread, JPEGs"
 AFTER = "after: extract_video_clips (one pass, threads), JPEGs + cache"
+AFTER_ONE_THREAD = "after, 1 FFmpeg thread"
 FLOOR_SEEK = "floor (a): torchcodec seek+decode per clip, no JPEG"
 FLOOR_SPANS = "floor (b): one forward PyAV decode of the spans, no JPEG"
 
@@ -211,7 +214,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 def one_window(video: Path, args) -> None:
     policy = FramePolicy()
-    decoder = open_decoder(video)  # also the "already open" decoder of the per-clip variant
+    decoder = open_clip_decoder(video, policy)  # also the "already open" decoder of the per-clip variant
     meta = decoder.metadata
     start = args.window_start * meta.duration_seconds
     end = start + args.window_seconds
@@ -227,7 +230,7 @@ def one_window(video: Path, args) -> None:
         return VideoDecoder(str(video), seek_mode="exact")
 
     methods = {
-        SAMPLER: (lambda: sample_clip(open_decoder(video), start, end, policy), jpeg_indices),
+        SAMPLER: (lambda: sample_clip(open_clip_decoder(video, policy), start, end, policy), jpeg_indices),
         "sampler, decoder already open: sample_clip (per clip)": (
             lambda: sample_clip(decoder, start, end, policy),
             jpeg_indices,
@@ -256,7 +259,7 @@ def one_window(video: Path, args) -> None:
     print(f"{'method':<{width}}  {'median s':>9}  {'min s':>9}  {'sampler/method':>14}")
     for label, (median, best) in results.items():
         print(f"{label:<{width}}  {median:>9.4f}  {best:>9.4f}  {sampler / median:>13.3f}x")
-    print(f"\nmedians of {args.repeats} runs; 'sampler' = open_decoder + sample_clip (fresh decoder, JPEGs included)")
+    print(f"\nmedians of {args.repeats} runs; 'sampler' = open_clip_decoder + sample_clip (fresh decoder, JPEGs)")
     print(f"sampler / decoder seek (VideoDecoder + get_frames_at) = {sampler / seek:.2f}x")
     print(f"sampler / decode from start = {sampler / scratch:.3f}x ({scratch / sampler:.0f}x faster)")
 
@@ -278,7 +281,7 @@ def lecture(video: Path, args) -> None:
         decoder = open_decoder(video)
         return [sample_clip_before(decoder, *w, policy) for w in windows]
 
-    def after():
+    def after(threads=threads):
         with tempfile.TemporaryDirectory() as cache_dir:
             outcome = extract_video_clips(video, windows, policy, cache_dir, device, threads)
             if any(outcome.values()):
@@ -296,6 +299,7 @@ def lecture(video: Path, args) -> None:
     methods = {
         BEFORE: (before, read_jpegs),
         AFTER: (after, read_jpegs),
+        AFTER_ONE_THREAD: (lambda: after(1), read_jpegs),
         FLOOR_SEEK: (floor_seek, lambda batches: [batch_indices(b) for b in batches]),
         FLOOR_SPANS: (
             lambda: forward_decode_spans(video, plans, threads),

@@ -11,13 +11,14 @@ where they sit slightly off the window.
 
 Decoding uses torchcodec (FFmpeg) with exact seeking, one decoder per source video and FFmpeg's threads. All the
 clips of a video are sampled in one pass (:func:`sample_clips`): the union of their frames is decoded once each, in
-time order, so clips that overlap or sit in the same keyframe interval share the decoding (torchcodec seeks only when
-the next frame lies past the current keyframe interval, and decodes forward otherwise: per video, the cheaper of a
-seek per frame and one forward decode of the spans). On the CPU, FFmpeg scales each frame to the stored size while
-converting it to RGB; every frame then becomes a JPEG in one place, :func:`encode_jpeg` (which also scales frames
-that arrive larger, e.g. from the GPU). Scaling is bilinear with antialiasing, FFmpeg's and torchvision's alike.
-With a GPU, decoding runs on torchcodec's CUDA device (``decode_device="auto"``); NVDEC's colour conversion is not
-FFmpeg's, so such frames can differ slightly from CPU-decoded ones and the cache keeps them apart.
+time order, so clips that overlap or sit in the same keyframe interval share the decoding (torchcodec decodes forward
+to a frame in the keyframe interval it is in and seeks to reach a later one: per video, the cheaper of a seek per
+frame and one forward decode of the spans, as ``benchmarks/frames.py`` measures). On the CPU, FFmpeg scales each
+frame to the stored size while converting it to RGB; every frame then becomes a JPEG in one place,
+:func:`encode_jpeg` (which also scales frames that arrive larger, e.g. from the GPU). Scaling is bilinear with
+antialiasing, FFmpeg's and torchvision's alike. With a GPU, decoding runs on torchcodec's CUDA device
+(``decode_device="auto"``); NVDEC's colour conversion is not FFmpeg's, so such frames can differ slightly from
+CPU-decoded ones and the cache keeps them apart.
 
 Each clip's JPEG frames are cached in one file keyed by the video's identity (size, mtime), the window, the sampling
 policy and the decoding device, so an interrupted build resumes without decoding anything twice.
