@@ -53,7 +53,7 @@ class BlurSettings:
     targets: tuple[str, ...] = BLUR_TARGETS
     detector: str | None = None  # a path, kept as text so the settings stay JSON-able in manifests
     margin: float = 0.15  # grown by this share of the box's size on each side
-    radius: float = 24.0  # Gaussian blur radius in pixels of the decoded frame
+    radius: float = 24.0  # Gaussian blur radius in pixels of the frame as stored (--max-side)
 
     def __post_init__(self):
         unknown = sorted(set(self.targets) - set(BLUR_TARGETS))

@@ -128,6 +128,7 @@ def render_card(
     blur: dict | None = None,
     repo_id: str = "ORG/sureon",
     pretty_name: str = "Sureon",
+    frames_as_files: list[str] | None = None,
 ) -> str:
     """Render the dataset card. ``configs``: ``[{name, split, description, stats}]`` in display order."""
     card_data = _card_data(
@@ -157,6 +158,7 @@ def render_card(
         category_rows=category_rows,
         answer_letters=letters,
         with_frames=with_frames,
+        frames_as_files=frames_as_files or [],
         extra_columns=extra_columns,
         blur=blur,
         repo_id=repo_id,

@@ -38,13 +38,25 @@ FRAME_FEATURES = Features(
         "blurred_regions": List(List(BLURRED_REGION)),
     }
 )
+# The files layout (``--frames-layout files``): ``frames`` are paths relative to the dataset folder, as in the public
+# corpus, each frame stored once under ``media/``.
+FRAME_PATH_FEATURES = Features(
+    {
+        "frames": List(Value("string")),
+        "frame_timestamps": List(Value("float64")),
+        "blurred_regions": List(List(BLURRED_REGION)),
+    }
+)
 
 
-def video_qa_features(with_frames: bool, extra_schema: pa.Schema | None = None) -> Features:
-    """The record features, plus frames when videos are given, plus carried-through release columns."""
+def video_qa_features(
+    with_frames: bool, extra_schema: pa.Schema | None = None, frames_as_paths: bool = False
+) -> Features:
+    """The record features, plus frames when videos are given (embedded JPEGs, or relative paths), plus
+    carried-through release columns."""
     features = Features(dict(VIDEO_QA_FEATURES))
     if with_frames:
-        features.update(FRAME_FEATURES)
+        features.update(FRAME_PATH_FEATURES if frames_as_paths else FRAME_FEATURES)
     if extra_schema is not None:
         features.update(Features.from_arrow_schema(extra_schema))
     return features

@@ -38,8 +38,8 @@ def _size(text: str) -> int:
 
 
 def add_build_sureon(builds) -> None:
-    from builders.sureon.build import BLURRED_BY_DEFAULT, CONFIGS, MISSING_VIDEO_MODES
-    from builders.sureon.frames import FramePolicy
+    from builders.sureon.build import BLURRED_BY_DEFAULT, CONFIGS, FRAMES_LAYOUTS, MISSING_VIDEO_MODES
+    from builders.sureon.frames import DECODE_DEVICES, FramePolicy
 
     parser = builds.add_parser(
         "sureon",
@@ -75,6 +75,19 @@ def add_build_sureon(builds) -> None:
     parser.add_argument("--cache-dir", type=Path, help="frame cache (default: ~/.cache/sureon/frames)")
     parser.add_argument("--num-workers", type=int, default=1, help="videos decoded in parallel")
     parser.add_argument(
+        "--decode-device",
+        choices=DECODE_DEVICES,
+        default="auto",
+        help="decode on torchcodec's CUDA device or the CPU (auto: the GPU when torch sees one)",
+    )
+    parser.add_argument(
+        "--frames-layout",
+        choices=FRAMES_LAYOUTS,
+        default="files",
+        help="frames of the training configs (db, train_all): JPEG files under media/, each stored once, rows holding "
+        "relative paths (default), or embedded in every row; bench and the validation configs always embed",
+    )
+    parser.add_argument(
         "--shuffle-options", action="store_true", help="reorder stored options with a seed from question_id"
     )
     parser.add_argument("--max-shard-size", type=_size, default="500MB", help="parquet shard size, e.g. 500MB")
@@ -100,6 +113,8 @@ def run_build_sureon(args) -> int:
         blur_configs=tuple(args.blur_configs),
         cache_dir=args.cache_dir or default_cache_dir(),
         num_workers=args.num_workers,
+        decode_device=args.decode_device,
+        frames_layout=args.frames_layout,
         shuffle_options=args.shuffle_options,
         overwrite=args.overwrite,
         max_shard_bytes=args.max_shard_size,

@@ -227,7 +227,12 @@ def test_bench_frames_of_the_overlay_video_are_blurred_where_detected_and_nowher
 def test_training_configs_are_not_blurred_and_the_card_says_what_was(overlay_builds):
     _, _, blurred, plain = overlay_builds
     db, db_plain = raw_rows(blurred, "db"), raw_rows(plain, "db")
-    assert [f["bytes"] for r in db for f in r["frames"]] == [f["bytes"] for r in db_plain for f in r["frames"]]
+    # training configs store frames as files under media/ (the default layout): same paths, same bytes, no regions
+    paths = [path for row in db for path in row["frames"]]
+    assert paths and paths == [path for row in db_plain for path in row["frames"]]
+    assert all((blurred.out / p).read_bytes() == (plain.out / p).read_bytes() for p in paths)
+    assert not (blurred.out / "media" / "blurred").exists()
+    assert all(regions == [] for row in db for regions in row["blurred_regions"])
     manifest = json.loads((blurred.out / "build_manifest.json").read_text())
     blur = manifest["frames"]["blur"]
     assert blur["configs"] == ["bench"] and set(blur["detectors"]) == {"text", "faces"}
@@ -262,3 +267,13 @@ def test_a_missing_detector_file_stops_the_build_before_any_decoding(sample_vide
     assert cli_main(argv) == 2
     assert "lemon_yolo.pt does not exist" in capsys.readouterr().err
     assert not out.exists() and not cache.exists()
+
+
+def test_a_training_config_blurred_on_request_keeps_its_frames_apart(overlay_builds):
+    tmp, videos, _, _ = overlay_builds
+    asked = build(tmp, SAMPLE_RELEASE, videos, "db-blurred", blur_configs=("bench", "db"))
+    db = raw_rows(asked, "db")
+    paths = [path for row in db for path in row["frames"]]
+    assert paths and all(path.startswith("media/blurred/") for path in paths)  # never mixed with unblurred frames
+    manifest = json.loads((asked.out / "build_manifest.json").read_text())
+    assert manifest["frames"]["blur"]["configs"] == ["bench", "db"]

@@ -4,6 +4,7 @@ import io
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 import yaml
@@ -39,10 +40,18 @@ def test_every_config_round_trips_through_load_dataset(built):
     assert get_dataset_config_names(str(built.out)) == list(CONFIGS)
     manifest = json.loads((built.out / "build_manifest.json").read_text())
     expected = {"bench": 11, "db": 14, "train_all": 20, "validation": 10, "validation_curated": 7}
+    assert manifest["frames"]["layout"] == {
+        "bench": "embedded",
+        "db": "files",
+        "train_all": "files",
+        "validation": "embedded",
+        "validation_curated": "embedded",
+    }
     for config in CONFIGS:
         ds = load_config(built.out, config)
         assert len(ds) == manifest["configs"][config]["written"] == expected[config]
-        assert ds.features["frames"].feature.__class__.__name__ == "Image"
+        kind = {"files": "Value", "embedded": "Image"}[manifest["frames"]["layout"][config]]
+        assert ds.features["frames"].feature.__class__.__name__ == kind
         assert len(set(ds["question_id"])) == len(ds)
 
 
@@ -127,7 +136,8 @@ def test_two_builds_are_byte_identical(tmp_path, sample_videos):
     second = build(tmp_path, SAMPLE_RELEASE, sample_videos, name="b", on_missing_video="skip")  # its own cold cache
     files_a = sorted(p.relative_to(first.out) for p in first.out.rglob("*") if p.is_file())
     files_b = sorted(p.relative_to(second.out) for p in second.out.rglob("*") if p.is_file())
-    assert files_a == files_b and len(files_a) == 8
+    assert files_a == files_b and len([p for p in files_a if p.parts[0] != "media"]) == 8
+    assert len(files_a) > 8 + 50  # the training configs' frames under media/
     for rel in files_a:
         assert (first.out / rel).read_bytes() == (second.out / rel).read_bytes(), rel
 
@@ -196,7 +206,14 @@ def test_extra_columns_reach_the_output(tmp_path, rows, write_rows):
 def test_large_configs_are_sharded(tmp_path, sample_videos):
     from conftest import SAMPLE_RELEASE
 
-    report = build(tmp_path, SAMPLE_RELEASE, sample_videos, configs=["train_all"], max_shard_bytes=20_000)
+    report = build(
+        tmp_path,
+        SAMPLE_RELEASE,
+        sample_videos,
+        configs=["train_all"],
+        max_shard_bytes=20_000,
+        frames_layout="embedded",
+    )
     shards = sorted((report.out / "train_all").glob("*.parquet"))
     assert len(shards) > 2 and shards[0].name == f"train-00000-of-{len(shards):05d}.parquet"
     ds = load_config(report.out, "train_all")
@@ -282,3 +299,64 @@ def test_rebuilt_folder_of_the_same_name_never_loads_stale_cached_data(tmp_path,
     without = load_dataset(str(other.out), "bench", split="test", cache_dir=str(shared_cache))
     assert (len(with_frames), "frames" in with_frames.column_names) == (11, True)
     assert (len(without), "frames" in without.column_names) == (12, False)
+
+
+def test_files_layout_stores_each_frame_once_and_the_training_mixture_resolves_it(
+    built, tmp_path, sample_videos, fps_of
+):
+    from conftest import SAMPLE_RELEASE
+
+    from recipes.training.mixture import MixtureSource, load_source, resolve_media
+
+    embedded = build(
+        tmp_path, SAMPLE_RELEASE, sample_videos, name="embedded", on_missing_video="skip", frames_layout="embedded"
+    )
+    assert json.loads((embedded.out / "build_manifest.json").read_text())["frames"]["layout"]["db"] == "embedded"
+    media = sorted((built.out / "media").rglob("*.jpg"))
+    referenced = set()
+    for config in ("db", "train_all"):
+        as_files, as_bytes = load_config(built.out, config), load_config(embedded.out, config)
+        raw = as_bytes.cast_column("frames", record_frames_raw())
+        assert as_files["question_id"] == as_bytes["question_id"]
+        for paths, frames, stamps, other_stamps in zip(
+            as_files["frames"], raw["frames"], as_files["frame_timestamps"], as_bytes["frame_timestamps"], strict=True
+        ):
+            assert all(re.fullmatch(r"media/[\w-]+/\d{7}\.jpg", path) for path in paths)
+            assert [(built.out / path).read_bytes() for path in paths] == [frame["bytes"] for frame in frames]
+            assert stamps == other_stamps
+            referenced.update(paths)
+    assert sorted(built.out / path for path in referenced) == media  # every file used, none written twice
+    train_all = load_config(built.out, "train_all")
+    assert sum(len(set(frames)) for frames in train_all["frames"]) > len(media)  # shared clips share files
+
+    # on disk: rows embedding their clip's frames carry a copy per question, and load_dataset's Arrow cache (not
+    # compressed) holds every copy again; the files layout stores each frame once and its Arrow cache holds text only
+    copies = sum(len(frames) for config in ("db", "train_all") for frames in load_config(built.out, config)["frames"])
+    assert copies > 1.5 * len(media)
+    media_bytes = sum(p.stat().st_size for p in media)
+
+    def arrow_cache_bytes(folder, config):
+        ds = load_dataset(str(folder), config, split="train", cache_dir=str(tmp_path / "hf" / folder.name))
+        return sum(Path(f["filename"]).stat().st_size for f in ds.cache_files)
+
+    for config in ("db", "train_all"):
+        grown = arrow_cache_bytes(embedded.out, config) - arrow_cache_bytes(built.out, config)
+        row_jpegs = sum((built.out / p).stat().st_size for f in load_config(built.out, config)["frames"] for p in f)
+        assert grown > 0.9 * row_jpegs  # every copy, less the paths the files layout stores instead
+    assert (
+        sum(
+            (built.out / p).stat().st_size
+            for config in ("db", "train_all")
+            for f in load_config(built.out, config)["frames"]
+            for p in f
+        )
+        > 1.5 * media_bytes
+    )
+
+    # the training mixture turns the paths into files it opens (local folder; a Hub copy fetches media/)
+    loaded = load_source(MixtureSource(path=str(built.out), name="db", split="train"))
+    assert loaded.media_root == built.out
+    row = resolve_media(loaded.dataset[0], loaded.media_root)
+    assert [read_frame_index(Image.open(path)) for path in row["frames"]] == [
+        round(t * fps_of[row["source_id"]]) for t in row["frame_timestamps"]
+    ]

@@ -142,3 +142,75 @@ def test_parallel_extraction_matches_sequential(sample_videos, tmp_path):
         for window in windows[:1]:
             key = seq_cache.key(video, *window, POLICY)
             assert par_cache.get(key).jpegs == seq_cache.get(key).jpegs
+
+
+class CountingDecoder:
+    """Wraps a decoder and records every ``get_frames_at`` request, to see what one pass decodes."""
+
+    def __init__(self, decoder):
+        self.decoder, self.metadata, self.requests = decoder, decoder.metadata, []
+
+    def get_frames_at(self, indices):
+        self.requests.append(list(indices))
+        return self.decoder.get_frames_at(indices)
+
+
+def test_a_videos_clips_share_one_pass_in_time_order_with_the_same_frames_as_one_by_one(sample_videos):
+    video = sample_videos / "Tt4Kk9Jj2Hh.mp4"
+    # out of order, overlapping; the last two short ones take every frame they hold, so they share four
+    windows = [(40.0, 47.5), (2.5, 10.5), (5.0, 12.0), (1.0, 88.0), (44.0, 44.12), (44.0, 44.2)]
+    decoder = CountingDecoder(open_decoder(video))
+    meta = decoder.metadata
+    plans = {w: plan_frame_indices(*w, meta.average_fps, meta.num_frames, POLICY) for w in windows}
+    shared = dict(frames_module.sample_clips(decoder, plans, POLICY))
+    requested = [index for request in decoder.requests for index in request]
+    assert requested == sorted({i for plan in plans.values() for i in plan})  # each frame once, in time order
+    assert len(requested) < sum(len(set(plan)) for plan in plans.values())  # the overlaps were decoded once
+    for window in windows:
+        alone = sample_clip(open_decoder(video), *window, POLICY)
+        assert shared[window] == alone
+        assert [read_frame_index(Image.open(io.BytesIO(j))) for j in alone.jpegs] == plans[window]
+
+
+def test_decoder_side_scaling_threads_and_devices(sample_videos, tmp_path):
+    video = sample_videos / "Vq2-Lm7Np0s.mp4"
+    windows = [(2.0, 8.0), (30.0, 80.0)]
+    policy = FramePolicy(max_side=96)
+    decoder = frames_module.open_clip_decoder(video, policy)
+    assert tuple(decoder.get_frames_at([0]).data.shape[-2:]) == (54, 96)  # FFmpeg scales while converting to RGB
+    caches = {}
+    for threads in (1, 2):
+        assert extract_video_clips(video, windows, policy, tmp_path / str(threads), num_threads=threads) == {
+            w: None for w in windows
+        }
+        cache = FrameCache(tmp_path / str(threads))
+        caches[threads] = [cache.get(cache.key(video, *w, policy)) for w in windows]
+    assert caches[1] == caches[2]  # threads never change a byte
+    for clip in caches[1]:
+        images = [Image.open(io.BytesIO(j)) for j in clip.jpegs]
+        assert {image.size for image in images} == {(96, 54)}
+        assert [read_frame_index(image) for image in images] == clip.indices
+    # a frame that arrives at full size (the GPU path) is scaled by encode_jpeg to the same size
+    full = open_decoder(video).get_frames_at([clip.indices[0]]).data[0]
+    assert Image.open(io.BytesIO(frames_module.encode_jpeg(full, policy)[0])).size == (96, 54)
+    cache = FrameCache(tmp_path)
+    assert cache.key(video, *windows[0], policy, "cuda") != cache.key(video, *windows[0], policy)
+    assert frames_module.resolve_decode_device("cpu") == "cpu"
+    with pytest.raises(ValueError, match="decode device"):
+        frames_module.resolve_decode_device("tpu")
+
+
+@pytest.mark.gpu
+def test_cuda_decoding_samples_the_planned_frames(sample_videos, tmp_path):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    video = sample_videos / "Vq2-Lm7Np0s.mp4"
+    windows = [(2.0, 8.0), (30.0, 80.0)]
+    assert frames_module.resolve_decode_device("auto") == "cuda"
+    outcome = extract_video_clips(video, windows, POLICY, tmp_path, device="cuda")
+    assert outcome == {w: None for w in windows}, outcome
+    cache = FrameCache(tmp_path)
+    for window in windows:
+        clip = cache.get(cache.key(video, *window, POLICY, "cuda"))
+        assert [read_frame_index(Image.open(io.BytesIO(j))) for j in clip.jpegs] == clip.indices

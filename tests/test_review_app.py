@@ -35,10 +35,11 @@ def test_blocks_build_and_the_login_handler_is_wired(ui):
     blocks = build_blocks(ui)
     assert isinstance(blocks, gr.Blocks)
     handlers = {fn.fn.__name__: fn.fn for fn in blocks.fns.values()}
-    state, message, clip, question, *_ = handlers["on_login"](new_session(), "alice", PASSWORD)
+    local = gr.Request(client={"host": "127.0.0.1"})
+    state, message, clip, question, *_ = handlers["on_login"](new_session(), "alice", PASSWORD, local)
     assert state["user"] == "alice" and state["current"] in ui.samples and "<video" in clip
     assert ui.samples[state["current"]]["question_id"] in question
-    refused, message, *_ = handlers["on_login"](new_session(), "alice", "wrong password")
+    refused, message, *_ = handlers["on_login"](new_session(), "alice", "wrong password", local)
     assert refused["user"] is None and "wrong password" in message
 
 
@@ -118,3 +119,71 @@ def test_panels_show_clip_window_full_video_green_answer_and_escape_dataset_text
     ui.samples[session["current"]] = record | {"question": HOSTILE, "transcript": HOSTILE}
     _, question, context = ui.panels(session)
     assert "<img" not in question and "<img" not in context and "&lt;img src=x" in question
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def throttled(ui):
+    clock = Clock()
+    ui = ReviewUI(ui.store, ui.samples, ui.videos, clock=clock)
+    handlers = {fn.fn.__name__: fn.fn for fn in build_blocks(ui).fns.values()}
+
+    def login(name, password, client):
+        state, message, *_ = handlers["on_login"](new_session(), name, password, gr.Request(client={"host": client}))
+        return state["user"], message
+
+    return ui, clock, login
+
+
+def test_failed_logins_lock_an_account_for_a_growing_delay_and_a_login_resets_it(throttled, caplog):
+    _, clock, login = throttled
+    caplog.set_level("INFO", logger="builders.pipeline.review.app")
+    for attempt in range(4):
+        assert login("alice", f"guess number {attempt}", f"10.0.0.{attempt}") == (
+            None,
+            "Unknown user or wrong password.",
+        )
+    user, message = login("alice", "guess number 4", "10.0.0.4")
+    assert user is None and "try again in 30 s" in message
+    user, message = login("alice", PASSWORD, "10.0.1.1")  # the right password from a fresh client: still refused
+    assert user is None and "Too many failed logins: try again in 30 s" in message
+    assert login("bob", PASSWORD, "10.0.1.1")[0] == "bob"  # the lock is the account's, not the client's
+    clock.now += 29
+    assert login("alice", PASSWORD, "10.0.1.2")[0] is None
+    clock.now += 2
+    user, message = login("alice", "guess number 5", "10.0.1.3")  # the lock ran out; the next failure doubles it
+    assert user is None and "try again in 60 s" in message
+    clock.now += 59
+    assert login("alice", PASSWORD, "10.0.1.4")[0] is None
+    clock.now += 2
+    assert login("alice", "guess number 6", "10.0.1.5")[1].endswith("try again in 120 s.")
+    clock.now += 121
+    assert login("alice", PASSWORD, "10.0.1.6") == ("alice", "Logged in as alice.")
+    assert login("alice", "one typo", "10.0.1.7") == (None, "Unknown user or wrong password.")  # count reset
+
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "failed login for 'alice' from 10.0.0.4" in logged and "locked for 30 s" in logged
+    assert "login refused for 'alice' from 10.0.1.1" in logged
+    assert "guess number" not in logged and PASSWORD not in logged and "one typo" not in logged
+
+
+def test_failed_logins_lock_a_client_across_accounts_and_survive_a_restart(throttled):
+    ui, clock, login = throttled
+    for name in ("root", "admin", "alice", "mallory", "carol"):
+        assert login(name, "hunter2 hunter2", "192.0.2.9")[0] is None
+    user, message = login("bob", PASSWORD, "192.0.2.9")
+    assert user is None and "Too many failed logins" in message
+    assert login("bob", PASSWORD, "192.0.2.10")[0] == "bob"
+    restarted = ReviewUI(ReviewStore(ui.store.path), ui.samples, ui.videos, clock=clock)
+    session, message = restarted.login(new_session(), "bob", PASSWORD, "192.0.2.9")
+    assert session["user"] is None and "Too many failed logins" in message
+    clock.now += 3601  # an hour without failures forgets the client
+    session, _ = restarted.login(new_session(), "bob", PASSWORD, "192.0.2.9")
+    assert session["user"] == "bob"

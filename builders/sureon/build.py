@@ -12,8 +12,16 @@ the card says so); a missing or unreadable video
 is handled by ``--on-missing-video``: ``error`` (default: list every missing source and stop), ``skip`` (leave its
 questions out and list them in ``build_manifest.json``) or ``annotation-only`` (keep them without frames).
 Every config reconciles: read = written + skipped.
+
+``--frames-layout`` sets how the training configs (``db``, ``train_all``) hold frames: ``files`` (default, the public
+corpus's layout) writes each sampled frame once as ``media/<source_id>/<frame index>.jpg`` and rows hold those
+relative paths, which the training mixture resolves against the folder (or the Hub copy's ``media/``); ``embedded``
+puts the JPEG bytes in every row, so questions sharing a clip each carry a copy and ``load_dataset`` writes them all
+again into its Arrow cache. ``bench`` and the validation configs always embed their frames (small, and read by
+evaluation and review as they are).
 """
 
+import hashlib
 import json
 import os
 from collections import defaultdict
@@ -28,12 +36,21 @@ from builders.card import STAT_FIELDS, plot_category_distribution, render_card, 
 from builders.hub import DEFAULT_MAX_SHARD_BYTES, configs_metadata, staged_output, write_split
 from builders.schema import video_qa_features
 from builders.sureon.availability import missing_reason, read_availability
-from builders.sureon.frames import ClipFrames, FrameCache, FramePolicy, extract_all, index_videos
+from builders.sureon.frames import (
+    ClipFrames,
+    FrameCache,
+    FramePolicy,
+    extract_all,
+    index_videos,
+    resolve_decode_device,
+)
 from builders.sureon.release import ColumnMapping, Release, ReleaseError, check_leakage, read_release
 
 
 MISSING_VIDEO_MODES = ("error", "skip", "annotation-only")
 BLURRED_BY_DEFAULT = ("bench", "validation", "validation_curated")  # the configs models are evaluated on
+FRAMES_LAYOUTS = ("files", "embedded")
+MEDIA_DIR = "media"
 
 
 @dataclass(frozen=True)
@@ -42,6 +59,10 @@ class ConfigSpec:
     split: str
     curated_only: bool
     description: str
+
+    def frames_layout(self, requested: str) -> str:
+        """``requested`` for the training configs; the others always embed (see the module docstring)."""
+        return requested if self.split == "train" else "embedded"
 
 
 CONFIGS: dict[str, ConfigSpec] = {
@@ -79,6 +100,8 @@ class BuildOptions:
     blur_configs: tuple[str, ...] = BLURRED_BY_DEFAULT
     cache_dir: Path = field(default_factory=default_cache_dir)
     num_workers: int = 1
+    decode_device: str = "auto"  # "auto" (the GPU when torch sees one), "cpu" or "cuda"
+    frames_layout: str = "files"  # the training configs' frames: "files" under media/, or "embedded" in each row
     shuffle_options: bool = False
     overwrite: bool = False
     max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES
@@ -138,6 +161,7 @@ class ClipFrameStore:
     failures: dict[tuple[str, float, float], str]
     cache: FrameCache
     policy: FramePolicy
+    device: str
 
     def lookup(self, record: dict) -> tuple[ClipFrames | None, str | None]:
         source, window = record["source_id"], (record["start"], record["end"])
@@ -145,7 +169,7 @@ class ClipFrameStore:
             return None, self.missing[source]
         if (source, *window) in self.failures:
             return None, self.failures[(source, *window)]
-        frames = self.cache.get(self.cache.key(self.videos[source], *window, self.policy))
+        frames = self.cache.get(self.cache.key(self.videos[source], *window, self.policy, self.device))
         if frames is None:
             raise RuntimeError(f"frames of {record['clip_id']} vanished from the cache {self.cache.root} mid-build")
         return frames, None
@@ -170,8 +194,9 @@ def sample_frames(opts: BuildOptions, records: list[dict], policy: FramePolicy) 
         if record["source_id"] in videos:
             jobs[videos[record["source_id"]]].append((record["start"], record["end"]))
     failures: dict[tuple[str, float, float], str] = {}
-    with tqdm(total=len(jobs), desc="sampling frames", unit="video", disable=None) as progress:
-        for video, outcome in extract_all(dict(jobs), policy, opts.cache_dir, opts.num_workers):
+    device = resolve_decode_device(opts.decode_device)
+    with tqdm(total=len(jobs), desc=f"sampling frames ({device})", unit="video", disable=None) as progress:
+        for video, outcome in extract_all(dict(jobs), policy, opts.cache_dir, opts.num_workers, device):
             failures.update({(video.stem, *window): error for window, error in outcome.items() if error})
             progress.update()
     if failures and opts.on_missing_video == "error":
@@ -179,7 +204,7 @@ def sample_frames(opts: BuildOptions, records: list[dict], policy: FramePolicy) 
             f"{len(failures)} clip(s) could not be sampled (frames decoded so far are cached; a rerun resumes):\n  "
             + "\n  ".join(sorted(failures.values()))
         )
-    return ClipFrameStore(videos, missing, failures, FrameCache(opts.cache_dir), policy)
+    return ClipFrameStore(videos, missing, failures, FrameCache(opts.cache_dir), policy, device)
 
 
 def blur_stats(kept: list[dict]) -> dict:
@@ -204,8 +229,45 @@ def blur_card(opts: BuildOptions, counts: dict[str, dict]) -> dict | None:
     }
 
 
-def config_rows(records: list[dict], store: ClipFrameStore | None, skip_missing: bool, kept: list, skipped: list):
-    """Output rows of one config; records without frames are skipped (listed in ``skipped``) or kept frameless."""
+class MediaFiles:
+    """Frames written once each under ``media/<source_id>/<frame index>.jpg`` of the dataset folder, whichever clips
+    and questions use them; a frame met again with other bytes (a cache mixing two samplings) is an error."""
+
+    def __init__(self, out: Path, folder: str = MEDIA_DIR):
+        self.out, self.folder = out, folder  # blurred frames of a training config get their own folder
+        self.digests: dict[str, bytes] = {}
+
+    def paths(self, source_id: str, frames: ClipFrames) -> list[str]:
+        if not source_id or "/" in source_id or "\\" in source_id or source_id.startswith("."):
+            raise ValueError(f"source_id {source_id!r} cannot name a media folder")
+        names = []
+        for index, jpeg in zip(frames.indices, frames.jpegs, strict=True):
+            name = f"{self.folder}/{source_id}/{index:07d}.jpg"
+            digest = hashlib.blake2b(jpeg, digest_size=16).digest()
+            known = self.digests.setdefault(name, digest)
+            if known != digest:
+                raise RuntimeError(
+                    f"frame {index} of {source_id} came out of the frame cache with two different contents; "
+                    "clear --cache-dir and rebuild"
+                )
+            path = self.out / name
+            if not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(jpeg)  # inside the staging folder: the whole output appears at once or not at all
+            names.append(name)
+        return names
+
+
+def config_rows(
+    records: list[dict],
+    store: ClipFrameStore | None,
+    skip_missing: bool,
+    kept: list,
+    skipped: list,
+    media: MediaFiles | None = None,
+):
+    """Output rows of one config; records without frames are skipped (listed in ``skipped``) or kept frameless.
+    With ``media``, frames are written there and rows hold their relative paths."""
     for record in records:
         row = {k: v for k, v in record.items() if not k.startswith("_")} | record["_extras"]
         if store is not None:
@@ -213,7 +275,12 @@ def config_rows(records: list[dict], store: ClipFrameStore | None, skip_missing:
             if reason and skip_missing:
                 skipped.append({key: record[key] for key in ("question_id", "source_id")} | {"reason": reason})
                 continue
-            row["frames"] = [{"bytes": jpeg, "path": None} for jpeg in frames.jpegs] if frames else []
+            if not frames:
+                row["frames"] = []
+            elif media is not None:
+                row["frames"] = media.paths(record["source_id"], frames)
+            else:
+                row["frames"] = [{"bytes": jpeg, "path": None} for jpeg in frames.jpegs]
             row["frame_timestamps"] = frames.timestamps if frames else []
             row["blurred_regions"] = frames.blurred_regions if frames else []
         stats = {k: row[k] for k in STAT_FIELDS}  # frames stream to disk, not into memory
@@ -227,6 +294,8 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
     """Read, validate and write the requested configs; see the module docstring."""
     if opts.on_missing_video not in MISSING_VIDEO_MODES:
         raise ValueError(f"--on-missing-video must be one of {MISSING_VIDEO_MODES}, got {opts.on_missing_video!r}")
+    if opts.frames_layout not in FRAMES_LAYOUTS:
+        raise ValueError(f"--frames-layout must be one of {FRAMES_LAYOUTS}, got {opts.frames_layout!r}")
     release = read_release(opts.release, opts.mapping, opts.shuffle_options)
     check_leakage(release)
     specs = select_configs(release, opts.configs)
@@ -252,14 +321,18 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
             stores[policy] = sample_frames(opts, list(unique.values()), policy)
 
     reports, card_configs, written_stats, dataset_infos, extra_columns, blur_counts = [], [], {}, {}, [], {}
+    layouts = {spec.name: spec.frames_layout(opts.frames_layout) for spec in specs} if with_frames else {}
     with staged_output(opts.out, opts.overwrite) as staging:
+        media, blurred_media = MediaFiles(staging), MediaFiles(staging, f"{MEDIA_DIR}/blurred")
         for spec in specs:
             extra_schema = release.splits[spec.split].extra_fields
-            features = video_qa_features(with_frames, pa.schema(extra_schema) if extra_schema else None)
+            as_files = layouts.get(spec.name) == "files"
+            features = video_qa_features(with_frames, pa.schema(extra_schema) if extra_schema else None, as_files)
             kept: list[dict] = []
             skipped: list[dict] = []
             store = stores.get(policies[spec.name])
-            rows = config_rows(selected[spec.name], store, opts.on_missing_video == "skip", kept, skipped)
+            files = (blurred_media if spec.name in blurred else media) if as_files else None
+            rows = config_rows(selected[spec.name], store, opts.on_missing_video == "skip", kept, skipped, files)
             written = write_split(rows, features, staging / spec.name, spec.split, opts.max_shard_bytes)
             dataset_infos[spec.name] = written.info(features)
             report = ConfigReport(spec.name, spec.split, len(selected[spec.name]), written.num_examples, skipped)
@@ -285,7 +358,15 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
         plot_category_distribution(written_stats, staging / "assets" / "category_distribution.png")
         metadata = configs_metadata({s.name: [s.split] for s in specs}, default=specs[0].name)
         blur = blur_card(opts, blur_counts)
-        card = render_card(card_configs, metadata, dataset_infos, with_frames, extra_columns, blur)
+        card = render_card(
+            card_configs,
+            metadata,
+            dataset_infos,
+            with_frames,
+            extra_columns,
+            blur,
+            frames_as_files=[name for name, layout in layouts.items() if layout == "files"],
+        )
         (staging / "README.md").write_text(card)
         manifest = {
             "configs": {
@@ -298,6 +379,8 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
                 "with_frames": with_frames,
                 "policy": asdict(opts.policy),
                 "blur": blur,
+                "layout": layouts,
+                "media_files": len(media.digests) + len(blurred_media.digests),
             }
             if with_frames
             else {"with_frames": False},

@@ -9,9 +9,26 @@ Indices are planned at the video's average frame rate: exact for constant-rate v
 uploads); for a variable-rate file the stored timestamps are still the decoded frames' own, so they stay true even
 where they sit slightly off the window.
 
-Decoding uses torchcodec (FFmpeg) with exact seeking; one decoder is opened per source video and its windows are read
-in time order. Each clip's JPEG frames are cached in one file keyed by the video's identity (size, mtime), the window
-and the sampling policy, so an interrupted build resumes without decoding anything twice.
+Decoding uses torchcodec (FFmpeg) with exact seeking, one decoder per source video and FFmpeg's threads. All the
+clips of a video are sampled in one pass (:func:`sample_clips`): the union of their frames is decoded once each, in
+time order, so clips that overlap or sit in the same keyframe interval share the decoding (torchcodec decodes forward
+to a frame in the keyframe interval it is in and seeks to reach a later one: per video, the cheaper of a seek per
+frame and one forward decode of the spans, as ``benchmarks/frames.py`` measures). On the CPU, FFmpeg scales each
+frame to the stored size while converting it to RGB; every frame then becomes a JPEG in one place,
+:func:`encode_jpeg` (which also scales frames that arrive larger, e.g. from the GPU). Scaling is bilinear with
+antialiasing, FFmpeg's and torchvision's alike. With a GPU, decoding runs on torchcodec's CUDA device
+(``decode_device="auto"``); NVDEC's colour conversion is not FFmpeg's, so such frames can differ slightly from
+CPU-decoded ones and the cache keeps them apart.
+
+For the evaluation configs, on-screen text and faces are blurred in :func:`encode_jpeg` before encoding (the seed's
+D.1, :mod:`builders.blur`), on the frame at its stored size. A video downloaded as a section of its source
+(``sureon videos fetch --sections``) has a sidecar saying where it starts (:mod:`builders.sureon.sections`): frames are
+planned on the source's frame grid and read at their place in the file, so frames and timestamps equal those of the
+whole video.
+
+Each clip's JPEG frames are cached in one file keyed by the video's identity (size, mtime), the window, the sampling
+policy (blur settings and detector versions included) and the decoding device, so an interrupted build resumes without
+decoding anything twice.
 """
 
 import hashlib
@@ -20,6 +37,8 @@ import json
 import math
 import os
 import tempfile
+from collections import defaultdict
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from multiprocessing import get_context
@@ -29,10 +48,15 @@ from PIL import Image
 
 from builders.blur import BlurSettings, blurrer_for
 from builders.sureon.sections import Section, read_section
-from builders.video import VIDEO_EXTENSIONS, open_decoder
+from builders.video import VIDEO_EXTENSIONS, open_decoder, probe_size
 
 
 _CACHE_MAGIC = b"SUREONFRAMES1\n"
+DECODE_DEVICES = ("auto", "cpu", "cuda")
+# Frames per decoder call: bounds the RGB frames held at once (32 at 1280x720 = 88 MB) without extra seeks, since
+# the decoder keeps its position between calls.
+DECODE_CHUNK = 32
+Window = tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -88,26 +112,103 @@ def plan_frame_indices(start: float, end: float, fps: float, num_frames: int, po
     return [first + math.floor((i + 0.5) * available / count) for i in range(count)]
 
 
-def encode_jpeg(frame_chw, policy: FramePolicy) -> tuple[bytes, list[dict]]:
-    """A decoded uint8 CHW tensor -> (JPEG bytes, the regions blurred), longest side capped at ``policy.max_side``.
+def resolve_decode_device(requested: str = "auto") -> str:
+    """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``."""
+    if requested not in DECODE_DEVICES:
+        raise ValueError(f"decode device must be one of {DECODE_DEVICES}, got {requested!r}")
+    if requested != "auto":
+        return requested
+    import torch
 
-    The one place a decoded frame becomes a JPEG: blurring happens here, at the decoded resolution, before resizing.
-    """
-    pixels, regions = frame_chw.permute(1, 2, 0).numpy(), []
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def decode_threads(num_workers: int = 1) -> int:
+    """FFmpeg threads per decoder: the cores this process may use, shared among ``num_workers`` decoding workers."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, cores // max(1, num_workers))
+
+
+def stored_size(width: int, height: int, policy: FramePolicy) -> tuple[int, int]:
+    """``(width, height)`` of a stored frame: the longest side capped at ``policy.max_side``, the aspect kept."""
+    if not policy.max_side or max(width, height) <= policy.max_side:
+        return width, height
+    scale = policy.max_side / max(width, height)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def open_clip_decoder(video: Path, policy: FramePolicy, device: str = "cpu", num_threads: int = 1):
+    """A decoder for sampling ``video``; on the CPU its frames come out already at :func:`stored_size`."""
+    if device != "cpu":
+        return open_decoder(video, device=device, num_threads=num_threads)
+    width, height = probe_size(video)
+    size = stored_size(width, height, policy)
+    resize = (size[1], size[0]) if size != (width, height) else None
+    return open_decoder(video, device=device, num_threads=num_threads, size=resize)
+
+
+def encode_jpeg(frame_chw, policy: FramePolicy) -> tuple[bytes, list[dict]]:
+    """A decoded uint8 CHW tensor (CPU or GPU) -> (JPEG bytes at :func:`stored_size`, the regions blurred): the one
+    place where a decoded frame becomes a stored image."""
+    height, width = frame_chw.shape[-2:]
+    size = stored_size(width, height, policy)
+    if size != (width, height):
+        from torchvision.transforms.v2.functional import resize
+
+        frame_chw = resize(frame_chw, [size[1], size[0]], antialias=True)  # on the frame's device
+    pixels, regions = frame_chw.permute(1, 2, 0).cpu().numpy(), []
     if policy.blur is not None:
         pixels, regions = blurrer_for(policy.blur).apply(pixels)
-    image = Image.fromarray(pixels)
-    if policy.max_side and max(image.size) > policy.max_side:
-        scale = policy.max_side / max(image.size)
-        size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
-        image = image.resize(size, Image.Resampling.BICUBIC)
     buffer = io.BytesIO()
-    image.save(buffer, format="JPEG", quality=policy.jpeg_quality)
+    Image.fromarray(pixels).save(buffer, format="JPEG", quality=policy.jpeg_quality)
     return buffer.getvalue(), regions
 
 
-def sample_clip(decoder, start: float, end: float, policy: FramePolicy, section: Section | None = None) -> ClipFrames:
-    """Frames of ``[start, end]`` (source seconds); ``section``: the file holds only part of the source."""
+def decode_in_order(decoder, indices: list[int]) -> Iterator[tuple[int, object, float]]:
+    """``(index, CHW frame, pts seconds)`` for each of the sorted, distinct ``indices``, decoded in time order."""
+    for begin in range(0, len(indices), DECODE_CHUNK):
+        chunk = indices[begin : begin + DECODE_CHUNK]
+        batch = decoder.get_frames_at(chunk)
+        for position, index in enumerate(chunk):
+            yield index, batch.data[position], round(float(batch.pts_seconds[position]), 6)
+
+
+def sample_clips(
+    decoder, plans: dict[Window, list[int]], policy: FramePolicy, first_index: int = 0
+) -> Iterator[tuple[Window, ClipFrames]]:
+    """Sample every planned clip of one video in one pass; yield each clip as soon as its last frame is encoded.
+
+    ``plans`` maps a window to its frame indices (:func:`plan_frame_indices`) on the source's frame grid; the file
+    holds source frame ``i`` at ``i - first_index`` (non-zero for a section download). A frame shared by several clips
+    is decoded and encoded once; its JPEG is dropped as soon as no clip still waiting needs it."""
+    users: dict[int, list[Window]] = defaultdict(list)
+    for window, indices in plans.items():
+        for index in set(indices):
+            users[index].append(window)
+    waiting = {window: len(set(indices)) for window, indices in plans.items()}
+    still_needed = {index: len(windows) for index, windows in users.items()}
+    encoded: dict[int, tuple[bytes, list[dict], float]] = {}
+    for file_index, frame, pts in decode_in_order(decoder, [index - first_index for index in sorted(users)]):
+        index = file_index + first_index
+        encoded[index] = (*encode_jpeg(frame, policy), pts)
+        for window in users[index]:
+            waiting[window] -= 1
+            if waiting[window]:
+                continue
+            indices = plans[window]
+            regions = [encoded[i][1] for i in indices] if policy.blur is not None else None
+            yield (
+                window,
+                ClipFrames([encoded[i][0] for i in indices], [encoded[i][2] for i in indices], indices, regions),
+            )
+            for done in set(indices):
+                still_needed[done] -= 1
+                if not still_needed[done]:
+                    del encoded[done]
+
+
+def plan_in_file(decoder, start: float, end: float, policy: FramePolicy, section: Section | None = None) -> list[int]:
+    """:func:`plan_frame_indices` on the source's frame grid; ``section``: the file holds only part of the source."""
     metadata = decoder.metadata
     fps, first, total = metadata.average_fps, 0, metadata.num_frames
     if section is not None:  # source frame i is the file's frame i - first_index (builders/sureon/sections.py)
@@ -115,18 +216,14 @@ def sample_clip(decoder, start: float, end: float, policy: FramePolicy, section:
     indices = plan_frame_indices(start, end, fps, total, policy)
     if indices[0] < first:
         raise ClipError(f"window starts at {start:.2f}s, before the downloaded section ({section.start:.2f}s)")
-    unique = sorted(set(indices))
-    batch = decoder.get_frames_at([index - first for index in unique])
-    by_index = {
-        index: (*encode_jpeg(batch.data[i], policy), round(float(batch.pts_seconds[i]), 6))
-        for i, index in enumerate(unique)
-    }
-    return ClipFrames(
-        jpegs=[by_index[i][0] for i in indices],
-        timestamps=[by_index[i][2] for i in indices],
-        indices=indices,
-        blurred_regions=[by_index[i][1] for i in indices] if policy.blur is not None else None,
-    )
+    return indices
+
+
+def sample_clip(decoder, start: float, end: float, policy: FramePolicy, section: Section | None = None) -> ClipFrames:
+    """Frames of one window ``[start, end]`` (source seconds)."""
+    indices = plan_in_file(decoder, start, end, policy, section)
+    first = section.first_index if section is not None else 0
+    return next(sample_clips(decoder, {(start, end): indices}, policy, first))[1]
 
 
 class FrameCache:
@@ -135,9 +232,11 @@ class FrameCache:
     def __init__(self, root: str | Path):
         self.root = Path(root)
 
-    def key(self, video: Path, start: float, end: float, policy: FramePolicy) -> str:
+    def key(self, video: Path, start: float, end: float, policy: FramePolicy, device: str = "cpu") -> str:
         stat = video.stat()
         identity = {
+            "device": device,
+            "scaling": "bilinear-antialias",  # frames cached before scaling moved into the decoder are not reused
             "video": video.name,
             "size": stat.st_size,
             "mtime_ns": stat.st_mtime_ns,
@@ -209,38 +308,67 @@ def index_videos(videos_dir: str | Path) -> dict[str, Path]:
 
 
 def extract_video_clips(
-    video: Path, windows: list[tuple[float, float]], policy: FramePolicy, cache_dir: str | Path
-) -> dict[tuple[float, float], str | None]:
+    video: Path,
+    windows: list[Window],
+    policy: FramePolicy,
+    cache_dir: str | Path,
+    device: str = "cpu",
+    num_threads: int = 1,
+) -> dict[Window, str | None]:
     """Sample and cache every window of one video; return ``window -> None`` (cached) or an error message."""
     cache = FrameCache(cache_dir)
-    todo = [w for w in sorted(set(windows)) if not cache.has(cache.key(video, *w, policy))]
-    outcome: dict[tuple[float, float], str | None] = {w: None for w in windows}
+    todo = [w for w in sorted(set(windows)) if not cache.has(cache.key(video, *w, policy, device))]
+    outcome: dict[Window, str | None] = {w: None for w in windows}
     if not todo:
         return outcome
     try:
-        decoder = open_decoder(video)
-        section = read_section(video)
+        decoder = open_clip_decoder(video, policy, device, num_threads)
     except (RuntimeError, ValueError, OSError) as err:  # FFmpeg could not open or parse the file
-        return {w: f"unreadable video {video.name}: {err}" for w in windows}
+        hint = "; decode on the CPU with --decode-device cpu" if device == "cuda" else ""
+        return {w: f"unreadable video {video.name} on {device}: {err}{hint}" for w in windows}
+
+    def failed(window: Window, err: Exception) -> str:
+        return f"{video.name} [{window[0]:.2f}s, {window[1]:.2f}s]: {err}"
+
+    section, plans = read_section(video), {}
+    first = section.first_index if section is not None else 0
     for window in todo:
         try:
-            cache.put(cache.key(video, *window, policy), sample_clip(decoder, *window, policy, section))
-        except (RuntimeError, ValueError, IndexError, OSError) as err:  # reported per clip; the build decides
-            outcome[window] = f"{video.name} [{window[0]:.2f}s, {window[1]:.2f}s]: {err}"
+            plans[window] = plan_in_file(decoder, *window, policy, section)
+        except ClipError as err:
+            outcome[window] = failed(window, err)
+    try:
+        for window, frames in sample_clips(decoder, plans, policy, first):
+            cache.put(cache.key(video, *window, policy, device), frames)
+    except (RuntimeError, ValueError, IndexError, OSError):  # some frame failed: retry clip by clip to name which
+        for window in plans:
+            if cache.has(cache.key(video, *window, policy, device)):
+                continue
+            try:
+                frames = next(sample_clips(decoder, {window: plans[window]}, policy, first))[1]
+                cache.put(cache.key(video, *window, policy, device), frames)
+            except (RuntimeError, ValueError, IndexError, OSError) as err:  # reported per clip; the build decides
+                outcome[window] = failed(window, err)
     return outcome
 
 
 def extract_all(
-    jobs: dict[Path, list[tuple[float, float]]], policy: FramePolicy, cache_dir: str | Path, num_workers: int = 1
+    jobs: dict[Path, list[Window]],
+    policy: FramePolicy,
+    cache_dir: str | Path,
+    num_workers: int = 1,
+    device: str = "cpu",
 ):
-    """Yield ``(video, outcome)`` for each video, decoding videos in parallel when ``num_workers > 1``."""
+    """Yield ``(video, outcome)`` for each video, decoding videos in parallel when ``num_workers > 1`` (each worker's
+    decoder gets its share of the cores as FFmpeg threads; on ``cuda`` the workers share the GPU)."""
+    threads = decode_threads(num_workers)
     if num_workers <= 1:
         for video, windows in jobs.items():
-            yield video, extract_video_clips(video, windows, policy, cache_dir)
+            yield video, extract_video_clips(video, windows, policy, cache_dir, device, threads)
         return
     with ProcessPoolExecutor(max_workers=num_workers, mp_context=get_context("spawn")) as pool:
         futures = {
-            video: pool.submit(extract_video_clips, video, windows, policy, cache_dir)
+            video: pool.submit(extract_video_clips, video, windows, policy, cache_dir, device, threads)
             for video, windows in jobs.items()
         }
         for video, future in futures.items():

@@ -12,20 +12,31 @@ as the Sureon builder names them) and never downloaded.
 :class:`ReviewUI` holds every handler as plain Python on a per-browser ``session`` dict kept server-side (a
 ``gr.State``), so the UI logic is tested without a server; :func:`build_blocks` only wires it to components. Every
 dataset text and note is HTML-escaped before display.
+
+Logins are throttled per account name and per client address (:class:`~builders.pipeline.review.store.LoginPolicy`:
+five failures lock for 30 s, each further one doubles that, up to 15 min); every failure and refusal is logged with
+the name and the client, never the password. The client is the address of the TCP peer: behind a reverse proxy
+every reviewer shares the proxy's address, so the per-client limit then counts them together (the per-account one
+is unaffected).
 """
 
 import html
+import logging
+import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from builders.options import LETTERS
-from builders.pipeline.review.store import DECISIONS, REASON_TAGS, ReviewStore
+from builders.pipeline.review.store import DECISIONS, REASON_TAGS, LoginPolicy, ReviewStore
 from builders.sureon.categories import BY_CODE
 
 
 ALL = "All"
 FILE_ROUTE = "/gradio_api/file="
 TABLE_HEADERS = ["question_id", "category", "decision", "tags", "note", "recorded (UTC)"]
+WRONG_LOGIN = "Unknown user or wrong password."
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -117,18 +128,49 @@ def new_session() -> dict:
 class ReviewUI:
     """All handlers of the app as plain functions of (session, inputs); see the module docstring."""
 
-    def __init__(self, store: ReviewStore, samples: dict[str, dict], videos: dict[str, Path] | None = None):
+    def __init__(
+        self,
+        store: ReviewStore,
+        samples: dict[str, dict],
+        videos: dict[str, Path] | None = None,
+        login_policy: LoginPolicy | None = None,
+        clock=time.time,
+    ):
         self.store = store
         self.samples = samples
         self.videos = videos or {}
+        self.login_policy = login_policy or LoginPolicy()
+        self.clock = clock
         unknown = sorted({a.sample_id for a in store.assignments()} - set(samples))
         if unknown:
             raise ValueError(f"{len(unknown)} assigned sample(s) are not in the dataset, e.g. {unknown[:3]}")
 
-    def login(self, session: dict, username: str, password: str) -> tuple[dict, str]:
-        if not self.store.authenticate(username.strip(), password):
-            return new_session(), "Unknown user or wrong password."
-        session = new_session() | {"user": username.strip()}
+    def login(self, session: dict, username: str, password: str, client: str | None = None) -> tuple[dict, str]:
+        """Log in, unless the account name or the client is locked by earlier failures (see the module docstring)."""
+        username = username.strip()
+        account = f"account:{username[:128]}"
+        keys = [account, f"client:{client}"] if client else [account]
+        now = self.clock()
+        wait = self.store.login_locked_until(keys, now, self.login_policy) - now
+        if wait > 0:
+            logger.warning("login refused for %r from %s: locked for another %.0f s", username[:128], client, wait)
+            return new_session(), f"Too many failed logins: try again in {math.ceil(wait)} s."
+        if not self.store.authenticate(username, password):
+            counts = self.store.login_failed(keys, now, self.login_policy)
+            lock = self.login_policy.lock_seconds(max(counts.values()))
+            logger.warning(
+                "failed login for %r from %s (%s)%s",
+                username[:128],
+                client,
+                ", ".join(f"{key}: {count} failure(s)" for key, count in counts.items()),
+                f"; locked for {lock:.0f} s" if lock else "",
+            )
+            return new_session(), WRONG_LOGIN + (
+                f" Too many failed logins: try again in {math.ceil(lock)} s." if lock else ""
+            )
+        self.store.login_succeeded(account)
+        logger.info("login of %r from %s", username, client)
+        session = new_session() | {"user": username}
         return self.advance(session, Filters()), f"Logged in as {html.escape(session['user'])}."
 
     def filter_choices(self, session: dict) -> dict[str, list[str]]:
@@ -236,8 +278,9 @@ def build_blocks(ui: ReviewUI):
         def render(state, message):
             return (state, message, *ui.panels(state), ui.my_decisions(state), "", [])
 
-        def on_login(state, user, secret):
-            state, message = ui.login(state, user, secret)
+        def on_login(state, user, secret, request: gr.Request):
+            client = getattr(getattr(request, "client", None), "host", None) if request else None
+            state, message = ui.login(state, user, secret, client)
             choices = (
                 ui.filter_choices(state)
                 if state["user"]
@@ -305,4 +348,5 @@ def serve(
     from builders.sureon.frames import index_videos
 
     samples = load_samples(dataset, config or DEFAULT_CONFIG)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     launch_app(ReviewUI(ReviewStore(db), samples, index_videos(videos) if videos else {}), host, port, videos)

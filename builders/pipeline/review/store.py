@@ -5,6 +5,9 @@ transaction on its own connection (threads and processes queue on SQLite's lock,
 decision is never updated or deleted (triggers refuse it) — a reviewer changing their mind appends a new row and the
 last one wins. Passwords are stored as salted scrypt hashes. Writes need an existing account and an assignment of
 the sample to that account: there are no anonymous decisions.
+
+Failed logins are counted per key (an account name, typed or not, and a client address) in the same file, so a lock
+holds across restarts and across server processes: see :class:`LoginPolicy`.
 """
 
 import hashlib
@@ -32,6 +35,28 @@ REASON_TAGS = {
 MODES = ("single", "dual")
 MIN_PASSWORD_LENGTH = 8
 USERNAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class LoginPolicy:
+    """Login throttling: ``failures_before_lock`` failed logins of a key lock it for ``first_lock_s``; each further
+    failure (once the lock has run out) doubles the lock, up to ``max_lock_s``. A locked key is refused without
+    checking the password (so a lock also stops the scrypt work an attacker could make the server do) and refusals
+    do not extend the lock. A key's count is forgotten after ``forget_after_s`` without a failure, and an account's
+    on a successful login (a client's only by forgetting, so one valid account cannot reset a client that guesses
+    others)."""
+
+    failures_before_lock: int = 5
+    first_lock_s: float = 30.0
+    max_lock_s: float = 900.0
+    forget_after_s: float = 3600.0
+
+    def lock_seconds(self, failures: int) -> float:
+        if failures < self.failures_before_lock:
+            return 0.0
+        return min(self.max_lock_s, self.first_lock_s * 2 ** min(failures - self.failures_before_lock, 40))
+
+
 # scrypt cost: n=2**14, r=8 (~16 MiB, ~50 ms) is the interactive-login setting of the scrypt paper and OWASP.
 SCRYPT = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
 
@@ -60,6 +85,12 @@ CREATE TABLE IF NOT EXISTS decisions (
     note TEXT NOT NULL,
     created_at TEXT NOT NULL,
     FOREIGN KEY (sample_id, reviewer) REFERENCES assignments(sample_id, reviewer)
+);
+CREATE TABLE IF NOT EXISTS login_failures (
+    key TEXT PRIMARY KEY,
+    failures INTEGER NOT NULL,
+    last_failure REAL NOT NULL,
+    locked_until REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS decisions_by_reviewer ON decisions(reviewer, sample_id);
 CREATE TRIGGER IF NOT EXISTS decisions_append_only_update BEFORE UPDATE ON decisions
@@ -184,6 +215,39 @@ class ReviewStore:
             return False
         salt, expected = rows[0]
         return hmac.compare_digest(_hash(password, salt), expected)
+
+    # login throttling (see LoginPolicy) -------------------------------------------------------------------------
+
+    def login_locked_until(self, keys: Iterable[str], now: float, policy: LoginPolicy) -> float:
+        """The latest time (epoch seconds) until which any of ``keys`` is locked; ``now`` or earlier when none is."""
+        keys = list(keys)
+        marks = ",".join("?" * len(keys))
+        rows = self._read(
+            f"SELECT locked_until FROM login_failures WHERE key IN ({marks}) AND last_failure >= ?",
+            (*keys, now - policy.forget_after_s),
+        )
+        return max([now, *(row[0] for row in rows)])
+
+    def login_failed(self, keys: Iterable[str], now: float, policy: LoginPolicy) -> dict[str, int]:
+        """Count one failed login against each key (forgetting stale counts first); returns ``key -> failures``."""
+        counts = {}
+        with self._write() as conn:
+            conn.execute(
+                "DELETE FROM login_failures WHERE last_failure < ? AND locked_until < ?",
+                (now - policy.forget_after_s, now),
+            )
+            for key in keys:
+                row = conn.execute("SELECT failures FROM login_failures WHERE key = ?", (key,)).fetchone()
+                counts[key] = (row[0] if row else 0) + 1
+                conn.execute(
+                    "INSERT OR REPLACE INTO login_failures VALUES (?, ?, ?, ?)",
+                    (key, counts[key], now, now + policy.lock_seconds(counts[key])),
+                )
+        return counts
+
+    def login_succeeded(self, key: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM login_failures WHERE key = ?", (key,))
 
     # assignments -----------------------------------------------------------------------------------------------
 
