@@ -66,12 +66,26 @@ def exported_examples(path: Path, fmt: str) -> list:
     return [to_example(llava_as_messages(row), "messages", blind=False, frames_as="images") for row in rows]
 
 
+@pytest.mark.parametrize("config, split", [("db", "train"), ("bench", "test")])  # frames as files / embedded
 @pytest.mark.parametrize("fmt", ["swift", "llava"])
-def test_sureon_rows_read_back_with_our_prompt_text_and_frames(sureon_build, tmp_path, fmt):
+def test_sureon_rows_read_back_with_our_prompt_text_and_frames(sureon_build, tmp_path, fmt, config, split):
     out = tmp_path / f"sureon.{'jsonl' if fmt == 'swift' else 'json'}"
-    argv = ["export", "sft", "--format", fmt, "--dataset", str(sureon_build.out), "--config", "db", "--out", str(out)]
+    argv = [
+        "export",
+        "sft",
+        "--format",
+        fmt,
+        "--dataset",
+        str(sureon_build.out),
+        "--config",
+        config,
+        "--split",
+        split,
+        "--out",
+        str(out),
+    ]
     assert cli_main(argv) == 0
-    ours = originals(sureon_build.out, "db", "train")
+    ours = originals(sureon_build.out, config, split)
     theirs = exported_examples(out, fmt)
     assert [e.key for e in theirs] == [e.key for e in ours]
     assert [e.target for e in theirs] == [e.target for e in ours]
@@ -81,8 +95,14 @@ def test_sureon_rows_read_back_with_our_prompt_text_and_frames(sureon_build, tmp
     manifest = json.loads(out.with_name(f"{out.name}.manifest.json").read_text())
     assert manifest["rows_read"] == len(ours) == manifest["rows_written"] + manifest["rows_skipped"]
     frames = {Path(p) for row in _raw_rows(out, fmt) for p in _images(row, fmt)}
-    assert all(p.parent.parent == out.with_name(f"{out.stem}_frames") for p in frames)
-    assert manifest["frame_files"] == len(frames) == len(list(out.with_name(f"{out.stem}_frames").rglob("*.jpg")))
+    assert frames and all(p.is_file() for p in frames)
+    # db stores its frames as files under the build's media/ (the training layout): they are referenced in place;
+    # embedded JPEG bytes would be written once each under <stem>_frames/
+    exported = out.with_name(f"{out.stem}_frames")
+    in_media = {p for p in frames if p.is_relative_to(sureon_build.out / "media")}
+    assert all(p in in_media or p.parent.parent == exported for p in frames)
+    assert manifest["frame_files"] == len(frames - in_media) == len(list(exported.rglob("*.jpg")))
+    assert (in_media == frames) if config == "db" else not in_media
 
 
 def _raw_rows(path: Path, fmt: str) -> list[dict]:
