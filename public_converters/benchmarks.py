@@ -10,10 +10,11 @@ off), each a ``test`` split of queries with their ground truth, in ``PUBLIC_BENC
   with no action is ``none``, one with exactly one action is that action, and one with several is counted as
   skipped (``frames with several simultaneous actions``) [our choice; the seed does not say].
 - ``bench-cholec80-phase-clip``, ``bench-heichole-phase-clip``: the online clip of each grid keyframe, 8 grid frames
-  at stride 4 ending on the keyframe (``recipes``' ``clip_window``; 28 s at 1 fps). Near a video's start fewer
-  frames precede the keyframe: the window is shorter (the first keyframe is a one-frame clip), never padded with
-  invented context. Timestamps are absolute (seconds in the source video). The 17 Cholec80 test videos of
-  ``evaluation/cholec80_excluded_videos.txt`` are left out of clip mode only (counted).
+  at stride 4 ending on the keyframe (28 s at 1 fps). D.3's window is fixed: near a video's start, where fewer
+  frames precede the keyframe, the earliest frame of the window repeats to fill it (the first keyframe is its own
+  frame 8 times; ``clip_window(..., pad=True)`` of the report's metrics), so a video model always gets 8 frames and
+  never invented context. Timestamps are absolute (seconds in the source video), repeated with their frame. The 17
+  Cholec80 test videos of ``evaluation/cholec80_excluded_videos.txt`` are left out of clip mode only (counted).
 - ``bench-endoscapes-cvs-frame``: each Endoscapes test keyframe (a frame with CVS scores) asked three independent
   yes/no questions, C1, C2, C3. A criterion is met ("yes") when its score (the mean over Endoscapes' three raters)
   is at least 0.5, i.e. by majority vote [our reading of the averaged scores].
@@ -95,9 +96,10 @@ def grid(video, images: list[int], fps: float) -> list[int]:
 
 
 def window(keyframes: list[int], position: int, size: int = CLIP_FRAMES, stride: int = CLIP_STRIDE) -> list[int]:
-    """The online window of the keyframe at ``position``: up to ``size`` grid frames ``stride`` apart, keyframe
-    last; shorter near the start (the same rule as ``recipes.evaluation.public.metrics.clip_window``)."""
-    return [keyframes[p] for p in range(position, -1, -stride)][:size][::-1]
+    """The online window of the keyframe at ``position``: ``size`` grid frames ``stride`` apart, keyframe last; near
+    the start the earliest one repeats (``recipes.evaluation.public.metrics.clip_window`` with ``pad=True``)."""
+    found = [keyframes[p] for p in range(position, -1, -stride)][:size][::-1]
+    return [found[0]] * (size - len(found)) + found
 
 
 def _labels_at(segments: list, frame: int) -> set[str]:
