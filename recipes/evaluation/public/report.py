@@ -182,7 +182,10 @@ def table5(results: list[dict], paper: dict | None) -> dict:
     Cholec80 detail, (c) Endoscapes-CVS per criterion, and mAP50 per localisation benchmark; the paper's rows beside
     ours where our copy prints them (only (a))."""
     scored = {(r["model"], r["benchmark"], r["task"], r["input_mode"]): r["metrics"] for r in results if r["metrics"]}
-    runs = sorted({(model, mode) for model, _, task, mode in scored if task in RECOGNITION or task == CVS})
+    runs = sorted(
+        {(model, mode) for model, _, task, mode in scored if task in RECOGNITION or task == CVS},
+        key=lambda run: (run[0], INPUT_MODES.index(run[1])),
+    )
     part_a = []
     for model, mode in runs:
         cells = {
@@ -214,6 +217,11 @@ def table5(results: list[dict], paper: dict | None) -> dict:
     return {"a": part_a, "b": part_b, "c": part_c, "map50": localisation, "paper_note": (paper or {}).get("note")}
 
 
+def _cell(value: float | None, origin: str) -> str:
+    """Our numbers to one decimal; the paper's as printed (55.33 stays 55.33)."""
+    return pct(value) if origin != "paper" or value is None else f"{value:g}"
+
+
 def _run_name(row: dict) -> str:
     return row["model"] + (" (clip)" if row["input_mode"] == "clip" else "")
 
@@ -221,7 +229,10 @@ def _run_name(row: dict) -> str:
 def render_table5(tables: dict) -> list[str]:
     parts = ["## Table 5 (seed Section 4)"]
     if tables["a"]:
-        rows = [[_run_name(r), r["from"]] + [pct(r.get(column)) for column in TABLE5_COLUMNS] for r in tables["a"]]
+        rows = [
+            [_run_name(r), r["from"]] + [_cell(r.get(column), r["from"]) for column in TABLE5_COLUMNS]
+            for r in tables["a"]
+        ]
         header = ["Method", "numbers from", "Cholec80", "HeiChole Phase", "HeiChole Action"]
         parts += ["(a) Macro-F1 (%), video-averaged", markdown_table(header, rows)]
     if tables["b"]:
