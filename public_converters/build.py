@@ -9,7 +9,7 @@ optionally paraphrase them (the third version), write the frames each record sho
 ``--cache-dir`` so a rerun decodes nothing twice), and write the records in the Hub layout:
 
     data/<branch>/<source>/<split>-NNNNN-of-NNNNN.parquet     configs: image, clip, image-<source>, clip-<source>
-    data/bench/<config>/test-NNNNN-of-NNNNN.parquet            configs: bench-<source>-<task>-<mode> (benchmarks.py)
+    bench/<config>/test-NNNNN-of-NNNNN.parquet                 configs: bench-<source>-<task>-<mode> (benchmarks.py)
     media/<source>/<video>/<frame>.jpg                         the frames the records' ``frames`` paths name
     normalised/<source>/{videos,frames,...}.parquet, manifest.json, README.md (card with the per-source table)
 
@@ -396,7 +396,7 @@ def build_public(options: BuildOptions) -> dict:
                     bench_written[config] = write_split(
                         ordered,
                         PUBLIC_BENCH_FEATURES,
-                        staging / "data" / "bench" / config,
+                        staging / "bench" / config,
                         "test",
                         options.max_shard_bytes,
                     )
@@ -415,7 +415,7 @@ def build_public(options: BuildOptions) -> dict:
             manifest["configs"].append(
                 {
                     "config_name": config,
-                    "data_files": [{"split": "test", "path": f"data/bench/{config}/test-*.parquet"}],
+                    "data_files": [{"split": "test", "path": f"bench/{config}/test-*.parquet"}],
                 }
             )
         manifest["evaluation"] = write_evaluation_metadata(staging / "evaluation")
