@@ -159,7 +159,7 @@ def tiny(tmp_path_factory):
     from recipes.training.tiny_models import build_tiny_qwen3_vl
 
     out = tmp_path_factory.mktemp("tiny") / "model"
-    build_tiny_qwen3_vl(out)
+    build_tiny_qwen3_vl(out, weight_std=0.3)  # greedy answers that depend on the prompt and the frames
     return out
 
 

@@ -20,6 +20,12 @@ One JSON object per line, one line per query (the public-benchmark runner writes
      "reference_boxes": [{"label": "Grasper", "bbox": [x1, y1, x2, y2]}],  # tool_localization: ground truth
      "raw_output": "..."}                # optional, kept by the runner for inspection
 
+``sureon eval public`` writes this format from the ``bench-*`` configs of a public build. The report prints the seed's
+Table 5 first: (a) video-averaged macro-F1 on Cholec80 phase, HeiChole phase and HeiChole action per model and input
+mode ("Model (clip)" rows), (b) Cholec80's accuracy, precision and recall, (c) Endoscapes-CVS per criterion, and
+mAP50 per localisation benchmark, with the paper's printed rows beside ours (``--paper``, default
+``paper_results/sureon_paper_table5.json``; our copy of the paper prints only (a)).
+
 The report groups records by (model, benchmark, task, input mode): recognition tasks get video-averaged macro-F1,
 accuracy, precision and recall; ``cvs`` per-criterion accuracy and their mean; ``tool_localization`` mAP50. Videos
 listed with ``--exclude-videos BENCHMARK[:MODE]=FILE`` are left out of that benchmark (and mode) and counted in the
