@@ -235,7 +235,7 @@ def test_a_sigkilled_run_resumes_and_ends_byte_identical(corpus, tiny, one_proce
     assert done.returncode == 0, done.stderr.decode()[-3000:]
     assert (out / "predictions.jsonl").read_bytes() == (one_process / "predictions.jsonl").read_bytes()
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["generation"]["cached_rank0"] == cached
+    assert summary["generation"]["ranks"][0]["cached"] == cached
 
 
 # ---- the report's Table 5 against scikit-learn and pycocotools ---------------------------------------------------
@@ -317,3 +317,35 @@ def test_table5_numbers_equal_scikit_learn_and_pycocotools(corpus, tmp_path):
     expected = 100 * np.mean([precision[:, k][precision[:, k] > -1].mean() for k in range(len(names))])
     assert data["table5"]["map50"][0]["map50"] == pytest.approx(expected)
     assert 0 < expected < 100
+
+
+def test_an_openai_compatible_endpoint_gets_the_frames_as_images_and_its_json_is_parsed(corpus, tmp_path, monkeypatch):
+    from fake_chat_server import FakeChatServer, Reply, last_user_text
+
+    from sureon.cli import main as cli
+
+    monkeypatch.setenv("TEST_PUBLIC_KEY", "sk-public-secret")
+
+    def script(body, index):
+        text = last_user_text(body)
+        if "surgical phase" in text:
+            return Reply(content='The phase is:\n```json\n{"phase": "gallbladder dissection"}\n```')
+        return Reply(content='{"answer": "no"}' if "Critical view" in text else "I cannot tell.")
+
+    out = tmp_path / "served"
+    argv = ["eval", "public", "--model", "served-vlm", "--backend", "openai", "--dataset", str(corpus[0])]
+    argv += ["--out", str(out), "--benchmark", *BENCHMARKS, "--api-key-env", "TEST_PUBLIC_KEY"]
+    with FakeChatServer(script) as server:
+        assert cli([*argv, "--base-url", server.url]) == 0
+        asked = len(server.requests)
+        assert cli([*argv, "--base-url", server.url]) == 0  # a rerun asks nothing again
+        assert len(server.requests) == asked
+    rows = {r["question_id"]: r for name in BENCHMARKS for r in bench(corpus[0], name)}
+    assert asked == len(rows)
+    images = sorted(sum(p["type"] == "image_url" for p in b["messages"][-1]["content"]) for b in server.requests)
+    assert images == sorted(len(r["frames"]) for r in rows.values())
+    records = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    by_task = {task: [r for r in records if r["task"] == task] for task in ("phase", "cvs", "tool_localization")}
+    assert {r["prediction"] for r in by_task["phase"]} == {"gallbladder dissection"}
+    assert {r["prediction"] for r in by_task["cvs"]} == {"no"}
+    assert all(r["boxes"] is None and r["parse_error"] for r in by_task["tool_localization"])  # a miss, kept

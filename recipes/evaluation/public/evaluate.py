@@ -245,7 +245,7 @@ def run(args) -> int:
     system_prompt = system_prompt_of(args)
     cache = RankCache(args.out / "generations", rank, world_size)
     stats = GenerationStats()
-    shard = {}
+    shard, started = {}, time.monotonic()
     for name, rows in benchmarks.items():
         indices = list(range(rank, len(rows), world_size))
         print(f"{name}: rank {rank}/{world_size}, {len(indices)} of {len(rows)} rows", file=sys.stderr)
@@ -258,13 +258,20 @@ def run(args) -> int:
         )
     shards = args.out / "shards"
     shards.mkdir(exist_ok=True)
-    write_atomically(shards / f"rank-{rank}-of-{world_size}.json", json.dumps(shard, ensure_ascii=False) + "\n")
+    timing = {"rank": rank, "rows": len(shard), "generated": stats.generated, "cached": stats.cached}
+    timing["seconds"] = round(time.monotonic() - started, 3)
+    write_atomically(
+        shards / f"rank-{rank}-of-{world_size}.json",
+        json.dumps({"timing": timing, "outputs": shard}, ensure_ascii=False) + "\n",
+    )
     barrier(world_size)
     if rank != 0:
         return 0
-    outputs = {}
+    outputs, timings = {}, []
     for other in range(world_size):
-        outputs |= json.loads((shards / f"rank-{other}-of-{world_size}.json").read_text(encoding="utf-8"))
+        written = json.loads((shards / f"rank-{other}-of-{world_size}.json").read_text(encoding="utf-8"))
+        outputs |= written["outputs"]
+        timings.append(written["timing"])
     lines, summary = [], {"model": model, "dataset": str(args.dataset), "backend": backend.name, "benchmarks": {}}
     for name, rows in benchmarks.items():
         records = [prediction_record(row, outputs[row["question_id"]], model) for row in rows.to_list()]
@@ -274,7 +281,7 @@ def run(args) -> int:
             "unparsed": sum(r["parse_error"] is not None for r in records),
         }
     write_atomically(args.out / "predictions.jsonl", "".join(lines))
-    summary["generation"] = {"ranks": world_size, "generated_rank0": stats.generated, "cached_rank0": stats.cached}
+    summary["generation"] = {"world_size": world_size, "ranks": timings}  # rows, generated, cached, seconds per rank
     write_atomically(args.out / "summary.json", json.dumps(summary, indent=2) + "\n")
     for name, entry in summary["benchmarks"].items():
         print(f"{name}: {entry['rows']} rows, {entry['unparsed']} unparsed")
