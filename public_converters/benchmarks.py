@@ -19,9 +19,11 @@ off), each a ``test`` split of queries with their ground truth, in ``PUBLIC_BENC
   yes/no questions, C1, C2, C3. A criterion is met ("yes") when its score (the mean over Endoscapes' three raters)
   is at least 0.5, i.e. by majority vote [our reading of the averaged scores].
 - ``bench-<source>-tools-frame``: the test frames with tool boxes, for every built source whose test split has
-  them (the manifest's ``benchmarks`` lists which; on the 22 sources: Endoscapes, CholecInstanceSeg, EndoVis2017,
-  EndoVis2018, GraSP, GynSurg and any other whose readers yield test boxes). A frame without any tool box is not a
-  query: the sources do not say whether such a frame was annotated as empty.
+  them (the manifest's ``benchmarks`` lists each config with its counts). Of the 22 readers, those with tool boxes
+  and a test split are AutoLaparo, CholecInstanceSeg, CholecSeg8k (Scheikl et al.'s split: it has no official one),
+  CholecT50, Endoscapes, EndoVis2017, EndoVis2018, GraSP and GynSurg; HeiCo reads every surgery as train and
+  Phakir's test videos are not public, so they have none. A frame without any tool box is not a query: the sources
+  do not say whether such a frame was annotated as empty.
 
 Prompts are in ``templates/benchmarks.yaml`` (ours; the seed's Fig. 18 is not in our copy): each lists the closed
 label set and asks for a JSON answer that ``grounded.parse_answer`` reads (``answer_shape``, ``answer_key``); the
@@ -75,24 +77,13 @@ class BenchBuild:
     manifest: dict = field(default_factory=dict)
 
 
-def grid(video, images: list[int], fps: float) -> list[int]:
-    """The frames of a video on the ``fps`` grid: ``round(k * video_fps / fps)`` inside the video, or, for a source
-    that ships frames instead of a video, its frames nearest each grid point (each kept once)."""
-    if not video.fps:
-        raise ValueError(f"{video.video_id}: no frame rate, so no {fps}-fps grid")
+def grid(video, fps: float) -> list[int]:
+    """The frames of a video on the ``fps`` grid: ``round(k * video_fps / fps)`` for every k inside the video."""
+    if not video.fps or not video.video_path or not video.total_frames:
+        raise ValueError(f"{video.video_id}: the {fps}-fps benchmark grid needs the video, its frame rate and length")
     step = video.fps / fps
-    if video.video_path:
-        total = video.total_frames or 0
-        return sorted({round(k * step) for k in range(int(total / step) + 2) if round(k * step) < total})
-    if not images:
-        return []
-    picked, last = set(), images[-1]
-    k = 0
-    while round(k * step) <= last:
-        target = round(k * step)
-        picked.add(min(images, key=lambda f: (abs(f - target), f)))
-        k += 1
-    return sorted(picked)
+    points = (round(k * step) for k in range(int(video.total_frames / step) + 2))
+    return sorted({frame for frame in points if frame < video.total_frames})
 
 
 def window(keyframes: list[int], position: int, size: int = CLIP_FRAMES, stride: int = CLIP_STRIDE) -> list[int]:
@@ -184,7 +175,7 @@ def build_benchmarks(normalised: Normalised, fps: float = BENCH_FPS, prompts: di
                 if mode == "clip" and video.video_id in excluded:
                     counts["videos excluded from clip mode (cholec80_excluded_videos.txt)"] += 1
                     continue
-                keyframes = grid(video, sorted(images[video.video_id]), fps)
+                keyframes = grid(video, fps)
                 own = segments[video.video_id][task]
                 counts["grid frames"] += len(keyframes)
                 for position, keyframe in enumerate(keyframes):
