@@ -533,7 +533,10 @@ def run(args) -> int:
         counts = ", ".join(f"{b}: {w['items']} items, {w['qas']} QAs" for b, w in info["branches_written"].items())
         print(f"{name}: {counts or 'nothing written'}")
         for config, entry in info.get("benchmarks", {}).items():
-            print(f"  {config}: {entry.get('rows', 0)} rows")
+            print(
+                f"  {config}: {entry.get('rows', 0)} rows"
+                + (f" ({entry['not written']})" if "not written" in entry else "")
+            )
     if client is not None:
         print(client.ledger.summary())
     print(f'Load it with: datasets.load_dataset("{args.out}", "{manifest["configs"][0]["config_name"]}")')

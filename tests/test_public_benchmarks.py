@@ -349,3 +349,11 @@ def test_an_openai_compatible_endpoint_gets_the_frames_as_images_and_its_json_is
     assert {r["prediction"] for r in by_task["phase"]} == {"gallbladder dissection"}
     assert {r["prediction"] for r in by_task["cvs"]} == {"no"}
     assert all(r["boxes"] is None and r["parse_error"] for r in by_task["tool_localization"])  # a miss, kept
+
+
+def test_no_benchmarks_writes_no_bench_config(tmp_path):
+    sample_module("cholec80").write(tmp_path / "cholec80")
+    options = BuildOptions(sources={"cholec80": tmp_path / "cholec80"}, out=tmp_path / "public", benchmarks=False)
+    manifest = build_public(options)
+    assert not [c for c in manifest["configs"] if c["config_name"].startswith("bench-")]
+    assert not (tmp_path / "public" / "bench").exists() and "benchmarks" not in manifest["sources"]["cholec80"]

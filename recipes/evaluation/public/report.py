@@ -187,7 +187,10 @@ def table5(results: list[dict], paper: dict | None) -> dict:
     """The seed's Table 5 from scored groups: (a) macro-F1 per model and input mode on its three columns, (b) the
     Cholec80 detail, (c) Endoscapes-CVS per criterion, and mAP50 per localisation benchmark; the paper's rows beside
     ours where our copy prints them (only (a))."""
-    scored = {(r["model"], r["benchmark"], r["task"], r["input_mode"]): r["metrics"] for r in results if r["metrics"]}
+    ordered = sorted(
+        results, key=lambda r: (r["model"], r["benchmark"], r["task"], INPUT_MODES.index(r["input_mode"]))
+    )
+    scored = {(r["model"], r["benchmark"], r["task"], r["input_mode"]): r["metrics"] for r in ordered if r["metrics"]}
     runs = sorted(
         {(model, mode) for model, _, task, mode in scored if task in RECOGNITION or task == CVS},
         key=lambda run: (run[0], INPUT_MODES.index(run[1])),
@@ -203,19 +206,19 @@ def table5(results: list[dict], paper: dict | None) -> dict:
     part_b = [
         {"model": model, "input_mode": mode, "from": "predictions"}
         | {k: m[k] for k in ("accuracy", "precision", "recall", "f1")}
-        for (model, benchmark, task, mode), m in sorted(scored.items())
+        for (model, benchmark, task, mode), m in scored.items()
         if benchmark == "cholec80" and task == "phase"
     ]
     part_c = [
         {"model": model, "input_mode": mode, "from": "predictions"}
         | {c: m["per_criterion"].get(c) for c in ("C1", "C2", "C3")}
         | {"mean": m["macro"]}
-        for (model, benchmark, task, mode), m in sorted(scored.items())
+        for (model, benchmark, task, mode), m in scored.items()
         if benchmark == "endoscapes" and task == CVS
     ]
     localisation = [
         {"model": model, "benchmark": benchmark, "input_mode": mode, "map50": m["map50"], "images": m["images"]}
-        for (model, benchmark, task, mode), m in sorted(scored.items())
+        for (model, benchmark, task, mode), m in scored.items()
         if task == LOCALISATION
     ]
     if paper:
@@ -225,7 +228,7 @@ def table5(results: list[dict], paper: dict | None) -> dict:
 
 def _cell(value: float | None, origin: str) -> str:
     """Our numbers to one decimal; the paper's as printed (55.33 stays 55.33)."""
-    return pct(value) if origin != "paper" or value is None else f"{value:g}"
+    return pct(value) if origin != "paper" or value is None else str(value)
 
 
 def _run_name(row: dict) -> str:
