@@ -134,7 +134,7 @@ def standin_processor(tokenizer=None, *, sizes: dict | None = None):
     Hub): its visual token counts are exact, its text counts approximate."""
     from transformers import Qwen2VLImageProcessor, Qwen3VLProcessor, Qwen3VLVideoProcessor
 
-    from recipes.training.tiny_models import CHAT_TEMPLATE, train_tokenizer
+    from recipes.training.tiny_models import QWEN3_VL_TEMPLATE, train_tokenizer, trl_chat_template
 
     sizes = sizes or QWEN3_VL_PROCESSOR
     patches = {key: sizes[key] for key in ("patch_size", "temporal_patch_size", "merge_size")}
@@ -144,7 +144,7 @@ def standin_processor(tokenizer=None, *, sizes: dict | None = None):
             size=dict(sizes["video_size"]), do_sample_frames=False, cap_pixels_per_frame=True, **patches
         ),
         tokenizer=tokenizer or train_tokenizer(),
-        chat_template=CHAT_TEMPLATE,
+        chat_template=trl_chat_template(QWEN3_VL_TEMPLATE),  # the template Qwen3-VL-8B-Instruct ships
     )
 
 
