@@ -42,6 +42,10 @@ demo: $(STAMP)
 	$(VENV)/bin/sureon eval sureon --model $(DEMO_DIR)/sft-smoke --dataset $(DEMO_DIR)/sureon --mode both \
 		--out $(DEMO_DIR)/eval --max-new-tokens 16
 	$(VENV)/bin/sureon report sureon $(DEMO_DIR)/eval/predictions.jsonl --out $(DEMO_DIR)/report --overwrite
+	$(VENV)/bin/sureon eval public --model $(DEMO_DIR)/sft-smoke --dataset $(DEMO_DIR)/public \
+		--benchmark bench-cholec80-phase-frame bench-cholec80-phase-clip --out $(DEMO_DIR)/public_eval --max-new-tokens 16
+	$(VENV)/bin/sureon report public $(DEMO_DIR)/public_eval/predictions.jsonl --out $(DEMO_DIR)/public_report \
+		--overwrite
 	$(VENV)/bin/sureon near-duplicates surgiq --source $(SURGIQ_SAMPLE)/surgiq_sample.jsonl \
 		--against $(SURGIQ_SAMPLE)/external_sample.jsonl --out $(DEMO_DIR)/surgiq_near_duplicates
 	$(VENV)/bin/sureon build surgiq --source $(SURGIQ_SAMPLE)/surgiq_sample.jsonl \
@@ -92,6 +96,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/public_corpus.py
 	$(PY) benchmarks/videos_fetch.py
 	$(PY) benchmarks/blur.py
+	$(PY) benchmarks/public_eval.py
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

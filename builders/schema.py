@@ -92,6 +92,39 @@ def text_mcq_features(extra_schema: pa.Schema | None = None) -> Features:
 # to the dataset folder (``media/...``): one image for the image branch, the sampled clip frames for the clip branch,
 # stored once per frame however many QAs use it. ``start`` / ``end`` (seconds) are set for clips only, so the one
 # prompt formatter shows a clip header for clips and a bare image for frames.
+# One public perception benchmark query (``bench-*`` configs of the public corpus; public_converters/benchmarks.py).
+# ``frames`` are media paths relative to the dataset folder, the keyframe last; boxes are [x1, y1, x2, y2] on the
+# 0-1000 grid; ``reference`` is the label (phase, action), "yes"/"no" (cvs) or null (tool localisation).
+PUBLIC_BENCH_FEATURES = Features(
+    {
+        "question_id": Value("string"),
+        "benchmark": Value("string"),
+        "source": Value("string"),
+        "task": Value("string"),
+        "input_mode": Value("string"),
+        "split": Value("string"),
+        "procedure": Value("string"),
+        "video_id": Value("string"),
+        "frame_index": Value("int64"),
+        "timestamp": Value("float64"),
+        "start": Value("float64"),
+        "end": Value("float64"),
+        "frame_indices": List(Value("int64")),
+        "frame_timestamps": List(Value("float64")),
+        "frames": List(Value("string")),
+        "criterion": Value("string"),
+        "question": Value("string"),
+        "answer_format": Value("string"),
+        "answer_shape": Value("string"),
+        "answer_key": Value("string"),
+        "labels": List(Value("string")),
+        "answer": Value("string"),
+        "reference": Value("string"),
+        "reference_boxes": List({"label": Value("string"), "bbox": List(Value("float64"))}),
+    }
+)
+
+
 PUBLIC_QA_FEATURES = Features(
     {
         "qa_id": Value("string"),

@@ -9,6 +9,7 @@ optionally paraphrase them (the third version), write the frames each record sho
 ``--cache-dir`` so a rerun decodes nothing twice), and write the records in the Hub layout:
 
     data/<branch>/<source>/<split>-NNNNN-of-NNNNN.parquet     configs: image, clip, image-<source>, clip-<source>
+    bench/<config>/test-NNNNN-of-NNNNN.parquet                 configs: bench-<source>-<task>-<mode> (benchmarks.py)
     media/<source>/<video>/<frame>.jpg                         the frames the records' ``frames`` paths name
     normalised/<source>/{videos,frames,...}.parquet, manifest.json, README.md (card with the per-source table)
 
@@ -29,7 +30,8 @@ from pathlib import Path
 from builders.card import render_public_card, split_infos
 from builders.hub import DEFAULT_MAX_SHARD_BYTES, staged_output, write_split
 from builders.options import stable_seed
-from builders.schema import PUBLIC_QA_FEATURES
+from builders.schema import PUBLIC_BENCH_FEATURES, PUBLIC_QA_FEATURES
+from public_converters.benchmarks import BENCH_FPS, build_benchmarks
 from public_converters.clips import SamplingConfig, grounded_clips, spread, strategic_clips
 from public_converters.evaluation import write_evaluation_metadata
 from public_converters.media import MediaJob, check_media, link_media, media_name, write_media
@@ -56,6 +58,8 @@ class BuildOptions:
     paraphrase_client: object | None = None  # a builders.llm.LLMClient; None = no paraphrase version
     paraphrase_settings: dict | None = None
     max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES
+    benchmarks: bool = True  # the bench-* configs of the sources that have a public benchmark (D.3)
+    bench_fps: float = BENCH_FPS
 
 
 # ---- items ---------------------------------------------------------------------------------------------------------
@@ -327,12 +331,38 @@ def write_records(records: list[dict], folder: Path, max_shard_bytes: int) -> li
     return [write_split(by_split[s], PUBLIC_QA_FEATURES, folder, s, max_shard_bytes) for s in SPLITS if by_split[s]]
 
 
+def merge_jobs(jobs: list[MediaJob], extra: dict[str, dict[int, str | None]], normalised: Normalised) -> list:
+    """The source's media jobs with ``extra`` frames (video -> frame -> image path) added, one job per video, so a
+    frame the corpus and a benchmark both show is written once (from its image file when it has one)."""
+    frames = defaultdict(dict)
+    outlines = {}
+    for job in jobs:
+        frames[job.video_id].update(dict(job.frames))
+        outlines[job.video_id] = job.outlines
+    for video, wanted in extra.items():
+        for frame_index, image_path in wanted.items():
+            frames[video][frame_index] = frames[video].get(frame_index) or image_path
+    videos = {v.video_id: v for v in normalised.tables.videos}
+    return [
+        MediaJob(
+            normalised.spec.name,
+            video,
+            normalised.root,
+            videos[video].video_path,
+            tuple(sorted(own.items())),
+            outlines.get(video, ()),
+        )
+        for video, own in sorted(frames.items())
+    ]
+
+
 def build_public(options: BuildOptions) -> dict:
     """Build the corpus; returns the manifest (also written to ``manifest.json``)."""
     specs = {name: get_source(name) for name in sorted(options.sources)}  # every name checked before any work
     cache_dir = Path(options.cache_dir or options.out.with_name(f"{options.out.name}.cache"))
     manifest: dict = {"sources": {}}
     written: dict[tuple[str, str], list] = {}
+    bench_written: dict[str, object] = {}
     with staged_output(options.out, options.overwrite) as staging:
         for name, spec in specs.items():
             root = options.sources[name]
@@ -354,8 +384,23 @@ def build_public(options: BuildOptions) -> dict:
                 extra, stats = paraphrase(records, options.paraphrase_client, terms, settings)
                 records = records + extra
                 source_manifest["paraphrase"] = dict(sorted(stats.items()))
-            write_media(built.jobs, cache_dir, options.max_side, options.num_proc)
-            link_media({path for record in records for path in record["frames"]}, cache_dir, staging)
+            bench = build_benchmarks(normalised, options.bench_fps) if options.benchmarks else None
+            jobs = merge_jobs(built.jobs, bench.frames, normalised) if bench else built.jobs
+            write_media(jobs, cache_dir, options.max_side, options.num_proc)
+            shown = {path for record in records for path in record["frames"]}
+            if bench:
+                shown |= {path for rows in bench.rows.values() for row in rows for path in row["frames"]}
+                source_manifest["benchmarks"] = bench.manifest
+                for config, rows in bench.rows.items():
+                    ordered = sorted(rows, key=lambda r: r["question_id"])
+                    bench_written[config] = write_split(
+                        ordered,
+                        PUBLIC_BENCH_FEATURES,
+                        staging / "bench" / config,
+                        "test",
+                        options.max_shard_bytes,
+                    )
+            link_media(shown, cache_dir, staging)
             source_manifest["branches_written"] = {}
             for branch in spec.branches:
                 own = [r for r in records if r["branch"] == branch]
@@ -365,6 +410,14 @@ def build_public(options: BuildOptions) -> dict:
                     source_manifest["branches_written"][branch] = summarise(own)
             manifest["sources"][name] = source_manifest
         manifest["configs"], infos = _configs(written)
+        for config, part in sorted(bench_written.items()):
+            infos[config] = split_infos(PUBLIC_BENCH_FEATURES, [part])
+            manifest["configs"].append(
+                {
+                    "config_name": config,
+                    "data_files": [{"split": "test", "path": f"bench/{config}/test-*.parquet"}],
+                }
+            )
         manifest["evaluation"] = write_evaluation_metadata(staging / "evaluation")
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         licenses = {name: get_source(name).license for name in options.sources}
@@ -432,6 +485,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--max-concurrency", type=int, default=64, help="paraphrase requests in flight")
     parser.add_argument("--llm-cache", type=Path, help="SQLite paraphrase cache (default: OUT.llm_cache.sqlite)")
     parser.add_argument("--max-shard-size", type=int, default=DEFAULT_MAX_SHARD_BYTES, help="parquet shard bytes")
+    parser.add_argument(
+        "--no-benchmarks", action="store_true", help="do not write the bench-* configs (public benchmarks, D.3)"
+    )
+    parser.add_argument(
+        "--bench-fps", type=float, default=BENCH_FPS, help="frame grid of the benchmark configs (the seed: 1 fps)"
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
 
 
@@ -466,11 +525,18 @@ def run(args) -> int:
         paraphrase_client=client,
         paraphrase_settings=settings,
         max_shard_bytes=args.max_shard_size,
+        benchmarks=not args.no_benchmarks,
+        bench_fps=args.bench_fps,
     )
     manifest = build_public(options)
     for name, info in manifest["sources"].items():
         counts = ", ".join(f"{b}: {w['items']} items, {w['qas']} QAs" for b, w in info["branches_written"].items())
         print(f"{name}: {counts or 'nothing written'}")
+        for config, entry in info.get("benchmarks", {}).items():
+            print(
+                f"  {config}: {entry.get('rows', 0)} rows"
+                + (f" ({entry['not written']})" if "not written" in entry else "")
+            )
     if client is not None:
         print(client.ledger.summary())
     print(f'Load it with: datasets.load_dataset("{args.out}", "{manifest["configs"][0]["config_name"]}")')

@@ -5,6 +5,7 @@
     sureon videos fetch --release DIR --out VIDEOS_DIR [--configs bench ...] [--sections] [--concurrency N]
     sureon push OUT --repo-id ORG/NAME [--private]
     sureon eval sureon --model PATH_OR_ID --dataset DIR_OR_ID --mode visual|blind|both --out DIR
+    sureon eval public --model PATH_OR_ID --dataset PUBLIC_BUILD --benchmark bench-... [...] --out DIR
     sureon eval surgiq --model PATH_OR_ID --dataset DIR_OR_ID [--config default|shuffled] [--shots 0..3] --out DIR
     sureon report sureon PRED... --out DIR [--human PRED]
     sureon report public PRED... --out DIR [--exclude-videos BENCHMARK:MODE=FILE]
@@ -420,6 +421,13 @@ def make_parser() -> argparse.ArgumentParser:
         "recipes.evaluation.sureon.evaluate",
         help="a model on the Sureon benchmark, visual and blind (predictions.jsonl + summary.json)",
         description="Evaluate a model on the Sureon benchmark (see recipes/evaluation/sureon/evaluate.py).",
+    )
+    add_module_command(
+        evals,
+        "public",
+        "recipes.evaluation.public.evaluate",
+        help="a model on the public perception benchmarks (bench-* configs of a public build; one or many GPUs)",
+        description="Run a model on the public benchmarks (see recipes/evaluation/public/evaluate.py).",
     )
     add_module_command(
         evals,

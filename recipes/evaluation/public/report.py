@@ -20,6 +20,12 @@ One JSON object per line, one line per query (the public-benchmark runner writes
      "reference_boxes": [{"label": "Grasper", "bbox": [x1, y1, x2, y2]}],  # tool_localization: ground truth
      "raw_output": "..."}                # optional, kept by the runner for inspection
 
+``sureon eval public`` writes this format from the ``bench-*`` configs of a public build. The report prints the seed's
+Table 5 first: (a) video-averaged macro-F1 on Cholec80 phase, HeiChole phase and HeiChole action per model and input
+mode ("Model (clip)" rows), (b) Cholec80's accuracy, precision and recall, (c) Endoscapes-CVS per criterion, and
+mAP50 per localisation benchmark, with the paper's printed rows beside ours (``--paper``, default
+``paper_results/sureon_paper_table5.json``; our copy of the paper prints only (a)).
+
 The report groups records by (model, benchmark, task, input mode): recognition tasks get video-averaged macro-F1,
 accuracy, precision and recall; ``cvs`` per-criterion accuracy and their mean; ``tool_localization`` mAP50. Videos
 listed with ``--exclude-videos BENCHMARK[:MODE]=FILE`` are left out of that benchmark (and mode) and counted in the
@@ -28,6 +34,7 @@ without naming them: supply your list (one video id per line).
 """
 
 import argparse
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +44,13 @@ from recipes.evaluation.reporting import markdown_table, named_path, pct, write_
 from recipes.evaluation.sureon.metrics import PredictionError, read_jsonl
 
 
+PAPER_TABLE5 = Path(__file__).parents[1] / "paper_results" / "sureon_paper_table5.json"
+# Table 5 (a)'s columns: (benchmark, task) and the input modes it has
+TABLE5_COLUMNS = {
+    "cholec80_phase": ("cholec80", "phase"),
+    "heichole_phase": ("heichole", "phase"),
+    "heichole_action": ("heichole", "action"),
+}
 RECOGNITION = ("phase", "step", "action")
 CVS = "cvs"
 LOCALISATION = "tool_localization"
@@ -169,7 +183,86 @@ def score_group(task: str, rows: list[dict]) -> dict:
     )
 
 
-def build_report(groups: dict[tuple[str, str, str, str], Group], exclusions: dict) -> dict:
+def table5(results: list[dict], paper: dict | None) -> dict:
+    """The seed's Table 5 from scored groups: (a) macro-F1 per model and input mode on its three columns, (b) the
+    Cholec80 detail, (c) Endoscapes-CVS per criterion, and mAP50 per localisation benchmark; the paper's rows beside
+    ours where our copy prints them (only (a))."""
+    ordered = sorted(
+        results, key=lambda r: (r["model"], r["benchmark"], r["task"], INPUT_MODES.index(r["input_mode"]))
+    )
+    scored = {(r["model"], r["benchmark"], r["task"], r["input_mode"]): r["metrics"] for r in ordered if r["metrics"]}
+    runs = sorted(
+        {(model, mode) for model, _, task, mode in scored if task in RECOGNITION or task == CVS},
+        key=lambda run: (run[0], INPUT_MODES.index(run[1])),
+    )
+    part_a = []
+    for model, mode in runs:
+        cells = {
+            column: (scored.get((model, benchmark, task, mode)) or {}).get("f1")
+            for column, (benchmark, task) in TABLE5_COLUMNS.items()
+        }
+        if any(v is not None for v in cells.values()):
+            part_a.append({"model": model, "input_mode": mode, "from": "predictions", **cells})
+    part_b = [
+        {"model": model, "input_mode": mode, "from": "predictions"}
+        | {k: m[k] for k in ("accuracy", "precision", "recall", "f1")}
+        for (model, benchmark, task, mode), m in scored.items()
+        if benchmark == "cholec80" and task == "phase"
+    ]
+    part_c = [
+        {"model": model, "input_mode": mode, "from": "predictions"}
+        | {c: m["per_criterion"].get(c) for c in ("C1", "C2", "C3")}
+        | {"mean": m["macro"]}
+        for (model, benchmark, task, mode), m in scored.items()
+        if benchmark == "endoscapes" and task == CVS
+    ]
+    localisation = [
+        {"model": model, "benchmark": benchmark, "input_mode": mode, "map50": m["map50"], "images": m["images"]}
+        for (model, benchmark, task, mode), m in scored.items()
+        if task == LOCALISATION
+    ]
+    if paper:
+        part_a = [{**row, "from": "paper"} for row in paper["rows"]] + part_a
+    return {"a": part_a, "b": part_b, "c": part_c, "map50": localisation, "paper_note": (paper or {}).get("note")}
+
+
+def _cell(value: float | None, origin: str) -> str:
+    """Our numbers to one decimal; the paper's as printed (55.33 stays 55.33)."""
+    return pct(value) if origin != "paper" or value is None else str(value)
+
+
+def _run_name(row: dict) -> str:
+    return row["model"] + (" (clip)" if row["input_mode"] == "clip" else "")
+
+
+def render_table5(tables: dict) -> list[str]:
+    parts = ["## Table 5 (seed Section 4)"]
+    if tables["a"]:
+        rows = [
+            [_run_name(r), r["from"]] + [_cell(r.get(column), r["from"]) for column in TABLE5_COLUMNS]
+            for r in tables["a"]
+        ]
+        header = ["Method", "numbers from", "Cholec80", "HeiChole Phase", "HeiChole Action"]
+        parts += ["(a) Macro-F1 (%), video-averaged", markdown_table(header, rows)]
+    if tables["b"]:
+        rows = [[_run_name(r)] + [pct(r[k]) for k in ("accuracy", "precision", "recall", "f1")] for r in tables["b"]]
+        header = ["Method", "Accuracy", "Precision", "Recall", "Macro-F1"]
+        parts += ["(b) Cholec80 phase, video-averaged (%)", markdown_table(header, rows)]
+    if tables["c"]:
+        rows = [[_run_name(r)] + [pct(r[k]) for k in ("C1", "C2", "C3", "mean")] for r in tables["c"]]
+        parts += [
+            "(c) Endoscapes-CVS criterion accuracy (%)",
+            markdown_table(["Method", "C1", "C2", "C3", "Mean"], rows),
+        ]
+    if tables["map50"]:
+        rows = [[_run_name(r), r["benchmark"], str(r["images"]), pct(r["map50"])] for r in tables["map50"]]
+        parts += ["Tool localisation mAP50 (%)", markdown_table(["Method", "Benchmark", "images", "mAP50"], rows)]
+    if tables["paper_note"]:
+        parts.append(f"Paper numbers: {tables['paper_note']}")
+    return parts
+
+
+def build_report(groups: dict[tuple[str, str, str, str], Group], exclusions: dict, paper: dict | None = None) -> dict:
     results = []
     for (model, benchmark, task, mode), group in sorted(groups.items()):
         entry = {
@@ -187,6 +280,7 @@ def build_report(groups: dict[tuple[str, str, str, str], Group], exclusions: dic
         "benchmark": "public",
         "exclusions": {f"{b}:{m}" if m else b: sorted(ids) for (b, m), ids in exclusions.items()},
         "results": results,
+        "table5": table5(results, paper),
     }
 
 
@@ -208,6 +302,8 @@ def render_markdown(data: dict) -> str:
             boxes = f"{m['predicted_boxes']} ({m['ignored_labels']} unknown labels)"
             localisation.append(head[:2] + head[3:] + [str(m["images"]), pct(m["map50"]), boxes, str(m["misses"])])
     parts = ["# Public perception benchmarks report"]
+    if "table5" in data:
+        parts += render_table5(data["table5"])
     if recognition:
         header = ["Model", "Benchmark", "Task", "Input", "videos", "frames", "Macro-F1", "Accuracy", "Precision"]
         header += ["Recall", "unparsed or out of set"]
@@ -255,6 +351,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="BENCHMARK[:MODE]=FILE",
         help="leave the listed videos out, e.g. cholec80:clip=overlap.txt (one video id per line)",
     )
+    parser.add_argument(
+        "--paper", type=Path, default=PAPER_TABLE5, help="the seed's Table 5 numbers (JSON) printed beside ours"
+    )
+    parser.add_argument("--no-paper", action="store_true", help="print our numbers only")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
 
 
@@ -266,12 +366,16 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> Path:
     exclusions = parse_exclusions(args.exclude_videos)
-    data = build_report(load_groups(args.predictions, exclusions), exclusions)
+    paper = None if getattr(args, "no_paper", False) else json.loads(Path(args.paper).read_text(encoding="utf-8"))
+    data = build_report(load_groups(args.predictions, exclusions), exclusions, paper)
     return write_report(args.out, render_markdown(data), data, args.overwrite)
 
 
 def run(args: argparse.Namespace) -> int:
-    print(f"Wrote {main(args) / 'report.md'}")
+    out = main(args)
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    print("\n\n".join(render_table5(data["table5"])))
+    print(f"Wrote {out / 'report.md'}")
     return 0
 
 

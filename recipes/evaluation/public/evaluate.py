@@ -1,0 +1,297 @@
+"""Run a model on the public perception benchmarks (seed D.3, Table 5): the ``bench-*`` configs of a public build.
+
+    sureon eval public --model runs/sureon-vlm --dataset build/public \\
+        --benchmark bench-cholec80-phase-frame bench-cholec80-phase-clip --out results/sureon-vlm/public
+    accelerate launch --num_processes 8 -m recipes.evaluation.public.evaluate --model ... (the same arguments)
+    torchrun --nproc-per-node 8 -m recipes.evaluation.public.evaluate ...
+    # vLLM: serve the model in its own environment (vLLM pins its own torch and transformers), then
+    vllm serve runs/sureon-vlm --served-model-name sureon-vlm --limit-mm-per-prompt '{"image": 8}'
+    sureon eval public --backend openai --base-url http://localhost:8000/v1 --model sureon-vlm ...
+
+Each row's prompt is the project's one prompt formatter (``builders.prompt.format_messages``) over the row's
+question (ours, from ``public_converters/templates/benchmarks.yaml``) and frames: a frame-mode row shows its one
+frame, a clip-mode row its window with every frame at its absolute timestamp (one video for Qwen3-VL, tagged images
+otherwise). The answer is read by ``public_converters.grounded.parse_answer``, the parser that checked the corpus's
+own answers (a reply with text around the JSON is read from its first ``{`` or ``[`` to the matching last bracket);
+an unparseable reply is a miss, never dropped. Boxes stay on the prompt's 0-1000 grid: IoU is unchanged by scaling
+each axis, so mAP50 equals that of pixel boxes.
+
+Scale: the transformers backend batches rows (``--batch-size``). Under ``torchrun`` / ``accelerate launch`` (``RANK``
+and ``WORLD_SIZE`` set) rank r takes rows r, r + W, r + 2W, ... of every benchmark, on ``cuda:LOCAL_RANK``, and
+caches its generations in ``generations/rank-R-of-W.jsonl`` (a killed run resumes each rank where it stopped; every
+rank also reads the other caches, so a rerun with another world size repeats nothing). Each rank then writes its
+shard's outputs, the ranks meet at a barrier (gloo), and rank 0 writes ``predictions.jsonl`` in the datasets' row
+order: the same bytes a one-process run writes. ``predictions.jsonl`` is what ``sureon report public`` reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from builders.prompt import format_messages
+from public_converters.grounded import GroundedAnswerError, parse_answer
+from recipes.evaluation.inference import BACKENDS, GenerationCache, GenerationItem, GenerationStats, generate_cached
+from recipes.evaluation.sureon.evaluate import make_backend, system_prompt_of, write_atomically
+from recipes.training.mixture import resolve_media
+
+
+MODE = "visual"
+ROWS_PER_CHUNK = 256  # rows whose frames are read at once (a batch of generations is cached as soon as it ends)
+PREDICTION_FIELDS = (
+    "question_id",
+    "model",
+    "benchmark",
+    "task",
+    "input_mode",
+    "video_id",
+    "frame_index",
+    "criterion",
+    "reference",
+    "prediction",
+    "reference_boxes",
+    "boxes",
+    "raw_output",
+    "parse_error",
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("--model", required=True, help="local path or Hub id (or the endpoint's model name)")
+    parser.add_argument("--model-name", help="name written in predictions and reports (default: --model)")
+    parser.add_argument("--dataset", required=True, type=Path, help="a public build (sureon build public) folder")
+    parser.add_argument(
+        "--benchmark",
+        dest="benchmarks",
+        required=True,
+        nargs="+",
+        metavar="NAME",
+        help="bench-* configs, e.g. bench-cholec80-phase-frame",
+    )
+    parser.add_argument("--out", required=True, type=Path, help="output folder (reused: a rerun resumes)")
+    parser.add_argument("--backend", choices=BACKENDS, default="transformers")
+    parser.add_argument("--revision", help="model revision (transformers, vllm)")
+    parser.add_argument("--frames-as", choices=["auto", "images", "video"], default="auto", help="transformers only")
+    parser.add_argument("--batch-size", type=int, default=8, help="rows per generate call (transformers)")
+    parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument("--dtype", default="auto", help="auto, bfloat16, float16 or float32")
+    parser.add_argument("--attn-implementation", help="default: flash_attention_2 when installed on GPU, else sdpa")
+    parser.add_argument("--device", help="transformers device (default: cuda:LOCAL_RANK when available, else cpu)")
+    parser.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm")
+    parser.add_argument("--max-model-len", type=int, help="vllm")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
+    parser.add_argument("--max-concurrency", type=int, default=16, help="requests in flight (openai)")
+    parser.add_argument("--max-retries", type=int, default=6, help="retries per request (openai)")
+    parser.add_argument(
+        "--generation-params", type=json.loads, default={}, help="extra request fields, e.g. '{\"seed\": 0}'"
+    )
+    prompt = parser.add_mutually_exclusive_group()
+    prompt.add_argument("--system-prompt", help="system message (default: the one the model was trained with)")
+    prompt.add_argument("--no-system-prompt", action="store_true", help="no system message")
+    parser.add_argument("--limit", type=int, help="only the first N rows of each benchmark (smoke runs)")
+    return parser
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    return add_arguments(parser)
+
+
+# ---- answers ------------------------------------------------------------------------------------------------------
+
+
+def _json_span(text: str) -> str | None:
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    if not starts:
+        return None
+    start = min(starts)
+    end = text.rfind("}" if text[start] == "{" else "]")
+    return text[start : end + 1] if end > start else None
+
+
+def read_answer(row: dict, text: str | None) -> tuple[object, str | None]:
+    """(prediction, None) or (None, why): a label (phase, action), "yes"/"no" (cvs) or ``[{label, bbox}]`` boxes."""
+    if text is None:
+        return None, "no output"
+    shape, key = row["answer_shape"], row["answer_key"]
+    try:
+        value = parse_answer(shape, text, None, key)
+    except GroundedAnswerError as error:
+        span = _json_span(text)
+        try:
+            value = parse_answer(shape, span, None, key) if span else None
+        except GroundedAnswerError:
+            value = None
+        if value is None:
+            return None, str(error)
+    if shape == "boxes":
+        return [{"label": item["label"], "bbox": [float(v) for v in item["box"]]} for item in value], None
+    return value[key], None
+
+
+def prediction_record(row: dict, text: str | None, model: str) -> dict:
+    prediction, error = read_answer(row, text)
+    boxes = row["task"] == "tool_localization"
+    record = {
+        "question_id": row["question_id"],
+        "model": model,
+        "benchmark": row["benchmark"],
+        "task": row["task"],
+        "input_mode": row["input_mode"],
+        "video_id": row["video_id"],
+        "frame_index": row["frame_index"],
+        "criterion": row["criterion"],
+        "reference": row["reference"],
+        "prediction": None if boxes else prediction,
+        "reference_boxes": row["reference_boxes"] if boxes else None,
+        "boxes": prediction if boxes else None,
+        "raw_output": text,
+        "parse_error": error,
+    }
+    return {k: record[k] for k in PREDICTION_FIELDS}
+
+
+# ---- ranks --------------------------------------------------------------------------------------------------------
+
+
+def world() -> tuple[int, int, int]:
+    """(rank, world size, local rank) from the launcher's environment (torchrun, accelerate); (0, 1, 0) alone."""
+    environ = os.environ
+    return int(environ.get("RANK", "0")), int(environ.get("WORLD_SIZE", "1")), int(environ.get("LOCAL_RANK", "0"))
+
+
+def barrier(world_size: int) -> None:
+    """Every rank waits here for the others (gloo, so it needs no GPU; a day's timeout for uneven shards)."""
+    if world_size == 1:
+        return
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        dist.init_process_group("gloo", timeout=timedelta(hours=24))
+    dist.barrier()
+
+
+class RankCache(GenerationCache):
+    """This rank's generation log, also reading every other log in the folder (earlier runs, other world sizes)."""
+
+    def __init__(self, folder: Path, rank: int, world_size: int):
+        own = folder / f"rank-{rank}-of-{world_size}.jsonl"
+        others = {}
+        for path in sorted(folder.glob("rank-*.jsonl")) if folder.is_dir() else []:
+            if path != own:
+                others |= GenerationCache(path).entries
+        super().__init__(own)
+        self.entries = others | self.entries
+
+
+# ---- the run ------------------------------------------------------------------------------------------------------
+
+
+def load_benchmark(dataset: Path, name: str, limit: int | None):
+    from datasets import load_dataset
+
+    if not name.startswith("bench-"):
+        raise ValueError(f"--benchmark {name}: the public benchmarks are the build's bench-* configs")
+    try:
+        rows = load_dataset(str(dataset), name, split="test")
+    except ValueError as error:
+        raise ValueError(
+            f"{dataset}: no benchmark config {name} ({error}); see its manifest.json 'benchmarks'"
+        ) from None
+    return rows.select(range(min(limit, len(rows)))) if limit else rows
+
+
+def generate_shard(args, rows, indices: list[int], backend, model: str, system_prompt, cache, stats) -> dict:
+    """Outputs (question_id -> text) for the rows at ``indices``, in chunks, cached batch by batch."""
+    outputs, done, started = {}, 0, time.monotonic()
+    for start in range(0, len(indices), ROWS_PER_CHUNK):
+        chunk = rows.select(indices[start : start + ROWS_PER_CHUNK]).to_list()
+        items = [
+            GenerationItem(
+                row["question_id"],
+                MODE,
+                format_messages(
+                    resolve_media(row, args.dataset), frames_as=backend.frames_as, system_prompt=system_prompt
+                ),
+            )
+            for row in chunk
+        ]
+        outputs |= {qid: text for (qid, _), text in generate_cached(backend, model, items, cache, stats).items()}
+        done += len(chunk)
+        rate = done / max(time.monotonic() - started, 1e-9)
+        print(f"  {done}/{len(indices)} rows ({rate:.2f} rows/s)", file=sys.stderr, flush=True)
+    return outputs
+
+
+def run(args) -> int:
+    rank, world_size, local_rank = world()
+    model = args.model_name or args.model
+    if args.backend == "transformers" and args.device is None:
+        import torch
+
+        args.device = f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu"
+    args.out.mkdir(parents=True, exist_ok=True)
+    benchmarks = {name: load_benchmark(args.dataset, name, args.limit) for name in args.benchmarks}
+    max_frames = max((len(r) for rows in benchmarks.values() for r in rows["frame_indices"]), default=1)
+    backend = make_backend(args, max_frames)
+    system_prompt = system_prompt_of(args)
+    cache = RankCache(args.out / "generations", rank, world_size)
+    stats = GenerationStats()
+    shard, started = {}, time.monotonic()
+    for name, rows in benchmarks.items():
+        indices = list(range(rank, len(rows), world_size))
+        print(f"{name}: rank {rank}/{world_size}, {len(indices)} of {len(rows)} rows", file=sys.stderr)
+        shard |= generate_shard(args, rows, indices, backend, model, system_prompt, cache, stats)
+    failed = sorted(qid for qid, text in shard.items() if text is None)
+    if failed:
+        raise RuntimeError(
+            f"{len(failed)} generation(s) failed after retries (e.g. {', '.join(failed[:5])}): rerun the same "
+            "command; finished generations are cached"
+        )
+    shards = args.out / "shards"
+    shards.mkdir(exist_ok=True)
+    timing = {"rank": rank, "rows": len(shard), "generated": stats.generated, "cached": stats.cached}
+    timing["seconds"] = round(time.monotonic() - started, 3)
+    write_atomically(
+        shards / f"rank-{rank}-of-{world_size}.json",
+        json.dumps({"timing": timing, "outputs": shard}, ensure_ascii=False) + "\n",
+    )
+    barrier(world_size)
+    if rank != 0:
+        return 0
+    outputs, timings = {}, []
+    for other in range(world_size):
+        written = json.loads((shards / f"rank-{other}-of-{world_size}.json").read_text(encoding="utf-8"))
+        outputs |= written["outputs"]
+        timings.append(written["timing"])
+    lines, summary = [], {"model": model, "dataset": str(args.dataset), "backend": backend.name, "benchmarks": {}}
+    for name, rows in benchmarks.items():
+        records = [prediction_record(row, outputs[row["question_id"]], model) for row in rows.to_list()]
+        lines += [json.dumps(record, ensure_ascii=False) + "\n" for record in records]
+        summary["benchmarks"][name] = {
+            "rows": len(records),
+            "unparsed": sum(r["parse_error"] is not None for r in records),
+        }
+    write_atomically(args.out / "predictions.jsonl", "".join(lines))
+    summary["generation"] = {"world_size": world_size, "ranks": timings}  # rows, generated, cached, seconds per rank
+    write_atomically(args.out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    for name, entry in summary["benchmarks"].items():
+        print(f"{name}: {entry['rows']} rows, {entry['unparsed']} unparsed")
+    print(f"Wrote {args.out / 'predictions.jsonl'} (score it with `sureon report public`)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(make_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
