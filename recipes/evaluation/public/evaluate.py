@@ -36,8 +36,14 @@ from pathlib import Path
 
 from builders.prompt import format_messages
 from public_converters.grounded import GroundedAnswerError, parse_answer
-from recipes.evaluation.inference import BACKENDS, GenerationCache, GenerationItem, GenerationStats, generate_cached
-from recipes.evaluation.sureon.evaluate import make_backend, system_prompt_of, write_atomically
+from recipes.evaluation.inference import GenerationCache, GenerationItem, GenerationStats, generate_cached
+from recipes.evaluation.runner import (
+    add_backend_arguments,
+    add_system_prompt_arguments,
+    backend_from_args,
+    system_prompt_of,
+    write_atomically,
+)
 from recipes.training.mixture import resolve_media
 
 
@@ -74,26 +80,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="bench-* configs, e.g. bench-cholec80-phase-frame",
     )
     parser.add_argument("--out", required=True, type=Path, help="output folder (reused: a rerun resumes)")
-    parser.add_argument("--backend", choices=BACKENDS, default="transformers")
-    parser.add_argument("--revision", help="model revision (transformers, vllm)")
-    parser.add_argument("--frames-as", choices=["auto", "images", "video"], default="auto", help="transformers only")
-    parser.add_argument("--batch-size", type=int, default=8, help="rows per generate call (transformers)")
-    parser.add_argument("--max-new-tokens", type=int, default=256)
-    parser.add_argument("--dtype", default="auto", help="auto, bfloat16, float16 or float32")
-    parser.add_argument("--attn-implementation", help="default: flash_attention_2 when installed on GPU, else sdpa")
-    parser.add_argument("--device", help="transformers device (default: cuda:LOCAL_RANK when available, else cpu)")
-    parser.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm")
-    parser.add_argument("--max-model-len", type=int, help="vllm")
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
-    parser.add_argument("--max-concurrency", type=int, default=16, help="requests in flight (openai)")
-    parser.add_argument("--max-retries", type=int, default=6, help="retries per request (openai)")
-    parser.add_argument(
-        "--generation-params", type=json.loads, default={}, help="extra request fields, e.g. '{\"seed\": 0}'"
+    add_backend_arguments(
+        parser,
+        unit="rows",
+        max_new_tokens=256,
+        device_help="transformers device (default: cuda:LOCAL_RANK when available, else cpu)",
     )
-    prompt = parser.add_mutually_exclusive_group()
-    prompt.add_argument("--system-prompt", help="system message (default: the one the model was trained with)")
-    prompt.add_argument("--no-system-prompt", action="store_true", help="no system message")
+    add_system_prompt_arguments(parser)
     parser.add_argument("--limit", type=int, help="only the first N rows of each benchmark (smoke runs)")
     return parser
 
@@ -241,7 +234,7 @@ def run(args) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     benchmarks = {name: load_benchmark(args.dataset, name, args.limit) for name in args.benchmarks}
     max_frames = max((len(r) for rows in benchmarks.values() for r in rows["frame_indices"]), default=1)
-    backend = make_backend(args, max_frames)
+    backend = backend_from_args(args, max_frames)
     system_prompt = system_prompt_of(args)
     cache = RankCache(args.out / "generations", rank, world_size)
     stats = GenerationStats()

@@ -33,12 +33,18 @@ from builders.prompt import answer_target, format_messages
 from builders.sureon.categories import CATEGORIES, MCQ, ORDERING
 from recipes.evaluation.answers import parse_answer
 from recipes.evaluation.inference import (
-    BACKENDS,
     GenerationCache,
     GenerationItem,
     GenerationStats,
     chunks,
     generate_cached,
+)
+from recipes.evaluation.runner import (
+    add_backend_arguments,
+    add_system_prompt_arguments,
+    backend_from_args,
+    system_prompt_of,
+    write_atomically,
 )
 
 
@@ -67,22 +73,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--split", default="test")
     parser.add_argument("--mode", choices=list(MODES), default="both")
     parser.add_argument("--out", required=True, type=Path, help="output folder (reused: a rerun resumes)")
-    parser.add_argument("--backend", choices=BACKENDS, default="transformers")
-    parser.add_argument("--revision", help="model revision (transformers, vllm)")
-    parser.add_argument("--frames-as", choices=["auto", "images", "video"], default="auto", help="transformers only")
-    parser.add_argument("--batch-size", type=int, default=8, help="questions per generate call (transformers)")
-    parser.add_argument("--max-new-tokens", type=int, default=512)
-    parser.add_argument("--dtype", default="auto", help="auto, bfloat16, float16 or float32")
-    parser.add_argument("--attn-implementation", help="default: flash_attention_2 when installed on GPU, else sdpa")
-    parser.add_argument("--device", help="transformers device (default: cuda when available)")
-    parser.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm")
-    parser.add_argument("--max-model-len", type=int, help="vllm")
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
-    parser.add_argument("--max-concurrency", type=int, default=16, help="requests in flight (openai, judge)")
-    parser.add_argument("--max-retries", type=int, default=6, help="retries per request (openai, judge)")
-    parser.add_argument(
-        "--generation-params", type=json.loads, default={}, help="extra request fields, e.g. '{\"seed\": 0}'"
+    add_backend_arguments(
+        parser, unit="questions", max_new_tokens=512, device_help="transformers device (default: cuda when available)"
     )
     parser.add_argument("--judge-model", help="LLM judge for sequence summaries (none: SM left unscored)")
     parser.add_argument("--judge-base-url", help="the judge's endpoint (default: $OPENAI_BASE_URL)")
@@ -90,15 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument(
         "--judge-prompt", type=Path, help="judge prompt file (default: recipes/evaluation/prompts/...)"
     )
-    prompt = parser.add_mutually_exclusive_group()
-    prompt.add_argument(
-        "--system-prompt",
-        help="system message of every prompt (default: the one the model was trained with, read from the "
-        "training_complete.json stored with its weights; none for other models)",
-    )
-    prompt.add_argument(
-        "--no-system-prompt", action="store_true", help="evaluate without a system message, even if trained with one"
-    )
+    add_system_prompt_arguments(parser)
     parser.add_argument("--limit", type=int, help="evaluate only the first N questions (smoke runs)")
     return parser
 
@@ -135,49 +119,6 @@ def check_frames(dataset, modes: list[str], source: str) -> None:
             f"{source}: {len(empty)} question(s) have no frames (e.g. {', '.join(empty[:5])}); their visual prompt "
             "would equal the blind one. Rebuild with --on-missing-video skip, or evaluate --mode blind"
         )
-
-
-def make_backend(args, max_frames: int):
-    from recipes.evaluation.inference import make_backend as backend_for
-
-    if args.backend == "transformers":
-        options = {
-            "revision": args.revision,
-            "dtype": args.dtype,
-            "attn_implementation": args.attn_implementation,
-            "device": args.device,
-            "frames_as": args.frames_as,
-            "batch_size": args.batch_size,
-        }
-    elif args.backend == "vllm":
-        options = {
-            "revision": args.revision,
-            "dtype": args.dtype,
-            "tensor_parallel_size": args.tensor_parallel_size,
-            "max_model_len": args.max_model_len,
-            "max_images": max(max_frames, 1),
-        }
-    else:
-        options = {
-            "base_url": args.base_url,
-            "api_key": os.environ.get(args.api_key_env),
-            "cache": args.out / "llm_cache.sqlite",
-            "max_concurrency": args.max_concurrency,
-            "max_retries": args.max_retries,
-            "params": args.generation_params,
-        }
-    return backend_for(args.backend, args.model, max_new_tokens=args.max_new_tokens, **options)
-
-
-def system_prompt_of(args) -> str | None:
-    """``--system-prompt``, else (unless ``--no-system-prompt``) the one recorded with local or Hub weights; an
-    endpoint's model name has no weights to read, so it gets one only when given."""
-    from recipes.training.modeling import resolve_system_prompt
-
-    weights = None if args.backend == "openai" else args.model
-    return resolve_system_prompt(
-        weights, override=args.system_prompt, disabled=args.no_system_prompt, revision=args.revision
-    )
 
 
 def generate_all(args, dataset, modes, backend, model_name, system_prompt=None) -> tuple[dict, GenerationStats]:
@@ -313,12 +254,6 @@ def summarize(predictions: list[dict], modes: list[str]) -> dict:
     return summary
 
 
-def write_atomically(path: Path, text: str) -> None:
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
-
-
 def run(args) -> int:
     modes = MODES[args.mode]
     model_name = args.model_name or args.model
@@ -328,7 +263,7 @@ def run(args) -> int:
     max_frames = (
         max(map(len, dataset["frame_timestamps"]), default=0) if "frame_timestamps" in dataset.column_names else 0
     )
-    backend = make_backend(args, max_frames)
+    backend = backend_from_args(args, max_frames)
     system_prompt = system_prompt_of(args)
     outputs, stats = generate_all(args, dataset, modes, backend, model_name, system_prompt)
     text_columns = [c for c in dataset.column_names if c != "frames"]
