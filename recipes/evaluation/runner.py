@@ -23,8 +23,8 @@ def add_backend_arguments(parser: argparse.ArgumentParser, *, unit: str, max_new
     parser.add_argument("--max-model-len", type=int, help="vllm")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
-    parser.add_argument("--max-concurrency", type=int, default=16, help="requests in flight (openai, judge)")
-    parser.add_argument("--max-retries", type=int, default=6, help="retries per request (openai, judge)")
+    parser.add_argument("--max-concurrency", type=int, default=16, help="requests in flight (openai backend, judge)")
+    parser.add_argument("--max-retries", type=int, default=6, help="retries per request (openai backend, judge)")
     parser.add_argument(
         "--generation-params", type=json.loads, default={}, help="extra request fields, e.g. '{\"seed\": 0}'"
     )
