@@ -140,3 +140,63 @@ def test_video_list_reading(tmp_path):
     path.write_text("video41\nvideo41\n")
     with pytest.raises(ValueError, match="listed twice: video41"):
         read_video_list(path)
+
+
+# v1: phase "c" predicted but absent from v1's ground truth, one unparseable answer; v2: "b" predicted but absent,
+# "c" present but never predicted
+CHALLENGE_FRAMES = [("v1", "a", "a"), ("v1", "a", "c"), ("v1", "b", "b"), ("v1", "b", "b"), ("v1", "b", None)] + [
+    ("v2", "a", "a"),
+    ("v2", "a", "a"),
+    ("v2", "a", "b"),
+    ("v2", "c", "a"),
+]
+
+
+def test_challenge_convention_by_hand_leaves_phases_absent_from_a_videos_truth_out():
+    scores = video_averaged_scores(*_columns(CHALLENGE_FRAMES), labels=["a", "b", "c"])
+    challenge = scores["challenge"]
+    # per phase per video (TP / truth, TP / predicted, TP / union), only the phases of the video's ground truth:
+    # a: v1 1/2, 1, 1/2; v2 2/3, 2/3, 2/4    b: v1 2/3, 1, 2/3    c: v2 0, undefined (never predicted), 0
+    per_phase = challenge["per_phase"]
+    assert per_phase["a"] == pytest.approx(
+        {"videos": 2, "recall": 100 * 7 / 12, "precision": 100 * 5 / 6, "jaccard": 100 * 1 / 2}
+    )
+    assert per_phase["b"] == pytest.approx(
+        {"videos": 1, "recall": 100 * 2 / 3, "precision": 100.0, "jaccard": 100 * 2 / 3}
+    )
+    assert per_phase["c"] == {"videos": 1, "recall": 0.0, "precision": None, "jaccard": 0.0}
+    # then the mean over phases (precision over the two phases where it is defined)
+    assert challenge["recall"] == pytest.approx(100 * (7 / 12 + 2 / 3 + 0) / 3)
+    assert challenge["jaccard"] == pytest.approx(100 * (1 / 2 + 2 / 3 + 0) / 3)
+    assert challenge["precision"] == pytest.approx(100 * (5 / 6 + 1) / 2)
+    assert challenge["phases"] == 3
+    # the seed's convention on the same frames: v1's classes are a, b and the predicted c (F1 0), v2's a, b, c
+    v1_f1 = (2 / 3 + 0.8 + 0) / 3
+    v2_f1 = (2 / 3 + 0 + 0) / 3  # a: TP 2, FP 1, FN 1; b: FP only; c: FN only
+    assert scores["f1"] == pytest.approx(100 * (v1_f1 + v2_f1) / 2)
+    assert scores["recall"] == pytest.approx(100 * ((1 / 2 + 2 / 3 + 0) / 3 + (2 / 3 + 0 + 0) / 3) / 2)
+    assert scores["recall"] < challenge["recall"]  # the predicted-but-absent phases count 0 only in the seed's
+
+
+def test_challenge_averages_over_videos_per_phase_before_phases():
+    # a long video where everything is right and a short one where phase b is always missed: the per-phase mean
+    # weighs each video once per phase, never by its frame count
+    frames = [("long", "a", "a")] * 50 + [("long", "b", "b")] * 50 + [("short", "b", "a")] * 2
+    challenge = video_averaged_scores(*_columns(frames), labels=["a", "b"])["challenge"]
+    assert challenge["per_phase"]["b"]["recall"] == pytest.approx(50.0)  # (100 + 0) / 2, not 50 / 52
+    assert challenge["per_phase"]["a"]["recall"] == 100.0  # "a" is absent from the short video's truth
+    assert challenge["per_phase"]["a"]["jaccard"] == 100.0
+    assert challenge["recall"] == pytest.approx(75.0)
+
+
+def test_the_closed_label_set_makes_an_unseen_phase_a_class_not_a_miss():
+    columns = _columns([("v", "a", "a"), ("v", "a", "d"), ("v", "b", "b")])
+    closed = video_averaged_scores(*columns, labels=["a", "b", "c", "d"])
+    # "d" is in the benchmark's set though no reference uses it: a class of v (F1 0), not an unparseable answer
+    assert closed["f1"] == pytest.approx(100 * (2 / 3 + 1 + 0) / 3)
+    assert (closed["misses"], closed["label_set"], closed["classes"]) == (0, "benchmark", 4)
+    seen = video_averaged_scores(*columns)  # records without their label set: the references' labels only
+    assert seen["f1"] == pytest.approx(100 * (2 / 3 + 1) / 2)
+    assert (seen["misses"], seen["label_set"]) == (1, "references")
+    with pytest.raises(ValueError, match=r"reference label\(s\) \['e'\] are not in the label set"):
+        video_averaged_scores(["v"], ["e"], ["a"], labels=["a", "b"])

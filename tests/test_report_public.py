@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from recipes.evaluation.public.report import load_groups, parse_exclusions
+from recipes.evaluation.public.report import build_report, load_groups, parse_exclusions
 from recipes.evaluation.sureon.metrics import PredictionError
 from sureon.cli import main as cli
 
@@ -132,3 +132,45 @@ def test_box_cvs_and_duplicate_errors(tmp_path):
         load_groups([str(write(tmp_path / "d.jsonl", nameless))], {})
     with pytest.raises(ValueError, match="BENCHMARK:frame"):
         parse_exclusions(["cholec80:video=x.txt"])
+
+
+CLOSED = ["Preparation", "CalotTriangleDissection", "ClippingCutting", "GallbladderDissection"]
+
+
+def test_public_report_prints_the_challenge_convention_beside_the_seeds(tmp_path):
+    # video41: ClippingCutting predicted once though absent from its ground truth; video42: Preparation likewise
+    frames = [("video41", "Preparation", "Preparation"), ("video41", "Preparation", "ClippingCutting")]
+    frames += [("video42", "ClippingCutting", "ClippingCutting"), ("video42", "ClippingCutting", "Preparation")]
+    records = [phase(v, 25 * i, r, p) | {"labels": CLOSED} for i, (v, r, p) in enumerate(frames)]
+    predictions = write(tmp_path / "public.jsonl", records)
+    out = tmp_path / "report"
+    assert cli(["report", "public", str(predictions), "--out", str(out), "--no-paper"]) == 0
+    data = json.loads((out / "report.json").read_text())
+    row = data["table5"]["b"][0]
+    # the seed's (union of truth and predictions per video): each video F1 (2/3 + 0) / 2, recall (1/2 + 0) / 2
+    assert row["f1"] == pytest.approx(100 / 3)
+    assert row["recall"] == pytest.approx(25.0)
+    # the challenge's: each phase only where it is in the ground truth: recall 1/2, precision 1, Jaccard 1/2
+    assert row["challenge_recall"] == pytest.approx(50.0)
+    assert row["challenge_precision"] == pytest.approx(100.0)
+    assert row["challenge_jaccard"] == pytest.approx(50.0)
+    markdown = (out / "report.md").read_text()
+    assert "| Method | Accuracy | Precision (challenge) | Recall (challenge) | Jaccard (challenge) |" in markdown
+    assert "| ours | 50.0 | 100.0 | 50.0 | 50.0 |" in markdown
+    assert "Cholec80 / M2CAI challenge convention" in markdown
+    assert "| ours | cholec80 | phase | frame | 2 | 4 | 33.3 | 50.0 | 50.0 | 25.0 | 0 | benchmark (4) |" in markdown
+    assert "| ours | cholec80 | phase | frame | 2 | 2 | 50.0 | 100.0 | 50.0 | 50.0 |" in markdown
+
+
+def test_records_of_one_benchmark_must_carry_one_label_set(tmp_path):
+    records = [phase("video41", 0, "Preparation", "Preparation") | {"labels": CLOSED}]
+    records.append(phase("video41", 25, "Preparation", "Preparation") | {"labels": CLOSED[:2]})
+    groups = load_groups([str(write(tmp_path / "a.jsonl", records))], {})
+    with pytest.raises(PredictionError, match="2 different label sets"):
+        build_report(groups, {})
+    outside = [phase("video41", 0, "GallbladderRetraction", "Preparation") | {"labels": CLOSED}]
+    with pytest.raises(PredictionError, match=r"cholec80 phase \(frame\): reference label\(s\) \['GallbladderRetr"):
+        build_report(load_groups([str(write(tmp_path / "b.jsonl", outside))], {}), {})
+    bad = [phase("video41", 0, "Preparation", "Preparation") | {"labels": "Preparation"}]
+    with pytest.raises(PredictionError, match=r"b\.jsonl:1: labels must be"):
+        load_groups([str(write(tmp_path / "b.jsonl", bad))], {})

@@ -60,6 +60,7 @@ PREDICTION_FIELDS = (
     "criterion",
     "reference",
     "prediction",
+    "labels",
     "reference_boxes",
     "boxes",
     "raw_output",
@@ -144,6 +145,7 @@ def prediction_record(row: dict, text: str | None, model: str) -> dict:
         "criterion": row["criterion"],
         "reference": row["reference"],
         "prediction": None if boxes else prediction,
+        "labels": None if boxes or row["task"] == "cvs" else row["labels"],  # the closed set the report scores over
         "reference_boxes": row["reference_boxes"] if boxes else None,
         "boxes": prediction if boxes else None,
         "raw_output": text,

@@ -1,10 +1,31 @@
 """Public perception benchmark metrics (seed Appendix D.3), on per-query prediction records.
 
-- Phase / step / action recognition: video-averaged macro-F1, i.e. macro-F1 within each video, averaged over videos
-  (so long videos do not dominate); accuracy, macro-precision and macro-recall video-averaged the same way (the
-  seed reports them for Cholec80). Within a video the classes are those of its references and of its predictions
-  that belong to the task's label set; an unparseable or out-of-set prediction is a miss, never a class of its own.
-  Labels compare case-, space-, "_"- and "-"-insensitively ("CalotTriangleDissection" = "calot triangle dissection").
+- Phase / step / action recognition, two conventions side by side:
+  - the seed's (Table 5 (a) and (b)): video-averaged macro-F1, i.e. macro-F1 within each video, averaged over videos
+    (so long videos do not dominate); accuracy, macro-precision and macro-recall video-averaged the same way. Within
+    a video the classes are those of its references and of its in-set predictions (scikit-learn's ``labels`` union),
+    so a phase predicted but absent from the video's ground truth counts 0 in that video's precision, recall and F1.
+  - the Cholec80 / M2CAI challenge evaluation script's (``Main.m`` and ``Evaluate.m``, credited to the M2CAI 2016
+    challenge, camma.u-strasbg.fr/m2cai2016, as copied in e.g. github.com/YuemingJin/TMRNet
+    ``code/eval/result/matlab-eval``), which many published Cholec80 tables use: per phase per video,
+    Jaccard = TP / |prediction or truth is the phase|, precision = TP / |predicted as the phase| and recall = TP /
+    |truth is the phase|; a phase absent from a video's ground truth is left out of that video (all three are NaN in
+    the script, skipped by ``nanmean``), and so is the precision of a phase present but never predicted (0 / 0);
+    then the mean over videos per phase, then the mean over phases. Accuracy is the per-video accuracy averaged
+    over videos, the same number in both conventions. The script also has a "relaxed boundary" mode (10 s around
+    each ground-truth transition forgiven, with Cholec80-specific rules for phases 4-7, values above 100 clipped);
+    it is not computed here: it needs every frame of a video at a known rate, while the benchmark's rows are
+    independent queries that a run may subset (``--limit``), and relaxed numbers are not comparable with the strict
+    ones most tables print (Funke et al. 2023, "Metrics Matter in Surgical Phase Recognition", arXiv 2305.13961,
+    on how these details vary between studies; TeCNO's own code, github.com/tobiascz/TeCNO
+    ``utils/metric_helper.py``, takes each video's classes from truth and prediction and counts an undefined value
+    as 0, nearer the seed's convention). Where the script would print NaN (a phase in no video's ground truth, e.g.
+    on a subset) the phase is left out of the mean over phases and the count of phases is reported.
+  The classes are the benchmark's closed label set (the rows' ``labels``, which ``sureon eval public`` copies into
+  each record); an unparseable or out-of-set prediction is a miss, never a class of its own, and a reference
+  outside the set is an error. Records that do not carry their label set are scored over the labels their
+  references use, and the report says so. Labels compare case-, space-, "_"- and "-"-insensitively
+  ("CalotTriangleDissection" = "calot triangle dissection").
 - Endoscapes critical view of safety: each criterion (C1-C3) a binary question; accuracy per criterion and the
   macro-average over criteria.
 - Tool localisation: mAP50 = COCO box AP at IoU 0.50 (pycocotools), every predicted box with the same constant score
@@ -112,16 +133,26 @@ def parse_yes_no(value) -> bool | None:
 
 
 def video_averaged_scores(
-    video_ids: Sequence[str], references: Sequence[str], predictions: Sequence[str | None]
+    video_ids: Sequence[str],
+    references: Sequence[str],
+    predictions: Sequence[str | None],
+    labels: Sequence[str] | None = None,
 ) -> dict:
-    """Macro-F1, accuracy, macro-precision and macro-recall per video, averaged over videos (percent)."""
+    """The seed's video-averaged macro-F1, accuracy, macro-precision and macro-recall (percent), and under
+    ``challenge`` the challenge script's precision, recall and Jaccard (see the module docstring).
+
+    ``labels`` is the benchmark's closed label set; None scores over the labels the references use
+    (``label_set`` says which was used)."""
     from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
 
     if not len(video_ids) == len(references) == len(predictions):
         raise ValueError("video ids, references and predictions differ in length")
     if not references:
         raise ValueError("no frames to score")
-    names = {label_key(r): str(r) for r in references}
+    names = {label_key(r): str(r) for r in (references if labels is None else labels)}
+    outside = sorted({str(r) for r in references if label_key(r) not in names})
+    if outside:
+        raise ValueError(f"reference label(s) {outside} are not in the label set {sorted(names.values())}")
     by_video: dict[str, tuple[list[str], list[str | None]]] = defaultdict(lambda: ([], []))
     for video, reference, prediction in zip(video_ids, references, predictions, strict=True):
         truth, guess = by_video[str(video)]
@@ -130,9 +161,9 @@ def video_averaged_scores(
     per_video = {}
     for video in sorted(by_video):
         truth, guess = by_video[video]
-        labels = sorted(set(truth) | {g for g in guess if g is not None})
+        classes = sorted(set(truth) | {g for g in guess if g is not None})
         guess = [g if g is not None else "\x00miss" for g in guess]  # counts wrong, belongs to no class
-        kwargs = {"labels": labels, "average": "macro", "zero_division": 0}
+        kwargs = {"labels": classes, "average": "macro", "zero_division": 0}
         per_video[video] = {
             "frames": len(truth),
             "f1": 100.0 * f1_score(truth, guess, **kwargs),
@@ -142,7 +173,45 @@ def video_averaged_scores(
         }
     scores = {m: float(np.mean([v[m] for v in per_video.values()])) for m in ("f1", "accuracy", "precision", "recall")}
     misses = sum(p is None or label_key(p) not in names for p in predictions)
-    return scores | {"videos": len(per_video), "frames": len(references), "misses": misses, "per_video": per_video}
+    return scores | {
+        "videos": len(per_video),
+        "frames": len(references),
+        "misses": misses,
+        "label_set": "references" if labels is None else "benchmark",
+        "classes": len(names),
+        "per_video": per_video,
+        "challenge": challenge_scores(by_video, sorted(names.values())),
+    }
+
+
+def challenge_scores(by_video: dict[str, tuple[list[str], list[str | None]]], classes: Sequence[str]) -> dict:
+    """Precision, recall and Jaccard (percent) as the Cholec80 / M2CAI challenge script computes them (strict
+    boundaries): per phase per video over the phases of the video's ground truth, mean over videos per phase, mean
+    over phases. ``by_video``: video -> (references, predictions) as canonical class names, None for a miss."""
+    cells: dict[str, dict[str, list[float]]] = {c: {"precision": [], "recall": [], "jaccard": []} for c in classes}
+    for truth, guess in by_video.values():
+        for phase in classes:
+            in_truth = sum(t == phase for t in truth)
+            if not in_truth:  # the script's NaN: the phase is left out of this video
+                continue
+            predicted = sum(g == phase for g in guess)
+            hits = sum(t == g == phase for t, g in zip(truth, guess, strict=True))
+            cells[phase]["recall"].append(100.0 * hits / in_truth)
+            cells[phase]["jaccard"].append(100.0 * hits / (in_truth + predicted - hits))
+            if predicted:  # 0 / 0 is NaN in the script: never predicted leaves precision undefined here
+                cells[phase]["precision"].append(100.0 * hits / predicted)
+    per_phase = {
+        phase: {"videos": len(values["recall"])} | {m: float(np.mean(v)) if v else None for m, v in values.items()}
+        for phase, values in cells.items()
+        if values["recall"]
+    }
+    overall = {
+        m: float(np.mean([p[m] for p in per_phase.values() if p[m] is not None]))
+        if any(p[m] is not None for p in per_phase.values())
+        else None
+        for m in ("precision", "recall", "jaccard")
+    }
+    return overall | {"phases": len(per_phase), "per_phase": per_phase}
 
 
 # ---- critical view of safety -----------------------------------------------------------------------------------

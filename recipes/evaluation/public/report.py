@@ -14,6 +14,9 @@ One JSON object per line, one line per query (the public-benchmark runner writes
      "prediction": "CalotTriangleDissection",   # the parsed label (phase/step/action) or yes/no (cvs); null if
                                                 # the output could not be parsed (counted wrong)
      "reference": "CalotTriangleDissection",    # the ground truth (phase/step/action label, cvs yes/no)
+     "labels": ["calot triangle dissection", ...],  # phase/step/action, optional: the benchmark's closed label set
+                                                # (the same list on every record of a benchmark; without it the
+                                                # classes are the labels the references use, and the report says so)
      "criterion": "C1",                  # cvs only: C1, C2 or C3
      "boxes": [{"label": "grasper", "bbox": [x1, y1, x2, y2]}],       # tool_localization: predicted, pixels;
                                                                        # null if unparseable
@@ -22,12 +25,15 @@ One JSON object per line, one line per query (the public-benchmark runner writes
 
 ``sureon eval public`` writes this format from the ``bench-*`` configs of a public build. The report prints the seed's
 Table 5 first: (a) video-averaged macro-F1 on Cholec80 phase, HeiChole phase and HeiChole action per model and input
-mode ("Model (clip)" rows), (b) Cholec80's accuracy, precision and recall, (c) Endoscapes-CVS per criterion, and
-mAP50 per localisation benchmark, with the paper's printed rows beside ours (``--paper``, default
-``paper_results/sureon_paper_table5.json``; our copy of the paper prints only (a)).
+mode ("Model (clip)" rows), (b) Cholec80's accuracy, precision and recall, and beside it, labelled, precision, recall
+and Jaccard in the Cholec80 / M2CAI challenge script's convention (the script many published Cholec80 tables use;
+``metrics.py`` says how the two differ), (c) Endoscapes-CVS per criterion, and mAP50 per localisation benchmark, with
+the paper's printed rows beside ours (``--paper``, default ``paper_results/sureon_paper_table5.json``; our copy of the
+paper prints only (a)).
 
 The report groups records by (model, benchmark, task, input mode): recognition tasks get video-averaged macro-F1,
-accuracy, precision and recall; ``cvs`` per-criterion accuracy and their mean; ``tool_localization`` mAP50. Videos
+accuracy, precision and recall, and the challenge convention's precision, recall and Jaccard; ``cvs``
+per-criterion accuracy and their mean; ``tool_localization`` mAP50. Videos
 listed with ``--exclude-videos BENCHMARK[:MODE]=FILE`` are left out of that benchmark (and mode) and counted in the
 report. The seed leaves 17 Cholec80 videos that overlap Endoscapes and CholecT50 out of Cholec80 clip evaluation
 without naming them: supply your list (one video id per line).
@@ -56,6 +62,16 @@ CVS = "cvs"
 LOCALISATION = "tool_localization"
 TASKS = (*RECOGNITION, CVS, LOCALISATION)
 INPUT_MODES = ("frame", "clip")
+CHALLENGE_METRICS = ("precision", "recall", "jaccard")
+SEED_NOTE = (
+    "The seed's convention (Table 5): within a video the classes are its references and in-set predictions, so a "
+    "phase predicted but absent from the video's ground truth counts 0. Label set: `benchmark` is the closed set the "
+    "records carry, `references` the labels their references use (records without `labels`)."
+)
+CHALLENGE_NOTE = (
+    "Cholec80 / M2CAI challenge convention (strict boundaries): per phase per video over the phases of the video's "
+    "ground truth, mean over videos per phase, mean over phases, as the script many published Cholec80 tables use"
+)
 _REQUIRED = ("benchmark", "task", "input_mode", "video_id", "frame_index")
 
 
@@ -125,8 +141,17 @@ def validate(row: dict, where: str) -> dict:
         return record
     if row["reference"] is None:
         raise PredictionError(f"{where}: reference is null; a frame without ground truth cannot be scored")
+    labels = row.get("labels")
+    if labels is not None and (
+        not isinstance(labels, list) or not labels or not all(isinstance(v, str) for v in labels)
+    ):
+        raise PredictionError(f"{where}: labels must be the benchmark's label set, a non-empty list of strings")
     prediction = row["prediction"]
-    return record | {"reference": str(row["reference"]), "prediction": None if prediction is None else str(prediction)}
+    return record | {
+        "reference": str(row["reference"]),
+        "prediction": None if prediction is None else str(prediction),
+        "labels": None if labels is None else tuple(sorted(labels)),
+    }
 
 
 def parse_exclusions(specs: list[str] | None) -> dict[tuple[str, str | None], set[str]]:
@@ -171,6 +196,7 @@ def load_groups(specs: list[str], exclusions: dict) -> dict[tuple[str, str, str,
 
 
 def score_group(task: str, rows: list[dict]) -> dict:
+    """The metrics of one group's records; a recognition group is scored over the label set its records carry."""
     if task == LOCALISATION:
         images = sorted(rows, key=lambda r: (r["video_id"], r["frame_index"]))
         return map50(images)
@@ -178,9 +204,21 @@ def score_group(task: str, rows: list[dict]) -> dict:
         return cvs_accuracy(
             [r["criterion"] for r in rows], [r["reference"] for r in rows], [r["prediction"] for r in rows]
         )
-    return video_averaged_scores(
-        [r["video_id"] for r in rows], [r["reference"] for r in rows], [r["prediction"] for r in rows]
-    )
+    label_sets = {r["labels"] for r in rows}
+    if len(label_sets) > 1:
+        raise PredictionError(
+            f"{rows[0]['benchmark']} {task} ({rows[0]['input_mode']}): the records carry {len(label_sets)} different "
+            "label sets (or some carry none); every record of a benchmark needs the same labels list"
+        )
+    try:
+        return video_averaged_scores(
+            [r["video_id"] for r in rows],
+            [r["reference"] for r in rows],
+            [r["prediction"] for r in rows],
+            labels=label_sets.pop(),
+        )
+    except ValueError as error:
+        raise PredictionError(f"{rows[0]['benchmark']} {task} ({rows[0]['input_mode']}): {error}") from None
 
 
 def table5(results: list[dict], paper: dict | None) -> dict:
@@ -206,6 +244,7 @@ def table5(results: list[dict], paper: dict | None) -> dict:
     part_b = [
         {"model": model, "input_mode": mode, "from": "predictions"}
         | {k: m[k] for k in ("accuracy", "precision", "recall", "f1")}
+        | {f"challenge_{k}": m["challenge"][k] for k in CHALLENGE_METRICS}
         for (model, benchmark, task, mode), m in scored.items()
         if benchmark == "cholec80" and task == "phase"
     ]
@@ -248,6 +287,12 @@ def render_table5(tables: dict) -> list[str]:
         rows = [[_run_name(r)] + [pct(r[k]) for k in ("accuracy", "precision", "recall", "f1")] for r in tables["b"]]
         header = ["Method", "Accuracy", "Precision", "Recall", "Macro-F1"]
         parts += ["(b) Cholec80 phase, video-averaged (%)", markdown_table(header, rows)]
+        rows = [
+            [_run_name(r), pct(r["accuracy"])] + [pct(r[f"challenge_{k}"]) for k in CHALLENGE_METRICS]
+            for r in tables["b"]
+        ]
+        header = ["Method", "Accuracy", "Precision (challenge)", "Recall (challenge)", "Jaccard (challenge)"]
+        parts += [f"(b) Cholec80 phase, {CHALLENGE_NOTE} (%)", markdown_table(header, rows)]
     if tables["c"]:
         rows = [[_run_name(r)] + [pct(r[k]) for k in ("C1", "C2", "C3", "mean")] for r in tables["c"]]
         parts += [
@@ -285,7 +330,7 @@ def build_report(groups: dict[tuple[str, str, str, str], Group], exclusions: dic
 
 
 def render_markdown(data: dict) -> str:
-    recognition, cvs, localisation, empty = [], [], [], []
+    recognition, challenge, cvs, localisation, empty = [], [], [], [], []
     for r in data["results"]:
         m = r["metrics"]
         head = [r["model"], r["benchmark"], r["task"], r["input_mode"]]
@@ -293,7 +338,11 @@ def render_markdown(data: dict) -> str:
             empty.append(head + [str(r["records"])])
         elif r["task"] in RECOGNITION:
             scores = [pct(m[k]) for k in ("f1", "accuracy", "precision", "recall")]
-            recognition.append(head + [str(m["videos"]), str(m["frames"])] + scores + [str(m["misses"])])
+            label_set = f"{m['label_set']} ({m['classes']})"
+            recognition.append(head + [str(m["videos"]), str(m["frames"])] + scores + [str(m["misses"]), label_set])
+            agreed = m["challenge"]
+            cells = [pct(m["accuracy"])] + [pct(agreed[k]) for k in CHALLENGE_METRICS]
+            challenge.append(head + [str(m["videos"]), str(agreed["phases"])] + cells)
         elif r["task"] == CVS:
             per = m["per_criterion"]
             cells = [pct(per.get(c)) for c in ("C1", "C2", "C3")] + [pct(m["macro"])]
@@ -306,11 +355,15 @@ def render_markdown(data: dict) -> str:
         parts += render_table5(data["table5"])
     if recognition:
         header = ["Model", "Benchmark", "Task", "Input", "videos", "frames", "Macro-F1", "Accuracy", "Precision"]
-        header += ["Recall", "unparsed or out of set"]
+        header += ["Recall", "unparsed or out of set", "label set (classes)"]
         parts += [
             "## Recognition (video-averaged: per-video macro scores averaged over videos; %)",
+            SEED_NOTE,
             markdown_table(header, recognition),
         ]
+        header = ["Model", "Benchmark", "Task", "Input", "videos", "classes averaged", "Accuracy", "Precision"]
+        header += ["Recall", "Jaccard"]
+        parts += [f"## Recognition, {CHALLENGE_NOTE} (%)", markdown_table(header, challenge)]
     if cvs:
         header = ["Model", "Benchmark", "Input", "answers", "C1", "C2", "C3", "Mean", "unparsed"]
         parts += ["## Critical view of safety (per-criterion accuracy, %)", markdown_table(header, cvs)]
