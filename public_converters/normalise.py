@@ -48,6 +48,7 @@ class Normalised:
                 for name in ("videos", "frames", "instances", "segments", "relations")
             },
             "seg_to_box": dict(sorted(self.stats.items())),
+            "read_counts": dict(sorted(self.tables.read_counts.items())),
         }
 
 

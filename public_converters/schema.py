@@ -135,6 +135,9 @@ class SourceTables:
     segments: list[Segment] = field(default_factory=list)
     relations: list[Relation] = field(default_factory=list)
     masks: list[SemanticMask] = field(default_factory=list)
+    # what the reader counted beyond the tables, e.g. annotation rows read and not kept (by reason) or the file variant
+    # it met; the build manifest reports it per source as ``read_counts``, so no row is dropped silently
+    read_counts: dict[str, int] = field(default_factory=dict)
 
 
 TABLES = {"videos": Video, "frames": Frame, "instances": Instance, "segments": Segment, "relations": Relation}
@@ -206,6 +209,7 @@ def sort_tables(tables: SourceTables) -> SourceTables:
         segments=sorted(tables.segments, key=lambda s: (s.video_id, s.kind, s.start_frame, s.label)),
         relations=sorted(tables.relations, key=lambda r: (r.video_id, r.frame_index, r.instrument, r.verb, r.target)),
         masks=sorted(tables.masks, key=lambda m: (m.video_id, m.frame_index, m.path)),
+        read_counts=dict(sorted(tables.read_counts.items())),
     )
 
 

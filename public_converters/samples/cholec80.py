@@ -1,10 +1,11 @@
 """A tiny Cholec80 in its native layout: two 25-fps videos (40.4 s and 40 s) with phase (25 fps) and tool (1 fps)
-files."""
+files; ``write_endovis_ml`` writes the same videos with their annotations in the shape of the EndovisML visualiser's
+copy (github.com/Cardio-AI/endovis-ml ``src/assets/``)."""
 
 from pathlib import Path
 
 from public_converters.samples._common import cut, remove, rewrite, write_text, write_video
-from public_converters.sources.cholec80 import TOOL_COLUMNS
+from public_converters.sources.cholec80 import PHASES, TOOL_COLUMNS
 
 
 FPS = 25
@@ -33,6 +34,36 @@ def write(root: Path) -> None:
                 "\t".join([str(frame), *("1" if i in present else "0" for i in range(len(TOOL_COLUMNS)))])
             )
         header = "\t".join(("Frame", *TOOL_COLUMNS))
+        write_text(root / "tool_annotations" / f"{video}-tool.txt", header + "\n" + "\n".join(tool_rows) + "\n")
+
+
+# EndovisML's copy: tool rows running past the last phase row (2-39 samples in 57 of its 60 videos) and, in its
+# video12, two tool rows repeated with the same values after the rows they repeat
+ENDOVIS_ML_TAIL = {"video01": 3, "video41": 2}
+ENDOVIS_ML_REPEATED = {"video41": (300, 325)}
+
+
+def write_endovis_ml(root: Path) -> None:
+    """The copy's files exactly as it ships them: comma-separated, LF line endings and a final newline, the release's
+    file names; ``Frame,Phase`` with phase ids 0-6 (``PHASES`` order) on frames 0, 25, 50, ...; tools at 1 fps."""
+    ids = {name: i for i, name in enumerate(PHASES)}
+    for video, phases in VIDEOS.items():
+        total = sum(count for _, count in phases)
+        write_video(root / "videos" / f"{video}.mp4", total, FPS)
+        per_frame = [name for name, count in phases for _ in range(count)]
+        rows = [f"{frame},{ids[per_frame[frame]]}" for frame in range(0, total, FPS)]
+        write_text(root / "phase_annotations" / f"{video}-phase.txt", "Frame,Phase\n" + "\n".join(rows) + "\n")
+        last = FPS * (len(rows) - 1)
+        frames = list(range(0, last + FPS * ENDOVIS_ML_TAIL[video] + 1, FPS))
+        repeated = ENDOVIS_ML_REPEATED.get(video, ())
+        if repeated:
+            at = frames.index(repeated[-1]) + 1
+            frames[at:at] = repeated
+        tool_rows = [
+            ",".join([str(f), *("1" if i in _tools_at(f // FPS) else "0" for i in range(len(TOOL_COLUMNS)))])
+            for f in frames
+        ]
+        header = ",".join(("Frame", *TOOL_COLUMNS))
         write_text(root / "tool_annotations" / f"{video}-tool.txt", header + "\n" + "\n".join(tool_rows) + "\n")
 
 

@@ -3,15 +3,24 @@
 Layout read (``docs/sources/cholec80.md``)::
 
     videos/video01.mp4 ...                 25 fps
-    phase_annotations/video01-phase.txt    TSV, header "Frame\tPhase", one row per 25-fps frame, CamelCase names
-    tool_annotations/video01-tool.txt      TSV, header "Frame\tGrasper\t...\tSpecimenBag", one row per second
+    phase_annotations/video01-phase.txt    the phase of each frame
+    tool_annotations/video01-tool.txt      header "Frame<sep>Grasper<sep>...<sep>SpecimenBag", one row per second
+
+Two variants of the annotation files, told apart by the phase file's header (each video's files on their own):
+
+- the release's: tab-separated, header "Frame\tPhase", one row per 25-fps frame, CamelCase phase names;
+- the copy in the sample assets of the EndovisML visualiser (github.com/Cardio-AI/endovis-ml ``src/assets/``, 60
+  videos): comma-separated, header "Frame,Phase", one row per 25 frames (0, 25, 50, ...), phase ids 0-6 in the order
+  of ``PHASES`` (its ``param.json`` lists the same order), tool files "Frame,Grasper,..." at 1 fps. A phase row
+  covers its 25 frames (``Segment.period``).
 
 Confirmed (third-party loaders and the TF-Cholec80 readme): the file names, the phase strings, the tool columns and
 their order, 0-based frame indices, tools sampled on multiples of 25. Inferred: nothing else is needed; the
-``videoXX-timestamp.txt`` files are not read (format unverified). Tool rows past the last phase frame (an off-by-one
-seen at the end of some videos) are an error only if more than one sample past it. A tool sample covers its second
-(25 frames): the last one of a video whose length is not a whole number of seconds ends past the last frame, and the
-media check clips it there.
+``videoXX-timestamp.txt`` files are not read (format unverified). Tool rows past the last phase frame (one sample at
+the end of some release videos, 2-38 in 57 of the EndovisML copy's 60) have no phase to join: they are clipped and
+counted in the manifest's ``read_counts``, as is a tool row repeated with the same values (the copy's video12 repeats
+two); a repeat with other values is an error. A tool sample covers its second (25 frames): the last one of a video
+whose length is not a whole number of seconds ends past the last frame, and the media check clips it there.
 
 Splits: there is no split file. The default is EndoNet's (videos 1-40 train, 41-80 test); ``32-8-40`` keeps the last
 8 training videos for validation, as many works do.
@@ -20,6 +29,8 @@ Splits: there is no split file. The default is EndoNet's (videos 1-40 train, 41-
 from __future__ import annotations
 
 import re
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from public_converters.schema import Frame, SourceError, SourceTables, Video, segments_from_labels
@@ -61,56 +72,119 @@ SPLITS = {
 }
 
 
-def _rows(path: Path, header: tuple[str, ...]) -> list[tuple[int, list[str]]]:
-    """(line number, cells) of a tab-separated file whose header must match."""
+@dataclass(frozen=True)
+class Variant:
+    """How one copy of the annotation files is written."""
+
+    name: str  # as counted in the manifest
+    separator: str
+    phase_step: int  # frames between two phase rows
+    phase_ids: bool  # phases as 0-based ids in PHASES order rather than by name
+
+
+SEPARATOR_NAMES = {"\t": "tab", ",": "comma"}
+VARIANTS = {
+    "Frame\tPhase": Variant("release (tab-separated, phase names per frame)", "\t", 1, False),
+    "Frame,Phase": Variant("EndovisML copy (comma-separated, phase ids per second)", ",", FPS, True),
+}
+
+
+def _lines(path: Path) -> list[str]:
     if not path.is_file():
         raise SourceError(path, "file not found", fix="every video needs its phase and tool annotation files")
-    lines = path.read_text().splitlines()
-    found = tuple(lines[0].strip().split("\t")) if lines else ()
+    return path.read_text().splitlines()
+
+
+def _variant(path: Path) -> Variant:
+    lines = _lines(path)
+    found = lines[0].strip() if lines else ""
+    if found not in VARIANTS:
+        accepted = " or ".join(repr(h) for h in VARIANTS)
+        raise SourceError(path, f"header is {found!r}, expected {accepted}", row=1)
+    return VARIANTS[found]
+
+
+def _rows(path: Path, header: tuple[str, ...], separator: str) -> list[tuple[int, list[str]]]:
+    """(line number, cells) of a ``separator``-separated file whose header must match."""
+    lines = _lines(path)
+    found = tuple(lines[0].strip().split(separator)) if lines else ()
     if found != header:
-        raise SourceError(path, f"header is {found}, expected {header}", row=1)
+        raise SourceError(path, f"header is {separator.join(found)!r}, expected {separator.join(header)!r}", row=1)
     rows = []
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
             continue
-        cells = line.strip().split("\t")
+        cells = line.strip().split(separator)
         if len(cells) != len(header) or not cells[0].isdigit():
             raise SourceError(
-                path, f"malformed row {line!r}", row=number, fix=f"expected {len(header)} tab-separated cells"
+                path,
+                f"malformed row {line!r}",
+                row=number,
+                fix=f"expected {len(header)} {SEPARATOR_NAMES[separator]}-separated cells",
             )
         rows.append((number, cells))
     return rows
 
 
-def read_video(root: Path, video_id: str, labels) -> tuple[list[Frame], list]:
+def _phase(variant: Variant, cell: str, path: Path, number: int, labels) -> str:
+    if not variant.phase_ids:
+        return labels.map("phase", cell, path, number)
+    names = list(PHASES)
+    if not cell.isdigit() or int(cell) >= len(names):
+        raise SourceError(
+            path,
+            f"phase id {cell!r} is not 0-{len(names) - 1}",
+            row=number,
+            fix=f"the ids are 0 = {names[0]} ... {len(names) - 1} = {names[-1]}, in PHASES order",
+        )
+    return labels.map("phase", names[int(cell)], path, number)
+
+
+def read_video(root: Path, video_id: str, labels) -> tuple[list[Frame], list, Counter]:
     phase_path = root / "phase_annotations" / f"{video_id}-phase.txt"
     tool_path = root / "tool_annotations" / f"{video_id}-tool.txt"
+    variant = _variant(phase_path)
+    counts = Counter({f"videos in the {variant.name} variant": 1})
     phases: dict[int, str] = {}
-    for number, (frame, phase) in _rows(phase_path, ("Frame", "Phase")):
-        phases[int(frame)] = labels.map("phase", phase, phase_path, number)
-    if sorted(phases) != list(range(len(phases))):
-        raise SourceError(phase_path, "frame indices are not contiguous from 0", fix="the file is incomplete")
-    last = len(phases) - 1
-    frames = []
-    for number, cells in _rows(tool_path, ("Frame", *TOOL_COLUMNS)):
+    for number, (frame, phase) in _rows(phase_path, ("Frame", "Phase"), variant.separator):
+        phases[int(frame)] = _phase(variant, phase, phase_path, number, labels)
+    step = variant.phase_step
+    if sorted(phases) != list(range(0, step * len(phases), step)):
+        raise SourceError(
+            phase_path, f"frame indices are not 0, {step}, {2 * step}, ... without gaps", fix="the file is incomplete"
+        )
+    last = step * (len(phases) - 1)
+    rows: dict[int, tuple[int, list[str]]] = {}  # frame -> (line number, tool cells)
+    for number, cells in _rows(tool_path, ("Frame", *TOOL_COLUMNS), variant.separator):
         frame = int(cells[0])
-        if frame > last + FPS or frame % FPS:
-            raise SourceError(tool_path, f"tool row at frame {frame}, phases end at {last}", row=number)
+        if frame % FPS:
+            raise SourceError(tool_path, f"tool row at frame {frame}, not a multiple of {FPS}", row=number)
         if any(value not in ("0", "1") for value in cells[1:]):
             raise SourceError(tool_path, f"tool values must be 0 or 1, got {cells[1:]}", row=number)
-        if frame > last:  # the documented one-sample tail past the phase file
+        if frame in rows:
+            if rows[frame][1] != cells[1:]:
+                raise SourceError(tool_path, f"frame {frame} is listed twice with different tools", row=number)
+            counts["tool rows repeated with the same values (dropped)"] += 1
             continue
+        rows[frame] = (number, cells[1:])
+    past = [frame for frame in rows if frame > last]
+    if past:  # no phase to join them to
+        counts["tool rows past the last phase frame (clipped)"] += len(past)
+        counts["videos with tool rows past the last phase frame"] += 1
+    frames = []
+    for frame in sorted(f for f in rows if f <= last):
+        number, cells = rows[frame]
         tools = sorted(
             labels.map("tool", name, tool_path, number)
-            for name, v in zip(TOOL_COLUMNS, cells[1:], strict=True)
+            for name, v in zip(TOOL_COLUMNS, cells, strict=True)
             if v == "1"
         )
         frames.append(Frame(video_id, frame, phase=phases[frame], tools=tools))
-    segments = segments_from_labels(video_id, "phase", sorted(phases.items()))
+    segments = segments_from_labels(video_id, "phase", sorted(phases.items()), step=step)
     for tool in TOOLS.values():
         presence = [(f.frame_index, tool if tool in f.tools else None) for f in frames]
         segments += segments_from_labels(video_id, "tool", presence, step=FPS)
-    return frames, segments
+    return frames, segments, counts
 
 
 def read(root: Path, labels) -> SourceTables:
@@ -119,13 +193,14 @@ def read(root: Path, labels) -> SourceTables:
         raise SourceError(
             video_dir, "folder not found", fix="point --source cholec80= at the extracted cholec80/ folder"
         )
-    tables = SourceTables()
+    tables, read_counts = SourceTables(), Counter()
     for path in sorted(video_dir.iterdir()):
         match = VIDEO_NAME.match(path.name)
         if not match:
             continue
         video_id = path.stem
-        frames, segments = read_video(root, video_id, labels)
+        frames, segments, counts = read_video(root, video_id, labels)
+        read_counts.update(counts)
         total = max(s.end_frame for s in segments if s.kind == "phase") + 1
         split = SPLITS["endonet"].get(video_id)
         if split is None:
@@ -135,6 +210,7 @@ def read(root: Path, labels) -> SourceTables:
         tables.segments += segments
     if not tables.videos:
         raise SourceError(video_dir, "no videoNN.mp4 files", fix="the videos/ folder of the release is empty")
+    tables.read_counts = dict(read_counts)
     return tables
 
 

@@ -1,0 +1,112 @@
+"""Cholec80: the release's annotation files and the EndovisML visualiser's copy of them read to the same tables."""
+
+import dataclasses
+import json
+import shutil
+
+import pytest
+
+from public_converters.build import BuildOptions, build_public
+from public_converters.clips import SamplingConfig
+from public_converters.normalise import normalise_source
+from public_converters.samples.cholec80 import ENDOVIS_ML_TAIL, write_endovis_ml
+from public_converters.schema import SourceError
+from public_converters.spec import registry, sample_module
+
+
+SPEC = registry()["cholec80"]
+COPY = "EndovisML copy (comma-separated, phase ids per second)"
+RELEASE = "release (tab-separated, phase names per frame)"
+
+
+@pytest.fixture(scope="module")
+def roots(tmp_path_factory):
+    release, copy = tmp_path_factory.mktemp("release"), tmp_path_factory.mktemp("endovis_ml")
+    sample_module("cholec80").write(release)
+    write_endovis_ml(copy)
+    return release, copy
+
+
+@pytest.fixture
+def copy(roots, tmp_path):
+    """A private EndovisML-shaped copy a test may damage."""
+    shutil.copytree(roots[1], tmp_path / "copy")
+    return tmp_path / "copy"
+
+
+def test_the_endovis_ml_copy_reads_to_the_releases_phases_and_tools(roots):
+    release = normalise_source(SPEC, roots[0]).tables
+    copy = normalise_source(SPEC, roots[1]).tables
+    assert copy.frames == release.frames  # the 1-fps tool frames, each with its phase (ids mapped by PHASES order)
+
+    def ends_aside(segments):  # a phase row covers its 25 frames, so the last run ends on the row's second
+        return [dataclasses.replace(s, end_frame=0, period=1) if s.kind == "phase" else s for s in segments]
+
+    assert ends_aside(copy.segments) == ends_aside(release.segments)
+    phase = [s for s in copy.segments if s.kind == "phase" and s.video_id == "video41"]
+    assert [(s.label, s.start_frame, s.end_frame, s.period) for s in phase] == [
+        ("calot triangle dissection", 0, 249, 25),
+        ("gallbladder dissection", 250, 699, 25),
+        ("gallbladder packaging", 700, 999, 25),
+    ]
+    assert {v.video_id: v.total_frames for v in copy.videos} == {"video01": 1025, "video41": 1000}
+
+
+def test_tool_rows_past_the_last_phase_frame_are_clipped_and_counted(roots):
+    copy = normalise_source(SPEC, roots[1])
+    assert copy.tables.read_counts == {
+        "tool rows past the last phase frame (clipped)": sum(ENDOVIS_ML_TAIL.values()),
+        "tool rows repeated with the same values (dropped)": 2,
+        f"videos in the {COPY} variant": 2,
+        "videos with tool rows past the last phase frame": 2,
+    }
+    release = normalise_source(SPEC, roots[0])  # video41's tool file has one sample past its 1,000 frames
+    assert release.info()["read_counts"] == {
+        "tool rows past the last phase frame (clipped)": 1,
+        f"videos in the {RELEASE} variant": 2,
+        "videos with tool rows past the last phase frame": 1,
+    }
+
+
+@pytest.mark.slow
+def test_the_build_manifest_counts_the_clipped_rows(roots, tmp_path):
+    out = tmp_path / "public"
+    options = BuildOptions(
+        sources={"cholec80": roots[1]}, out=out, sampling=SamplingConfig(min_seconds=4, max_seconds=12, grid_fps=2)
+    )
+    build_public(options)
+    manifest = json.loads((out / "manifest.json").read_text())
+    counts = manifest["sources"]["cholec80"]["read_counts"]
+    assert counts["tool rows past the last phase frame (clipped)"] == 5
+    assert counts[f"videos in the {COPY} variant"] == 2
+    assert manifest["sources"]["cholec80"]["benchmarks"]["bench-cholec80-phase-frame"]["rows"] == 40
+
+
+def _replace(old: str, new: str, occurrence: int = 1):
+    """Replace the ``occurrence``-th ``old`` (the second one: the repeated tool row)."""
+
+    def damage(text: str) -> str:
+        at = -1
+        for _ in range(occurrence):
+            at = text.index(old, at + 1)
+        return text[:at] + new + text[at + len(old) :]
+
+    return damage
+
+
+@pytest.mark.parametrize(
+    ("path", "damage", "message"),
+    [
+        ("phase_annotations/video41-phase.txt", _replace("Frame,Phase", "Frame;Phase"), "header is 'Frame;Phase'"),
+        ("phase_annotations/video41-phase.txt", _replace("\n275,3\n", "\n275,7\n"), "row 13: phase id '7' is not 0-6"),
+        ("phase_annotations/video41-phase.txt", _replace("\n275,3\n", "\n"), r"not 0, 25, 50, \.\.\. without gaps"),
+        ("tool_annotations/video41-tool.txt", _replace("Frame,", "Frame\t"), r"header is 'Frame\\tGrasper"),
+        ("tool_annotations/video41-tool.txt", _replace("\n300,1,0,1", "\n300,0,0,1", 2), "frame 300 is listed twice"),
+    ],
+)
+def test_a_damaged_copy_names_the_file_and_row(copy, path, damage, message):
+    target = copy / path
+    target.write_text(damage(target.read_text()))
+    with pytest.raises(SourceError, match=message) as error:
+        normalise_source(SPEC, copy)
+    assert path in str(error.value)
