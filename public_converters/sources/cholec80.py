@@ -16,11 +16,12 @@ Two variants of the annotation files, told apart by the phase file's header (eac
 
 Confirmed (third-party loaders and the TF-Cholec80 readme): the file names, the phase strings, the tool columns and
 their order, 0-based frame indices, tools sampled on multiples of 25. Inferred: nothing else is needed; the
-``videoXX-timestamp.txt`` files are not read (format unverified). Tool rows past the last phase frame (one sample at
-the end of some release videos, 2-38 in 57 of the EndovisML copy's 60) have no phase to join: they are clipped and
-counted in the manifest's ``read_counts``, as is a tool row repeated with the same values (the copy's video12 repeats
-two); a repeat with other values is an error. A tool sample covers its second (25 frames): the last one of a video
-whose length is not a whole number of seconds ends past the last frame, and the media check clips it there.
+``videoXX-timestamp.txt`` files are not read (format unverified). Tool rows past the last phase frame have no phase
+to join: one sample at the end of some release videos, and in the EndovisML copy 933 rows in 59 of its 60 videos
+(2-39 samples in 57). They are clipped and counted in the manifest's ``read_counts``, as is a tool row repeated with
+the same values (the copy's video12 repeats two); a repeat with other values is an error. A tool sample covers its
+second (25 frames): the last one of a video whose length is not a whole number of seconds ends past the last frame,
+and the media check clips it there.
 
 Splits: there is no split file. The default is EndoNet's (videos 1-40 train, 41-80 test); ``32-8-40`` keeps the last
 8 training videos for validation, as many works do.
