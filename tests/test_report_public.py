@@ -160,6 +160,7 @@ def test_public_report_prints_the_challenge_convention_beside_the_seeds(tmp_path
     assert "Cholec80 / M2CAI challenge convention" in markdown
     assert "| ours | cholec80 | phase | frame | 2 | 4 | 33.3 | 50.0 | 50.0 | 25.0 | 0 | benchmark (4) |" in markdown
     assert "| ours | cholec80 | phase | frame | 2 | 2 | 50.0 | 100.0 | 50.0 | 50.0 |" in markdown
+    assert "| Preparation | 1 | 100.0 | 50.0 | 50.0 |" in markdown  # one video has it in its ground truth
 
 
 def test_records_of_one_benchmark_must_carry_one_label_set(tmp_path):

@@ -364,6 +364,14 @@ def render_markdown(data: dict) -> str:
         header = ["Model", "Benchmark", "Task", "Input", "videos", "classes averaged", "Accuracy", "Precision"]
         header += ["Recall", "Jaccard"]
         parts += [f"## Recognition, {CHALLENGE_NOTE} (%)", markdown_table(header, challenge)]
+        for r in data["results"]:  # the script prints its per-phase table; papers often do too
+            if r["task"] == "phase" and r["metrics"]:
+                per_phase = r["metrics"]["challenge"]["per_phase"]
+                rows = [
+                    [name, str(p["videos"])] + [pct(p[k]) for k in CHALLENGE_METRICS] for name, p in per_phase.items()
+                ]
+                parts += [f"Per phase (challenge convention), {r['model']} on {r['benchmark']} ({r['input_mode']}):"]
+                parts += [markdown_table(["phase", "videos", "Precision", "Recall", "Jaccard"], rows)]
     if cvs:
         header = ["Model", "Benchmark", "Input", "answers", "C1", "C2", "C3", "Mean", "unparsed"]
         parts += ["## Critical view of safety (per-criterion accuracy, %)", markdown_table(header, cvs)]
