@@ -15,7 +15,8 @@ optionally paraphrase them (the third version), write the frames each record sho
 
 Everything goes to a staging folder first: a failure (a bad file in any source) leaves no half-written output.
 Counts reconcile in ``manifest.json``: every annotated frame is an item or a listed skip (no applicable template,
-an unused split), every clip window sampled is an item or counted as thinned.
+an unused split), every clip window sampled is an item or counted as thinned, and annotation rows a reader read but
+did not keep (e.g. Cholec80 tool rows past the last phase frame) are counted in the source's ``read_counts``.
 """
 
 from __future__ import annotations
