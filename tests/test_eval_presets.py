@@ -13,6 +13,7 @@ from conftest import SAMPLE_RELEASE
 from fake_chat_server import FakeChatServer, Reply, last_user_text
 
 from builders.sureon.build import BuildOptions, build_sureon
+from recipes.evaluation import runner
 from recipes.evaluation.inference import OpenAIBackend
 from recipes.evaluation.presets import SETTINGS, load_all, load_preset
 from recipes.evaluation.public.evaluate import make_parser as public_parser
@@ -86,6 +87,20 @@ def test_every_preset_resolves_to_a_complete_argument_set(tmp_path):
             backend = backend_from_args(args, max_frames=8)
             assert isinstance(backend, OpenAIBackend) and backend.params == preset["request_params"]
             assert backend.client.base_url == preset["base_url"].rstrip("/")
+            assert backend.max_tokens_field == preset["max_tokens_field"]
+        else:  # local weights: check the options the backend is built with, without downloading them
+            built = {}
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(runner, "make_backend", lambda name, model, built=built, **kw: built.update(kw) or name)
+                assert backend_from_args(args, max_frames=8) == preset["backend"]
+            assert (built["revision"], built["dtype"], built["frames_as"]) == (
+                preset["revision"],
+                preset["dtype"],
+                preset["frames_as"],
+            )
+            assert built["max_new_tokens"] == preset["max_new_tokens"]
+            with pytest.raises(ValueError, match=f"up to 9 frames, more than --max-frames 8 \\(preset {preset.name}"):
+                backend_from_args(args, max_frames=9)
     thinking = {p.name: p["max_new_tokens"] for p in presets if p.name in ("qwen3-vl-32b-thinking", "gpt-5.1-high")}
     assert min(thinking.values()) >= 16384
     gpt = load_preset("gpt-5.1-high")
@@ -304,6 +319,28 @@ def test_table3_report_sets_each_run_beside_its_paper_row(bench, tmp_path, capsy
     assert cli_main([*args, "--out", str(tmp_path / "plain"), "--no-paper", "--resamples", "200"]) == 0
     assert "| paper |" not in (tmp_path / "plain" / "report.md").read_text()
     assert PAPER_TABLE3.is_file()
+
+
+def test_the_human_baseline_follows_the_papers_human_row(tmp_path):
+    from recipes.evaluation.sureon.report import build_report, load_models, table3
+
+    def rows(model, mode, flip):
+        return [
+            {"question_id": f"q{i}", "model": model, "mode": mode, "category": "AD", "answer_format": "mcq"}
+            | {"num_options": 7, "parsed": "A", "correct": (i % 2 == 0) != flip, "scored_by": "accuracy"}
+            for i in range(4)
+        ]
+
+    run = tmp_path / "run.jsonl"
+    run.write_text("".join(json.dumps(r) + "\n" for r in rows("m", "visual", False) + rows("m", "blind", True)))
+    human = tmp_path / "human.jsonl"
+    human.write_text("".join(json.dumps(r) + "\n" for r in rows("rater", "visual", True)))
+    models, human_name = load_models([str(run)], str(human))
+    report = build_report(models, human_name, n_resamples=100, paper=load_paper_table3())
+    table = [line for line in table3(report).splitlines() if line.startswith("|")]
+    paper_human = table.index(next(line for line in table if line.startswith("| Human | visual | paper |")))
+    assert table[paper_human + 1].startswith("| Human | visual | ours | 50.0 ±")
+    assert table[-3].startswith("| m | visual | ours | 50.0 ±") and table[-1].startswith("|  | MG | ours | +0.0 |")
 
 
 def ours_columns():
