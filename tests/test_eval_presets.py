@@ -345,3 +345,19 @@ def test_the_human_baseline_follows_the_papers_human_row(tmp_path):
 
 def ours_columns():
     return ["AD", "EE", "EA", "PAD", "IAI", "LAR", "SPI", "F", "TO"]
+
+
+def test_the_public_report_lists_each_runs_preset(tmp_path):
+    """`sureon report public` reads the summary.json beside a predictions file, as `sureon eval public` writes it."""
+    run = tmp_path / "molmo2"
+    run.mkdir()
+    argv = ["--preset", "molmo2-8b", "--dataset", "d", "--out", str(run), "--benchmark", "bench-cholec80-phase-frame"]
+    args = resolve_settings(public_parser().parse_args(argv))
+    row = {"model": "molmo2-8b", "benchmark": "cholec80", "task": "phase", "input_mode": "frame", "video_id": "v1"}
+    row |= {"frame_index": 0, "reference": "Preparation", "prediction": "Preparation", "raw_output": "{}"}
+    (run / "predictions.jsonl").write_text(json.dumps(row) + "\n")
+    (run / "summary.json").write_text(json.dumps({"model": "molmo2-8b", "run_settings": run_settings(args)}))
+    assert cli_main(["report", "public", str(run / "predictions.jsonl"), "--out", str(tmp_path / "report")]) == 0
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert "## Runs (from each run's summary.json)" in markdown
+    assert "| molmo2-8b | molmo2-8b | Molmo2 | allenai/Molmo2-8B | — | transformers | images, ≤ 8 | 1024 |" in markdown

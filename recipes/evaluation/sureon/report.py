@@ -29,10 +29,12 @@ from builders.plots import pyplot, save_figure
 from builders.sureon.categories import BY_CODE
 from recipes.evaluation.reporting import (
     interval,
+    load_run_settings,
     markdown_table,
     named_path,
     pct,
     pvalue,
+    runs_table,
     signed,
     write_report,
 )
@@ -73,24 +75,6 @@ def load_paper_table3(path: str | Path = PAPER_TABLE3) -> dict:
         if missing or row["eval"] not in PAPER_EVALS:
             raise ValueError(f"{path}: row {number} needs model, eval ({', '.join(PAPER_EVALS)}), mu and {columns}")
     return data
-
-
-def load_run_settings(specs: list[str]) -> dict[str, dict]:
-    """Per model name, the settings its run recorded (``run_settings`` of the ``summary.json`` beside its predictions
-    file: preset, paper row, model id, backend, request parameters...); files without one are left out."""
-    runs = {}
-    for spec in specs:
-        name, path = named_path(spec)
-        summary_path = path.parent / "summary.json"
-        if not summary_path.is_file():
-            continue
-        try:
-            summary = json.loads(summary_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{summary_path}: not valid JSON ({err.msg})") from None
-        if isinstance(summary, dict) and isinstance(summary.get("run_settings"), dict):
-            runs[name or str(summary.get("model"))] = summary["run_settings"] | {"predictions": str(path)}
-    return runs
 
 
 def load_models(specs: list[str], human: str | None = None) -> tuple[dict[str, list[Prediction]], str | None]:
@@ -280,33 +264,6 @@ def table3(data: dict) -> str:
     return markdown_table(header, rows) + "\n\n" + note
 
 
-def runs_table(data: dict) -> str:
-    """Each run's recorded settings: its preset and the paper row it reproduces, model id, backend, frames, budget,
-    request parameters and the flags that replaced a preset value."""
-    rows = []
-    for name, run in data["runs"].items():
-        params = ", ".join(f"{k}={json.dumps(v)}" for k, v in (run.get("request_params") or {}).items())
-        judge = run.get("judge") or {}
-        rows.append(
-            [
-                name,
-                run.get("preset") or "—",
-                run.get("paper_row") or "—",
-                str(run.get("model")) + (" (unconfirmed id)" if run.get("unconfirmed_id") else ""),
-                str(run.get("revision") or "—"),
-                str(run.get("backend")),
-                f"{run.get('frames_as')}, ≤ {run.get('max_frames') or '—'}",
-                str(run.get("max_new_tokens")),
-                params or "—",
-                ", ".join(run.get("overrides") or []) or "—",
-                judge.get("model") or "—",
-            ]
-        )
-    header = ["Model", "preset", "Table 3 row", "model id", "revision", "backend", "frames", "max new tokens"]
-    header += ["request params", "overrides", "judge"]
-    return markdown_table(header, rows)
-
-
 def _ranked(data: dict, mode: str) -> list[dict]:
     """Models with this mode, by overall accuracy, best first (the order of Tables 14-17)."""
     present = [m for m in data["models"] if m["modes"].get(mode, {}).get("estimates", {}).get(OVERALL)]
@@ -439,7 +396,7 @@ def render_markdown(data: dict) -> str:
         ]
     parts += ["## Unparseable answers", unparsed_table(data)]
     if data.get("runs"):
-        parts += ["## Runs (from each run's summary.json)", runs_table(data)]
+        parts += ["## Runs (from each run's summary.json)", runs_table(data["runs"])]
     return "\n\n".join(parts) + "\n"
 
 
