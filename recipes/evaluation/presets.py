@@ -14,6 +14,12 @@ frames a prompt may hold, the generation budget (thinking models need thousands 
 API model (GPT-5.1: ``reasoning_effort: high``) and notes on the chat template. Ids that could not be checked against
 the Hub or the provider's documentation say ``unconfirmed: true``; ``source`` says where each id was read.
 
+Keys (required ones starred): description*, paper_row (the Table 3 row reproduced; the report puts the run beside
+it), model*, revision, unconfirmed, source*, backend* (transformers, vllm, openai), dtype, frames_as (auto, images,
+video), max_frames, max_new_tokens*, max_tokens_field (max_tokens, max_completion_tokens), request_params (a mapping;
+null drops a field), base_url, api_key_env (the variable's name, never a key), system_prompt, template and notes
+(free text). Each key that names an option (``SETTINGS``) fills that option unless the command line gives it.
+
 Files are read with ``yaml.safe_load`` and checked before any work: an unknown key, a missing one, a value of the
 wrong type or outside its choices stops the run with one line naming the file and the key.
 """
