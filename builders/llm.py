@@ -8,8 +8,13 @@ batch needs:
   timeouts and dropped connections. 401 / 403 / 404 stop the run at once: the key, model or URL is wrong.
 - **Structured output**: a request with a pydantic ``schema`` is sent with ``response_format`` (JSON schema) and its
   reply validated; an invalid reply is asked again, then counted as failed (never cached, so a rerun tries again).
-- **Accounting** per stage: calls, cache hits, retries, invalid replies, failures, tokens, and cost when ``prices``
-  are given (USD per million input / output tokens, per model).
+- **Accounting** per stage: calls, cache hits, retries, invalid replies, failures, tokens (reasoning tokens where the
+  server reports them), and cost when ``prices`` are given (USD per million input / output tokens, per model); and
+  per model, the tokens of every reply returned, cache hits included (what the answers cost when first asked).
+- **Request fields**: a request's ``params`` are merged into the body last (``reasoning_effort``, ``seed``, ...); a
+  ``None`` value drops a field the client would send (``temperature`` for models that refuse it).
+- **Reasoning**: a reply's ``reasoning_content`` / ``reasoning`` field (vLLM's reasoning parsers, OpenRouter, ...) is
+  kept apart from the text in ``ChatResult.reasoning`` and cached with it; it is never taken as the answer.
 - **On-disk cache** keyed by (model, messages, params) in SQLite, committed after every call: a killed run resumes
   without paying for a finished call twice. The API key is never part of the key, never logged nor printed.
 
@@ -52,7 +57,8 @@ class LLMError(RuntimeError):
 
 @dataclass
 class ChatRequest:
-    """One chat completion. ``params`` holds any other sampling field the server takes (``seed``, ``top_p``...)."""
+    """One chat completion. ``params`` holds any other field the server takes (``seed``, ``reasoning_effort``...),
+    merged into the body last; a ``None`` value removes that field from the body."""
 
     messages: list[dict]
     model: str | None = None
@@ -71,6 +77,7 @@ class ChatResult:
     cached: bool = False
     error: str | None = None
     finish_reason: str | None = None
+    reasoning: str | None = None  # the reply's separate reasoning field, never the answer
 
     @property
     def ok(self) -> bool:
@@ -86,21 +93,52 @@ class StageUsage:
     failed: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reasoning_tokens: int = 0
     cost_usd: float | None = None
 
 
+@dataclass
+class ModelUsage:
+    """Every reply one model gave a run, fresh or from the cache, and the tokens the server reported for it."""
+
+    replies: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def add(self, usage: dict, cached: bool = False) -> None:
+        self.replies += 1
+        self.cached += cached
+        self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+        self.completion_tokens += int(usage.get("completion_tokens") or 0)
+        self.reasoning_tokens += reasoning_tokens(usage)
+
+
+def reasoning_tokens(usage: dict) -> int:
+    """The reasoning tokens of a reply's usage, where the server reports them (OpenAI's ``completion_tokens_details``;
+    they are part of ``completion_tokens``); 0 otherwise."""
+    details = usage.get("completion_tokens_details") or {}
+    return int(details.get("reasoning_tokens") or 0) if isinstance(details, dict) else 0
+
+
 class UsageLedger:
-    """Per-stage counts and tokens; cost only where a price is known for the model."""
+    """Per-stage counts and tokens (cost only where a price is known for the model), and per-model replies."""
 
     def __init__(self, prices: dict[str, dict[str, float]] | None = None):
         self.prices = prices or {}
         self.stages: dict[str, StageUsage] = defaultdict(StageUsage)
+        self.models: dict[str, ModelUsage] = defaultdict(ModelUsage)
+
+    def by_model(self) -> dict[str, dict]:
+        return {model: asdict(usage) for model, usage in sorted(self.models.items())}
 
     def add_tokens(self, stage: str, model: str, usage: dict) -> None:
         entry = self.stages[stage]
         prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
         entry.prompt_tokens += prompt
         entry.completion_tokens += completion
+        entry.reasoning_tokens += reasoning_tokens(usage)
         price = self.prices.get(model)
         if price is not None:
             cost = (prompt * price.get("input", 0.0) + completion * price.get("output", 0.0)) / 1e6
@@ -132,19 +170,34 @@ class LLMCache:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, stage TEXT, text TEXT,"
-            " usage TEXT, finish_reason TEXT, created REAL)"
+            " usage TEXT, finish_reason TEXT, created REAL, reasoning TEXT)"
         )
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(replies)")}
+        if "reasoning" not in columns:  # a cache written before replies kept their reasoning
+            self._db.execute("ALTER TABLE replies ADD COLUMN reasoning TEXT")
 
     def get(self, key: str) -> dict | None:
-        row = self._db.execute("SELECT text, usage, finish_reason FROM replies WHERE key = ?", (key,)).fetchone()
+        row = self._db.execute(
+            "SELECT text, usage, finish_reason, reasoning FROM replies WHERE key = ?", (key,)
+        ).fetchone()
         if row is None:
             return None
-        return {"text": row[0], "usage": json.loads(row[1]), "finish_reason": row[2]}
+        return {"text": row[0], "usage": json.loads(row[1]), "finish_reason": row[2], "reasoning": row[3]}
 
-    def put(self, key: str, model: str, stage: str, text: str, usage: dict, finish_reason: str | None) -> None:
+    def put(
+        self,
+        key: str,
+        model: str,
+        stage: str,
+        text: str,
+        usage: dict,
+        finish_reason: str | None,
+        reasoning: str | None = None,
+    ) -> None:
         self._db.execute(
-            "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (key, model, stage, text, json.dumps(usage), finish_reason, time.time()),
+            "INSERT OR REPLACE INTO replies (key, model, stage, text, usage, finish_reason, created, reasoning)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (key, model, stage, text, json.dumps(usage), finish_reason, time.time(), reasoning),
         )
 
     def __len__(self) -> int:
@@ -312,7 +365,11 @@ class LLMClient:
             body["max_tokens"] = request.max_tokens
         if request.schema is not None:
             body["response_format"] = response_format(request.schema)
-        body.update(request.params)
+        for name, value in request.params.items():
+            if value is None:
+                body.pop(name, None)
+            else:
+                body[name] = value
         return body
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
@@ -363,8 +420,16 @@ class LLMClient:
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
             self.ledger.stages[stage].cached += 1
+            self.ledger.models[model].add(hit["usage"], cached=True)
             data = parse_json_reply(hit["text"], request.schema) if request.schema is not None else None
-            return ChatResult(hit["text"], data, hit["usage"], cached=True, finish_reason=hit["finish_reason"])
+            return ChatResult(
+                hit["text"],
+                data,
+                hit["usage"],
+                cached=True,
+                finish_reason=hit["finish_reason"],
+                reasoning=hit["reasoning"],
+            )
         error = None
         for _ in range(self.json_attempts if request.schema is not None else 1):
             try:
@@ -378,7 +443,8 @@ class LLMClient:
             try:
                 choice = reply["choices"][0]
                 text = choice["message"].get("content") or ""
-            except (KeyError, IndexError, TypeError):
+                reasoning = choice["message"].get("reasoning_content") or choice["message"].get("reasoning")
+            except (KeyError, IndexError, TypeError, AttributeError):
                 error = f"malformed chat completion: {json.dumps(reply)[:200]}"
                 continue
             data = None
@@ -389,9 +455,11 @@ class LLMClient:
                     self.ledger.stages[stage].invalid_json += 1
                     error = f"invalid JSON for {request.schema.__name__}: {err.errors()[0]['msg']}: {text[:200]!r}"
                     continue
+            reasoning = reasoning if isinstance(reasoning, str) and reasoning else None
             if self.cache is not None:
-                self.cache.put(key, model, stage, text, usage, choice.get("finish_reason"))
-            return ChatResult(text, data, usage, finish_reason=choice.get("finish_reason"))
+                self.cache.put(key, model, stage, text, usage, choice.get("finish_reason"), reasoning)
+            self.ledger.models[model].add(usage)
+            return ChatResult(text, data, usage, finish_reason=choice.get("finish_reason"), reasoning=reasoning)
         self.ledger.stages[stage].failed += 1
         logger.warning("%s call failed: %s", stage, error)
         return ChatResult(None, error=error)

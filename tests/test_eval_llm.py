@@ -224,3 +224,51 @@ def test_a_killed_run_resumes_from_the_cache_without_repeating_calls(tmp_path):
     assert json.loads(result.stdout) == [f"a{i}" for i in range(20)]
     resumed = [last_user_text(b) for b in server.requests[before:]]
     assert len(resumed) == 10 and not set(resumed) & set(first_round)  # every finished call came from the cache
+
+
+def test_reasoning_fields_are_kept_apart_cached_and_counted_per_model(tmp_path):
+    """vLLM's reasoning parsers send ``reasoning_content`` (newer releases ``reasoning``); neither is the answer."""
+
+    def script(body, index):
+        field = "reasoning_content" if "first" in last_user_text(body) else "reasoning"
+        message = {"role": "assistant", "content": "B", field: f"thought via {field}"}
+        usage = {"prompt_tokens": 7, "completion_tokens": 5, "completion_tokens_details": {"reasoning_tokens": 4}}
+        choice = {"index": 0, "message": message, "finish_reason": "stop"}
+        return Reply(raw=json.dumps({"choices": [choice], "usage": usage}))
+
+    with FakeChatServer(script) as server:
+        client = client_for(server, tmp_path)
+        first, second = client.chat_many([ChatRequest(user("first")), ChatRequest(user("second"))])
+        again = client_for(server, tmp_path).chat(user("first"))
+        dropped = client.chat(user("third"), params={"temperature": None, "reasoning_effort": "high"})
+    assert (first.text, first.reasoning) == ("B", "thought via reasoning_content")
+    assert (second.text, second.reasoning) == ("B", "thought via reasoning")
+    assert again.cached and again.reasoning == "thought via reasoning_content"  # from the SQLite cache
+    assert "temperature" not in server.requests[-1] and server.requests[-1]["reasoning_effort"] == "high"
+    assert dropped.ok and len(server.requests) == 3
+    assert client.ledger.as_dict()["default"]["reasoning_tokens"] == 12
+    assert client.ledger.by_model()["fake-model"] == {
+        "replies": 3,
+        "cached": 0,
+        "prompt_tokens": 21,
+        "completion_tokens": 15,
+        "reasoning_tokens": 12,
+    }
+
+
+def test_a_cache_written_before_reasoning_was_kept_still_opens(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.execute(
+        "CREATE TABLE replies (key TEXT PRIMARY KEY, model TEXT, stage TEXT, text TEXT, usage TEXT,"
+        " finish_reason TEXT, created REAL)"
+    )
+    db.execute("INSERT INTO replies VALUES ('k', 'm', 's', 'old reply', '{}', 'stop', 0)")
+    db.commit()
+    db.close()
+    cache = LLMCache(path)
+    assert cache.get("k") == {"text": "old reply", "usage": {}, "finish_reason": "stop", "reasoning": None}
+    cache.put("k2", "m", "s", "new", {}, "stop", "why")
+    assert cache.get("k2")["reasoning"] == "why" and len(cache) == 2

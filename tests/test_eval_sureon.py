@@ -28,6 +28,7 @@ EXPECTED_FIELDS = [
     "answer_format",
     "num_options",
     "raw_output",
+    "reasoning",
     "parsed",
     "answer",
     "correct",

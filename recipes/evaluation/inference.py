@@ -10,6 +10,9 @@ Every backend takes the chat messages of :func:`builders.prompt.format_messages`
 - ``vllm``: offline ``LLM.chat`` with the frames as images; imported only when chosen. [The code path is written to
   vLLM's documented API but untested here: vLLM needs a GPU.]
 - ``openai``: any OpenAI-compatible endpoint through :mod:`builders.llm` (frames as base64 images, calls cached).
+  Request fields beyond the messages (``--request-param``: ``reasoning_effort``, ``seed``, ...) go into every body;
+  the token limit is sent as ``max_tokens`` or, for OpenAI's reasoning models, ``max_completion_tokens``. A reply's
+  separate reasoning field and its token usage are returned beside the text (:class:`Generated`) and cached with it.
 
 Blind-test curation (:mod:`recipes.curation.curate`) also needs R answers per question at a non-zero temperature:
 ``backend.sample(conversations, num_samples, temperature, seed)`` returns ``num_samples`` texts per conversation from
@@ -18,15 +21,16 @@ seed=...)``; OpenAI: ``num_samples`` concurrent requests with distinct ``seed`` 
 the client, since many compatible servers ignore ``n``). Greedy ``generate`` is unchanged.
 
 Generations are cached per (model, question_id, mode) in an append-only JSONL file, each entry stamped with a
-fingerprint of the prompt (text, frame bytes, timestamps), the generation settings and the checkpoint's files (name,
-size, mtime): a changed prompt, setting or checkpoint regenerates, anything else is reused.
+fingerprint of the prompt (text, frame bytes, timestamps), the generation settings (request fields included) and the
+checkpoint's files (name, size, mtime): a changed prompt, setting or checkpoint regenerates, anything else is reused.
+An entry also keeps the reasoning and token usage an endpoint returned, so a resumed run reports them too.
 """
 
 import hashlib
 import json
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from builders.jsonl_log import AppendOnlyJsonl
@@ -87,8 +91,22 @@ class GenerationCache(AppendOnlyJsonl):
         super().__init__(path, key=lambda entry: (entry["model"], entry["question_id"], entry["mode"]))
 
     def get(self, model: str, question_id: str, mode: str, fingerprint: str) -> str | None:
+        entry = self.lookup(model, question_id, mode, fingerprint)
+        return entry["output"] if entry is not None else None
+
+    def lookup(self, model: str, question_id: str, mode: str, fingerprint: str) -> dict | None:
+        """The whole cached entry (output, and reasoning / usage where the backend returned them), if current."""
         entry = self.entries.get((model, question_id, mode))
-        return entry["output"] if entry is not None and entry["fingerprint"] == fingerprint else None
+        return entry if entry is not None and entry["fingerprint"] == fingerprint else None
+
+
+@dataclass(frozen=True)
+class Generated:
+    """One generation and what an endpoint returns beside it: its separate reasoning field and its token usage."""
+
+    text: str | None
+    reasoning: str | None = None
+    usage: dict | None = None
 
 
 @dataclass
@@ -105,38 +123,76 @@ class GenerationStats:
     failed: int = 0
 
 
+def _generate(backend, conversations: list[list[dict]]) -> list[Generated]:
+    """A batch's generations; a backend that returns more than the text (an endpoint's reasoning and usage) says so
+    with ``generate_detailed``."""
+    detailed = getattr(backend, "generate_detailed", None)
+    if detailed is not None:
+        return detailed(conversations)
+    return [Generated(text) for text in backend.generate(conversations)]
+
+
 def generate_cached(
-    backend, model: str, items: list[GenerationItem], cache: GenerationCache, stats: GenerationStats
+    backend,
+    model: str,
+    items: list[GenerationItem],
+    cache: GenerationCache,
+    stats: GenerationStats,
+    details: dict | None = None,
 ) -> dict[tuple[str, str], str | None]:
     """Outputs for ``items`` keyed by (question_id, mode): cached ones reused, the rest generated in batches, each
-    batch cached as soon as it is done. A failed generation (endpoint gave up) is ``None`` and not cached."""
+    batch cached as soon as it is done. A failed generation (endpoint gave up) is ``None`` and not cached.
+
+    ``details``, when given, receives ``{"reasoning", "usage"}`` per (question_id, mode) whose backend returned them.
+    """
     settings = backend.settings()
     outputs: dict[tuple[str, str], str | None] = {}
     pending: list[tuple[GenerationItem, str]] = []
     for item in items:
         fingerprint = prompt_fingerprint(item.messages, settings)
-        cached = cache.get(model, item.question_id, item.mode, fingerprint)
+        cached = cache.lookup(model, item.question_id, item.mode, fingerprint)
         if cached is None:
             pending.append((item, fingerprint))
         else:
-            outputs[(item.question_id, item.mode)] = cached
+            outputs[(item.question_id, item.mode)] = cached["output"]
+            _record_details(details, item, cached.get("reasoning"), cached.get("usage"))
             stats.cached += 1
     for start in range(0, len(pending), backend.batch_size):
         batch = pending[start : start + backend.batch_size]
-        texts = backend.generate([item.messages for item, _ in batch])
+        generated = _generate(backend, [item.messages for item, _ in batch])
         done = []
-        for (item, fingerprint), text in zip(batch, texts, strict=True):
-            outputs[(item.question_id, item.mode)] = text
-            if text is None:
+        for (item, fingerprint), result in zip(batch, generated, strict=True):
+            outputs[(item.question_id, item.mode)] = result.text
+            if result.text is None:
                 stats.failed += 1
                 continue
             stats.generated += 1
-            done.append(
-                {"model": model, "question_id": item.question_id, "mode": item.mode, "fingerprint": fingerprint}
-                | {"output": text}
-            )
+            _record_details(details, item, result.reasoning, result.usage)
+            entry = {"model": model, "question_id": item.question_id, "mode": item.mode, "fingerprint": fingerprint}
+            entry["output"] = result.text
+            entry |= {k: v for k, v in (("reasoning", result.reasoning), ("usage", result.usage)) if v is not None}
+            done.append(entry)
         cache.add(done)
     return outputs
+
+
+def _record_details(details: dict | None, item: GenerationItem, reasoning: str | None, usage: dict | None) -> None:
+    if details is not None and (reasoning is not None or usage is not None):
+        details[(item.question_id, item.mode)] = {"reasoning": reasoning, "usage": usage}
+
+
+def usage_totals(details: Iterable[dict]) -> dict | None:
+    """Replies and tokens (prompt, completion, reasoning where reported) summed over generations' usage; ``None``
+    when no generation reported usage (a local backend)."""
+    from builders.llm import ModelUsage
+
+    reported = [d["usage"] for d in details if d.get("usage") is not None]
+    if not reported:
+        return None
+    totals = ModelUsage()
+    for usage in reported:
+        totals.add(usage)
+    return {k: v for k, v in asdict(totals).items() if k != "cached"}
 
 
 # ---------------------------------------------------------------------------------------------------------- backends
@@ -340,8 +396,15 @@ class VLLMBackend:
         return [[choice.text for choice in output.outputs] for output in outputs]
 
 
+MAX_TOKENS_FIELDS = ("max_tokens", "max_completion_tokens")
+
+
 class OpenAIBackend:
-    """Hosted or served models through :class:`builders.llm.LLMClient`; every call is also cached by the client."""
+    """Hosted or served models through :class:`builders.llm.LLMClient`; every call is also cached by the client.
+
+    ``params`` go into every request body (a ``None`` value drops a field, e.g. ``temperature`` for GPT-5.1 at a
+    reasoning effort above ``none``, which refuses it); ``max_tokens_field`` names the token-limit field:
+    ``max_completion_tokens`` for OpenAI's reasoning models, which refuse ``max_tokens``."""
 
     name = "openai"
     frames_as = "images"
@@ -357,7 +420,10 @@ class OpenAIBackend:
         max_retries: int = 6,
         max_new_tokens: int = 512,
         params: dict | None = None,
+        max_tokens_field: str = "max_tokens",
     ):
+        if max_tokens_field not in MAX_TOKENS_FIELDS:
+            raise ValueError(f"max_tokens_field: one of {', '.join(MAX_TOKENS_FIELDS)}, not {max_tokens_field!r}")
         from builders.llm import LLMClient
 
         self.client = LLMClient(
@@ -372,31 +438,39 @@ class OpenAIBackend:
         self.batch_size = max_concurrency * 4
         self.max_new_tokens = max_new_tokens
         self.params = params or {}
+        self.max_tokens_field = max_tokens_field
 
     def settings(self) -> dict:
-        return {"backend": self.name, "max_new_tokens": self.max_new_tokens, "params": self.params}
+        settings = {"backend": self.name, "max_new_tokens": self.max_new_tokens, "params": self.params}
+        if self.max_tokens_field != "max_tokens":  # absent by default: earlier caches stay valid
+            settings["max_tokens_field"] = self.max_tokens_field
+        return settings
 
-    def generate(self, conversations: list[list[dict]]) -> list[str | None]:
+    def _request(self, conversation: list[dict], stage: str, **fields):
+        """One request: the token limit under its field, then the request parameters (which may override it)."""
         from builders.llm import ChatRequest
 
-        requests = [
-            ChatRequest(c, stage="generation", max_tokens=self.max_new_tokens, params=self.params)
-            for c in conversations
+        if self.max_tokens_field == "max_tokens":
+            return ChatRequest(conversation, stage=stage, max_tokens=self.max_new_tokens, **fields)
+        fields["params"] = {self.max_tokens_field: self.max_new_tokens} | fields.get("params", {})
+        return ChatRequest(conversation, stage=stage, **fields)
+
+    def generate_detailed(self, conversations: list[list[dict]]) -> list[Generated]:
+        results = self.client.chat_many([self._request(c, "generation", params=self.params) for c in conversations])
+        return [
+            Generated(result.text, result.reasoning, result.usage) if result.ok else Generated(None)
+            for result in results
         ]
-        return [result.text if result.ok else None for result in self.client.chat_many(requests)]
+
+    def generate(self, conversations: list[list[dict]]) -> list[str | None]:
+        return [generated.text for generated in self.generate_detailed(conversations)]
 
     def sample(
         self, conversations: list[list[dict]], num_samples: int, temperature: float, seed: int
     ) -> list[list[str | None]]:
-        from builders.llm import ChatRequest
-
         requests = [
-            ChatRequest(
-                c,
-                stage="blind-curation",
-                temperature=temperature,
-                max_tokens=self.max_new_tokens,
-                params=self.params | {"seed": (seed + r) % 2**31},
+            self._request(
+                c, "blind-curation", temperature=temperature, params=self.params | {"seed": (seed + r) % 2**31}
             )
             for c in conversations
             for r in range(num_samples)

@@ -59,10 +59,16 @@ class Verdict:
 
 
 class SequenceJudge:
-    def __init__(self, client: LLMClient, prompt: JudgePrompt | None = None, max_tokens: int = 512):
+    """``params``: request fields merged into every judge request (``--judge-request-param``), e.g. a reasoning
+    judge's ``reasoning_effort``, or ``temperature: None`` to leave out a field the judge model refuses."""
+
+    def __init__(
+        self, client: LLMClient, prompt: JudgePrompt | None = None, max_tokens: int = 512, params: dict | None = None
+    ):
         self.client = client
         self.prompt = prompt or JudgePrompt.from_file()
         self.max_tokens = max_tokens
+        self.params = params or {}
 
     def request(self, reference: str, prediction: str) -> ChatRequest:
         return ChatRequest(
@@ -71,6 +77,7 @@ class SequenceJudge:
             temperature=0.0,
             max_tokens=self.max_tokens,
             schema=JudgeReply,
+            params=self.params,
         )
 
     def judge_many(self, pairs: list[tuple[str, str | None]]) -> list[Verdict]:

@@ -1,4 +1,5 @@
-"""What every report shares: ``NAME=PATH`` arguments, number formats, markdown tables, an atomic output folder."""
+"""What every report shares: ``NAME=PATH`` arguments, number formats, markdown tables, the settings each run
+recorded (its preset), an atomic output folder."""
 
 import json
 from collections.abc import Callable, Sequence
@@ -60,3 +61,48 @@ def write_report(
         for file_name, draw in plots:
             draw(staging / file_name)
     return Path(out)
+
+
+def load_run_settings(specs: list[str]) -> dict[str, dict]:
+    """Per model name, the settings its run recorded (``run_settings`` of the ``summary.json`` beside its predictions
+    file: preset, paper row, model id, backend, request parameters...); files without one are left out."""
+    runs = {}
+    for spec in specs:
+        name, path = named_path(spec)
+        summary_path = path.parent / "summary.json"
+        if not summary_path.is_file():
+            continue
+        try:
+            summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{summary_path}: not valid JSON ({err.msg})") from None
+        if isinstance(summary, dict) and isinstance(summary.get("run_settings"), dict):
+            runs[name or str(summary.get("model"))] = summary["run_settings"] | {"predictions": str(path)}
+    return runs
+
+
+def runs_table(runs: dict[str, dict]) -> str:
+    """Each run's recorded settings: its preset and the paper row it reproduces, model id, backend, frames, budget,
+    request parameters and the flags that replaced a preset value."""
+    rows = []
+    for name, run in runs.items():
+        params = ", ".join(f"{k}={json.dumps(v)}" for k, v in (run.get("request_params") or {}).items())
+        judge = run.get("judge") or {}
+        rows.append(
+            [
+                name,
+                run.get("preset") or "—",
+                run.get("paper_row") or "—",
+                str(run.get("model")) + (" (unconfirmed id)" if run.get("unconfirmed_id") else ""),
+                str(run.get("revision") or "—"),
+                str(run.get("backend")),
+                f"{run.get('frames_as')}, ≤ {run.get('max_frames') or '—'}",
+                str(run.get("max_new_tokens")),
+                params or "—",
+                ", ".join(run.get("overrides") or []) or "—",
+                judge.get("model") or "—",
+            ]
+        )
+    header = ["Model", "preset", "Table 3 row", "model id", "revision", "backend", "frames", "max new tokens"]
+    header += ["request params", "overrides", "judge"]
+    return markdown_table(header, rows)

@@ -22,6 +22,10 @@ caches its generations in ``generations/rank-R-of-W.jsonl`` (a killed run resume
 rank also reads the other caches, so a rerun with another world size repeats nothing). Each rank then writes its
 shard's outputs, the ranks meet at a barrier (gloo), and rank 0 writes ``predictions.jsonl`` in the datasets' row
 order: the same bytes a one-process run writes. ``predictions.jsonl`` is what ``sureon report public`` reads.
+
+``--preset NAME`` runs a model with its Table 3 settings (``recipes/evaluation/presets.py``; explicit flags win);
+an endpoint's separate reasoning field is kept as ``reasoning`` beside ``raw_output``, never parsed. summary.json
+records the run's settings and the endpoint's token usage.
 """
 
 from __future__ import annotations
@@ -36,11 +40,19 @@ from pathlib import Path
 
 from builders.prompt import format_messages
 from public_converters.grounded import GroundedAnswerError, parse_answer
-from recipes.evaluation.inference import GenerationCache, GenerationItem, GenerationStats, generate_cached
+from recipes.evaluation.inference import (
+    GenerationCache,
+    GenerationItem,
+    GenerationStats,
+    generate_cached,
+    usage_totals,
+)
 from recipes.evaluation.runner import (
     add_backend_arguments,
     add_system_prompt_arguments,
     backend_from_args,
+    resolve_settings,
+    run_settings,
     system_prompt_of,
     write_atomically,
 )
@@ -64,13 +76,18 @@ PREDICTION_FIELDS = (
     "reference_boxes",
     "boxes",
     "raw_output",
+    "reasoning",
     "parse_error",
 )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser.add_argument("--model", required=True, help="local path or Hub id (or the endpoint's model name)")
-    parser.add_argument("--model-name", help="name written in predictions and reports (default: --model)")
+    parser.add_argument(
+        "--model", help="local path or Hub id (or the endpoint's model name); required unless --preset gives it"
+    )
+    parser.add_argument(
+        "--model-name", help="name written in predictions and reports (default: the preset's name, else --model)"
+    )
     parser.add_argument("--dataset", required=True, type=Path, help="a public build (sureon build public) folder")
     parser.add_argument(
         "--benchmark",
@@ -131,7 +148,7 @@ def read_answer(row: dict, text: str | None) -> tuple[object, str | None]:
     return value[key], None
 
 
-def prediction_record(row: dict, text: str | None, model: str) -> dict:
+def prediction_record(row: dict, text: str | None, model: str, reasoning: str | None = None) -> dict:
     prediction, error = read_answer(row, text)
     boxes = row["task"] == "tool_localization"
     record = {
@@ -149,6 +166,7 @@ def prediction_record(row: dict, text: str | None, model: str) -> dict:
         "reference_boxes": row["reference_boxes"] if boxes else None,
         "boxes": prediction if boxes else None,
         "raw_output": text,
+        "reasoning": reasoning,
         "parse_error": error,
     }
     return {k: record[k] for k in PREDICTION_FIELDS}
@@ -204,8 +222,11 @@ def load_benchmark(dataset: Path, name: str, limit: int | None):
     return rows.select(range(min(limit, len(rows)))) if limit else rows
 
 
-def generate_shard(args, rows, indices: list[int], backend, model: str, system_prompt, cache, stats) -> dict:
-    """Outputs (question_id -> text) for the rows at ``indices``, in chunks, cached batch by batch."""
+def generate_shard(
+    args, rows, indices: list[int], backend, model: str, system_prompt, cache, stats, details=None
+) -> dict:
+    """Outputs (question_id -> text) for the rows at ``indices``, in chunks, cached batch by batch; ``details``
+    receives an endpoint's reasoning and usage per question_id."""
     outputs, done, started = {}, 0, time.monotonic()
     for start in range(0, len(indices), ROWS_PER_CHUNK):
         chunk = rows.select(indices[start : start + ROWS_PER_CHUNK]).to_list()
@@ -219,7 +240,11 @@ def generate_shard(args, rows, indices: list[int], backend, model: str, system_p
             )
             for row in chunk
         ]
-        outputs |= {qid: text for (qid, _), text in generate_cached(backend, model, items, cache, stats).items()}
+        found = {}
+        generated = generate_cached(backend, model, items, cache, stats, found)
+        outputs |= {qid: text for (qid, _), text in generated.items()}
+        if details is not None:
+            details |= {qid: entry for (qid, _), entry in found.items()}
         done += len(chunk)
         rate = done / max(time.monotonic() - started, 1e-9)
         print(f"  {done}/{len(indices)} rows ({rate:.2f} rows/s)", file=sys.stderr, flush=True)
@@ -227,6 +252,7 @@ def generate_shard(args, rows, indices: list[int], backend, model: str, system_p
 
 
 def run(args) -> int:
+    resolve_settings(args)
     rank, world_size, local_rank = world()
     model = args.model_name or args.model
     if args.backend == "transformers" and args.device is None:
@@ -240,11 +266,11 @@ def run(args) -> int:
     system_prompt = system_prompt_of(args)
     cache = RankCache(args.out / "generations", rank, world_size)
     stats = GenerationStats()
-    shard, started = {}, time.monotonic()
+    shard, details, started = {}, {}, time.monotonic()
     for name, rows in benchmarks.items():
         indices = list(range(rank, len(rows), world_size))
         print(f"{name}: rank {rank}/{world_size}, {len(indices)} of {len(rows)} rows", file=sys.stderr)
-        shard |= generate_shard(args, rows, indices, backend, model, system_prompt, cache, stats)
+        shard |= generate_shard(args, rows, indices, backend, model, system_prompt, cache, stats, details)
     failed = sorted(qid for qid, text in shard.items() if text is None)
     if failed:
         raise RuntimeError(
@@ -257,19 +283,26 @@ def run(args) -> int:
     timing["seconds"] = round(time.monotonic() - started, 3)
     write_atomically(
         shards / f"rank-{rank}-of-{world_size}.json",
-        json.dumps({"timing": timing, "outputs": shard}, ensure_ascii=False) + "\n",
+        json.dumps({"timing": timing, "outputs": shard, "details": details}, ensure_ascii=False) + "\n",
     )
     barrier(world_size)
     if rank != 0:
         return 0
-    outputs, timings = {}, []
+    outputs, details, timings = {}, {}, []
     for other in range(world_size):
         written = json.loads((shards / f"rank-{other}-of-{world_size}.json").read_text(encoding="utf-8"))
         outputs |= written["outputs"]
+        details |= written.get("details", {})
         timings.append(written["timing"])
     lines, summary = [], {"model": model, "dataset": str(args.dataset), "backend": backend.name, "benchmarks": {}}
+    summary["run_settings"] = run_settings(args)
     for name, rows in benchmarks.items():
-        records = [prediction_record(row, outputs[row["question_id"]], model) for row in rows.to_list()]
+        records = [
+            prediction_record(
+                row, outputs[row["question_id"]], model, details.get(row["question_id"], {}).get("reasoning")
+            )
+            for row in rows.to_list()
+        ]
         lines += [json.dumps(record, ensure_ascii=False) + "\n" for record in records]
         summary["benchmarks"][name] = {
             "rows": len(records),
@@ -277,6 +310,8 @@ def run(args) -> int:
         }
     write_atomically(args.out / "predictions.jsonl", "".join(lines))
     summary["generation"] = {"world_size": world_size, "ranks": timings}  # rows, generated, cached, seconds per rank
+    generation_usage = usage_totals(details.values())
+    summary["token_usage"] = {model: generation_usage} if generation_usage is not None else {}
     write_atomically(args.out / "summary.json", json.dumps(summary, indent=2) + "\n")
     for name, entry in summary["benchmarks"].items():
         print(f"{name}: {entry['rows']} rows, {entry['unparsed']} unparsed")

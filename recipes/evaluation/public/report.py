@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from recipes.evaluation.public.metrics import cvs_accuracy, map50, parse_yes_no, read_video_list, video_averaged_scores
-from recipes.evaluation.reporting import markdown_table, named_path, pct, write_report
+from recipes.evaluation.reporting import load_run_settings, markdown_table, named_path, pct, runs_table, write_report
 from recipes.evaluation.sureon.metrics import PredictionError, read_jsonl
 
 
@@ -307,7 +307,12 @@ def render_table5(tables: dict) -> list[str]:
     return parts
 
 
-def build_report(groups: dict[tuple[str, str, str, str], Group], exclusions: dict, paper: dict | None = None) -> dict:
+def build_report(
+    groups: dict[tuple[str, str, str, str], Group],
+    exclusions: dict,
+    paper: dict | None = None,
+    runs: dict[str, dict] | None = None,
+) -> dict:
     results = []
     for (model, benchmark, task, mode), group in sorted(groups.items()):
         entry = {
@@ -326,6 +331,7 @@ def build_report(groups: dict[tuple[str, str, str, str], Group], exclusions: dic
         "exclusions": {f"{b}:{m}" if m else b: sorted(ids) for (b, m), ids in exclusions.items()},
         "results": results,
         "table5": table5(results, paper),
+        "runs": {name: settings for name, settings in (runs or {}).items() if name in {r["model"] for r in results}},
     }
 
 
@@ -395,6 +401,8 @@ def render_markdown(data: dict) -> str:
             for r in excluded
         ]
         parts += ["## Excluded videos", "\n".join(lines)]
+    if data.get("runs"):
+        parts += ["## Runs (from each run's summary.json)", runs_table(data["runs"])]
     if empty:
         parts += [
             "## Groups left with no records after exclusions",
@@ -428,7 +436,8 @@ def make_parser() -> argparse.ArgumentParser:
 def main(args: argparse.Namespace) -> Path:
     exclusions = parse_exclusions(args.exclude_videos)
     paper = None if getattr(args, "no_paper", False) else json.loads(Path(args.paper).read_text(encoding="utf-8"))
-    data = build_report(load_groups(args.predictions, exclusions), exclusions, paper)
+    runs = load_run_settings(args.predictions)
+    data = build_report(load_groups(args.predictions, exclusions), exclusions, paper, runs)
     return write_report(args.out, render_markdown(data), data, args.overwrite)
 
 

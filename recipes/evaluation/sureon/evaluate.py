@@ -3,6 +3,7 @@
     sureon eval sureon --model Qwen/Qwen3-VL-8B-Instruct --dataset data/sureon --mode both --out results/qwen3vl-8b
     sureon eval sureon --model gpt-5.1 --backend openai --dataset data/sureon --mode both --out results/gpt51 \\
         --judge-model gpt-5.1
+    sureon eval sureon --preset gpt-5.1-high --dataset data/sureon --out results/gpt51   (Table 3's settings)
     python -m recipes.evaluation.sureon.evaluate ...   (the same arguments)
 
 Every model gets the project's one prompt (``builders.prompt.format_messages``); the blind pass is the same call with
@@ -15,9 +16,14 @@ Multiple-choice answers are scored by the option letter, temporal ordering by th
 by the strict LLM judge when ``--judge-model`` is given (``recipes.evaluation.judge``), else left unscored
 (``correct: null``); they never enter the pooled accuracy.
 
+``--preset NAME`` runs a model with its Table 3 settings (``recipes/evaluation/presets.py``); any flag given
+overrides the preset. An endpoint's separate reasoning field (``reasoning_content`` / ``reasoning``) is recorded as
+``reasoning`` beside ``raw_output`` and never parsed as the answer.
+
 Writes to ``--out``: ``predictions.jsonl`` (one line per question and mode: question_id, model, mode, category,
-answer_format, num_options, raw_output, parsed, answer, correct, scored_by), ``summary.json`` (μ over the
-accuracy-scored items, per category, SM apart, multimodal gain, unparseable ids, counts, LLM usage), and the caches
+answer_format, num_options, raw_output, reasoning, parsed, answer, correct, scored_by), ``summary.json`` (μ over the
+accuracy-scored items, per category, SM apart, multimodal gain, unparseable ids, counts, the run's settings and
+preset, LLM usage per stage and token usage per model), and the caches
 that make a rerun resume: ``generations.jsonl`` (per model, question and mode) and ``llm_cache.sqlite`` (endpoint and
 judge calls). The statistical report (CIs, McNemar, tables) is ``sureon report sureon``.
 """
@@ -38,11 +44,15 @@ from recipes.evaluation.inference import (
     GenerationStats,
     chunks,
     generate_cached,
+    usage_totals,
 )
 from recipes.evaluation.runner import (
     add_backend_arguments,
+    add_judge_request_arguments,
     add_system_prompt_arguments,
     backend_from_args,
+    resolve_settings,
+    run_settings,
     system_prompt_of,
     write_atomically,
 )
@@ -57,6 +67,7 @@ PREDICTION_FIELDS = (
     "answer_format",
     "num_options",
     "raw_output",
+    "reasoning",
     "parsed",
     "answer",
     "correct",
@@ -66,8 +77,12 @@ ROWS_PER_CHUNK = 64  # rows whose frames are held in memory at once
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser.add_argument("--model", required=True, help="local path or Hub id (or the endpoint's model name)")
-    parser.add_argument("--model-name", help="name written in predictions and reports (default: --model)")
+    parser.add_argument(
+        "--model", help="local path or Hub id (or the endpoint's model name); required unless --preset gives it"
+    )
+    parser.add_argument(
+        "--model-name", help="name written in predictions and reports (default: the preset's name, else --model)"
+    )
     parser.add_argument("--dataset", required=True, help="a built Sureon folder (Hub layout) or a Hub dataset id")
     parser.add_argument("--config", default="bench")
     parser.add_argument("--split", default="test")
@@ -79,6 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--judge-model", help="LLM judge for sequence summaries (none: SM left unscored)")
     parser.add_argument("--judge-base-url", help="the judge's endpoint (default: $OPENAI_BASE_URL)")
     parser.add_argument("--judge-api-key-env", default="OPENAI_API_KEY")
+    add_judge_request_arguments(parser)
     parser.add_argument(
         "--judge-prompt", type=Path, help="judge prompt file (default: recipes/evaluation/prompts/...)"
     )
@@ -121,7 +137,9 @@ def check_frames(dataset, modes: list[str], source: str) -> None:
         )
 
 
-def generate_all(args, dataset, modes, backend, model_name, system_prompt=None) -> tuple[dict, GenerationStats]:
+def generate_all(args, dataset, modes, backend, model_name, system_prompt=None, details=None):
+    """Outputs per (question_id, mode) and the generation counts; ``details`` receives an endpoint's reasoning and
+    usage per generation."""
     cache = GenerationCache(args.out / "generations.jsonl")
     stats = GenerationStats()
     outputs = {}
@@ -137,7 +155,7 @@ def generate_all(args, dataset, modes, backend, model_name, system_prompt=None) 
             for mode in modes
             for row in rows
         ]
-        outputs.update(generate_cached(backend, model_name, items, cache, stats))
+        outputs.update(generate_cached(backend, model_name, items, cache, stats, details))
     failed = sorted(f"{qid} ({mode})" for (qid, mode), text in outputs.items() if text is None)
     if failed:
         raise RuntimeError(
@@ -147,8 +165,12 @@ def generate_all(args, dataset, modes, backend, model_name, system_prompt=None) 
     return outputs, stats
 
 
-def score_all(records: list[dict], modes: list[str], outputs: dict, model_name: str) -> list[dict]:
+def score_all(
+    records: list[dict], modes: list[str], outputs: dict, model_name: str, details: dict | None = None
+) -> list[dict]:
+    """One prediction per record and mode, parsed from the output text alone (never from the reasoning field)."""
     predictions = []
+    details = details or {}
     for mode in modes:
         for record in records:
             raw = outputs[(record["question_id"], mode)]
@@ -164,6 +186,7 @@ def score_all(records: list[dict], modes: list[str], outputs: dict, model_name: 
                     "answer_format": record["answer_format"],
                     "num_options": len(record["options"]) if record["options"] else None,
                     "raw_output": raw,
+                    "reasoning": details.get((record["question_id"], mode), {}).get("reasoning"),
                     "parsed": parsed.parsed,
                     "answer": target,
                     "correct": parsed.correct,
@@ -189,7 +212,8 @@ def judge_all(args, predictions: list[dict]):
         max_retries=args.max_retries,
         progress=True,
     )
-    judge = SequenceJudge(client, JudgePrompt.from_file(args.judge_prompt) if args.judge_prompt else None)
+    prompt = JudgePrompt.from_file(args.judge_prompt) if args.judge_prompt else None
+    judge = SequenceJudge(client, prompt, params=args.judge_request_params)
     judged = [p for p in predictions if p["scored_by"] == "judge"]
     for prediction, verdict in zip(
         judged, judge.judge_many([(p["answer"], p["parsed"]) for p in judged]), strict=True
@@ -255,6 +279,7 @@ def summarize(predictions: list[dict], modes: list[str]) -> dict:
 
 
 def run(args) -> int:
+    resolve_settings(args)
     modes = MODES[args.mode]
     model_name = args.model_name or args.model
     dataset = load_benchmark(args)
@@ -265,10 +290,11 @@ def run(args) -> int:
     )
     backend = backend_from_args(args, max_frames)
     system_prompt = system_prompt_of(args)
-    outputs, stats = generate_all(args, dataset, modes, backend, model_name, system_prompt)
+    details = {}
+    outputs, stats = generate_all(args, dataset, modes, backend, model_name, system_prompt, details)
     text_columns = [c for c in dataset.column_names if c != "frames"]
     records = dataset.select_columns(text_columns).to_list()
-    predictions = score_all(records, modes, outputs, model_name)
+    predictions = score_all(records, modes, outputs, model_name, details)
     judge_client = judge_all(args, predictions)
     summary = {
         "model": model_name,
@@ -279,6 +305,7 @@ def run(args) -> int:
         "frames_as": backend.frames_as,
         "system_prompt": system_prompt,
         "questions": len(records),
+        "run_settings": run_settings(args),
     }
     summary |= summarize(predictions, modes)
     summary["generation"] = {"generated": stats.generated, "cached": stats.cached}
@@ -287,6 +314,15 @@ def run(args) -> int:
         if client is not None:
             usage |= client.ledger.as_dict()
     summary["llm_usage"] = usage
+    # per model: the tokens of every answer used, reused ones included (llm_usage counts this process's calls)
+    token_usage = {}
+    generation_usage = usage_totals(details[key] for key in outputs if key in details)
+    if generation_usage is not None:
+        token_usage[model_name] = generation_usage
+    if judge_client is not None and args.judge_model in judge_client.ledger.models:
+        judged = judge_client.ledger.by_model()[args.judge_model]
+        token_usage[f"{args.judge_model} (judge)"] = {k: v for k, v in judged.items() if k != "cached"}
+    summary["token_usage"] = token_usage
     lines = "".join(json.dumps({k: p[k] for k in PREDICTION_FIELDS}, ensure_ascii=False) + "\n" for p in predictions)
     write_atomically(args.out / "predictions.jsonl", lines)
     write_atomically(args.out / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")

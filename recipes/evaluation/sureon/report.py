@@ -6,8 +6,14 @@
 A file may hold several models (named by its ``model`` field) or be named on the command line (``NAME=PATH``).
 The human baseline is a prediction file too (visual mode, no sequence summaries). The report folder holds
 ``report.md`` (the Table 3 layout, confidence-interval tables in the style of Tables 14-17, the pairwise McNemar
-table in the style of Table 18, sequence summaries, unparseable answers), ``report.json`` (every number, unrounded)
-and ``accuracy.png`` / ``multimodal_gain.png``.
+table in the style of Table 18, sequence summaries, unparseable answers, the runs' settings), ``report.json`` (every
+number, unrounded) and ``accuracy.png`` / ``multimodal_gain.png``.
+
+Table 3 shows the seed's printed rows (``--paper``, default ``paper_results/sureon_paper_table3.json``; ``--no-paper``
+leaves them out) beside ours, a "numbers from" column telling them apart: the paper's Random and Human rows first,
+then each paper model followed by the runs of its preset (a ``summary.json`` next to a predictions file names the
+preset and the paper row it reproduces, as ``sureon eval sureon --preset`` writes it), then the other runs. The
+paper's numbers are shown as printed (MG included), ours are computed from the predictions.
 
     sureon report sureon --accuracies recipes/evaluation/paper_results/sureon_paper_table14.json --out reports/table14
 
@@ -23,10 +29,12 @@ from builders.plots import pyplot, save_figure
 from builders.sureon.categories import BY_CODE
 from recipes.evaluation.reporting import (
     interval,
+    load_run_settings,
     markdown_table,
     named_path,
     pct,
     pvalue,
+    runs_table,
     signed,
     write_report,
 )
@@ -48,6 +56,25 @@ from recipes.evaluation.sureon.metrics import (
 
 HUMAN = "Human"
 PAPER_TABLE14 = Path(__file__).parents[1] / "paper_results" / "sureon_paper_table14.json"
+PAPER_TABLE3 = Path(__file__).parents[1] / "paper_results" / "sureon_paper_table3.json"
+PAPER_EVALS = ("chance", "visual", "blind", "MG")
+
+
+def load_paper_table3(path: str | Path = PAPER_TABLE3) -> dict:
+    """The seed's printed Table 3 rows (JSON: ``columns``, ``judged_columns``, ``rows`` of model, group, eval, mu,
+    mu_ci_half and one value per column); a malformed file is an error naming it."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        columns = list(data["columns"]) + list(data["judged_columns"])
+        rows = data["rows"]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as err:
+        raise ValueError(f"{path}: expected JSON with columns, judged_columns and rows ({err})") from None
+    for number, row in enumerate(rows, start=1):
+        missing = [key for key in ("model", "eval", "mu", *columns) if key not in row]
+        if missing or row["eval"] not in PAPER_EVALS:
+            raise ValueError(f"{path}: row {number} needs model, eval ({', '.join(PAPER_EVALS)}), mu and {columns}")
+    return data
 
 
 def load_models(specs: list[str], human: str | None = None) -> tuple[dict[str, list[Prediction]], str | None]:
@@ -73,8 +100,11 @@ def build_report(
     n_resamples: int = N_RESAMPLES,
     exact_below: int | None = None,
     alpha: float = 0.05,
+    paper: dict | None = None,
+    runs: dict[str, dict] | None = None,
 ) -> dict:
-    """Every number of the report as plain JSON data (percentages, unrounded)."""
+    """Every number of the report as plain JSON data (percentages, unrounded); ``paper``: the seed's printed Table 3
+    (:func:`load_paper_table3`) to show beside ours; ``runs``: each model's recorded settings."""
     if not models:
         raise ValueError("no prediction files given")
     items = item_table(p for predictions in models.values() for p in predictions)
@@ -119,6 +149,8 @@ def build_report(
             for r in results
         ],
         "pairwise": [row.as_dict() for row in pairwise],
+        "paper_table3": paper,
+        "runs": {name: settings for name, settings in (runs or {}).items() if name in models},
     }
 
 
@@ -148,25 +180,78 @@ def _mu(mode: dict | None) -> str:
     return f"{found['accuracy']:.1f} ±{half:.1f}"
 
 
+def _our_rows(model: dict, columns: list[str], judged: list[str]) -> list[list[str]]:
+    """One model's visual / blind / MG rows (label on the first)."""
+    rows, label = [], model["name"]
+    for mode in MODES:
+        found = model["modes"].get(mode)
+        if found is None:
+            continue
+        cells = [_cell(found, c) for c in columns] + [_cell(found, c, judged=True) for c in judged]
+        rows.append([label, mode, _mu(found)] + cells)
+        label = ""
+    gain = model["multimodal_gain"]
+    if gain:
+        cells = [signed(gain.get(c)) for c in columns + judged]
+        rows.append([label, "MG", signed(gain.get(OVERALL))] + cells)
+    return rows
+
+
+def _paper_rows(paper: dict, model: str, columns: list[str]) -> list[list[str]]:
+    """The printed rows of one paper model, as printed (a value the paper lacks, or a column it has not, is —)."""
+    rows, label = [], model
+    for row in (r for r in paper["rows"] if r["model"] == model):
+        if row["eval"] == "MG":
+            cells = [signed(row.get(c)) for c in columns]
+            mu = signed(row["mu"])
+        else:
+            cells = [pct(row.get(c)) for c in columns]
+            mu = pct(row["mu"]) + (f" ±{row['mu_ci_half']:.1f}" if row.get("mu_ci_half") is not None else "")
+        rows.append([label, "" if row["eval"] == "chance" else row["eval"], mu] + cells)
+        label = ""
+    return rows
+
+
+def _with_origin(rows: list[list[str]], origin: str) -> list[list[str]]:
+    return [row[:2] + [origin] + row[2:] for row in rows]
+
+
 def table3(data: dict) -> str:
-    """Models × categories with visual / blind / MG rows; μ carries ± half the bootstrap interval."""
+    """Models × categories with visual / blind / MG rows; μ carries ± half the bootstrap interval. With the paper's
+    rows: its Random and Human rows, then each paper model followed by the runs of its preset, then the others."""
+    paper = data.get("paper_table3")
     columns, judged = data["columns"], data["judged_columns"]
-    header = ["Model", "Eval", "μ"] + columns + [f"{c} (llmj)" for c in judged]
+    if paper:
+        columns = subset_order(columns + paper["columns"])
+        judged = subset_order(judged + paper["judged_columns"])
+    header = (
+        ["Model", "Eval"] + (["numbers from"] if paper else []) + ["μ"] + columns + [f"{c} (llmj)" for c in judged]
+    )
     random = data["random"]
-    rows = [["Random", "", pct(random.get(OVERALL))] + [pct(random.get(c)) for c in columns] + ["—"] * len(judged)]
-    for model in data["models"]:
-        label = model["name"]
-        for mode in MODES:
-            found = model["modes"].get(mode)
-            if found is None:
-                continue
-            cells = [_cell(found, c) for c in columns] + [_cell(found, c, judged=True) for c in judged]
-            rows.append([label, mode, _mu(found)] + cells)
-            label = ""
-        gain = model["multimodal_gain"]
-        if gain:
-            cells = [signed(gain.get(c)) for c in columns + judged]
-            rows.append([label, "MG", signed(gain.get(OVERALL))] + cells)
+    ours_random = [["Random", "", pct(random.get(OVERALL))] + [pct(random.get(c)) for c in columns]]
+    ours_random[0] += ["—"] * len(judged)
+    if not paper:
+        rows = ours_random
+        for model in data["models"]:
+            rows += _our_rows(model, columns, judged)
+    else:
+        ours = {model["name"]: model for model in data["models"]}
+        placed: set[str] = set()
+        rows = _with_origin(_paper_rows(paper, "Random", columns + judged), "paper")
+        rows += _with_origin(ours_random, "ours") if random else []
+        paper_models = list(dict.fromkeys(r["model"] for r in paper["rows"] if r["model"] != "Random"))
+        for paper_model in paper_models:
+            rows += _with_origin(_paper_rows(paper, paper_model, columns + judged), "paper")
+            linked = [name for name, run in data["runs"].items() if run.get("paper_row") == paper_model]
+            if paper_model == HUMAN and data["human"]:
+                linked = [data["human"], *linked]
+            for name in linked:
+                if name in ours and name not in placed:
+                    rows += _with_origin(_our_rows(ours[name], columns, judged), "ours")
+                    placed.add(name)
+        for name, model in ours.items():
+            if name not in placed:
+                rows += _with_origin(_our_rows(model, columns, judged), "ours")
     groups = "; ".join(
         f"{group}: {', '.join(c for c in columns if BY_CODE.get(c) and BY_CODE[c].group == group)}" for group in GROUPS
     )
@@ -174,6 +259,8 @@ def table3(data: dict) -> str:
         f"μ: pooled accuracy over the {data['items'].get(OVERALL, 0)} accuracy-scored items (± half the bootstrap "
         f"95% interval); MG = S_visual − S_blind in points; llmj: judged by an LLM, not in μ. {groups}."
     )
+    if paper:
+        note += f" Paper rows: {paper['source']} {paper.get('note', '')}".rstrip()
     return markdown_table(header, rows) + "\n\n" + note
 
 
@@ -308,6 +395,8 @@ def render_markdown(data: dict) -> str:
             pairwise_table(data),
         ]
     parts += ["## Unparseable answers", unparsed_table(data)]
+    if data.get("runs"):
+        parts += ["## Runs (from each run's summary.json)", runs_table(data["runs"])]
     return "\n\n".join(parts) + "\n"
 
 
@@ -439,6 +528,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="chi-square McNemar once a pair has N or more discordant items (default: exact for every pair)",
     )
     parser.add_argument("--alpha", type=float, default=0.05, help="family-wise level of the Holm correction")
+    parser.add_argument(
+        "--paper", type=Path, default=PAPER_TABLE3, help="the seed's Table 3 rows (JSON) printed beside ours"
+    )
+    parser.add_argument("--no-paper", action="store_true", help="print our rows only")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
 
 
@@ -455,7 +548,9 @@ def main(args: argparse.Namespace) -> Path:
         data = accuracies_report(args.accuracies, args.resamples)
         return write_report(args.out, render_accuracies(data), data, args.overwrite)
     models, human = load_models(args.predictions, args.human)
-    data = build_report(models, human, args.resamples, args.mcnemar_exact_below, args.alpha)
+    paper = None if getattr(args, "no_paper", False) else load_paper_table3(args.paper)
+    runs = load_run_settings(args.predictions)
+    data = build_report(models, human, args.resamples, args.mcnemar_exact_below, args.alpha, paper, runs)
     plots = [("accuracy.png", lambda path: plot_accuracy(data, path))]
     if any(model["multimodal_gain"] for model in data["models"]):
         plots.append(("multimodal_gain.png", lambda path: plot_gain(data, path)))
@@ -463,7 +558,11 @@ def main(args: argparse.Namespace) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    print(f"Wrote {main(args) / 'report.md'}")
+    out = main(args)
+    if not args.accuracies:
+        data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+        print("## Results (Table 3 layout)\n\n" + table3(data))
+    print(f"Wrote {out / 'report.md'}")
     return 0
 
 
