@@ -2,6 +2,7 @@
 
     sureon videos fetch --release DIR --out VIDEOS_DIR [--configs bench ...] [--max-height 720]
         [--cookies FILE | --cookies-from-browser NAME] [--sleep-interval S] [--concurrency N] [--sections [--pad S]]
+        [--on-rate-limit stop|wait] [--rate-limit-wait 3600]
 
 The release is annotation-only: its ``clip_id`` s name the source (an 11-character YouTube id, or a 32-hex id for
 sources with no public URL, which the user supplies). Only the sources of the chosen configs are fetched, with yt-dlp
