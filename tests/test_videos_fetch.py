@@ -389,14 +389,17 @@ def test_on_rate_limit_wait_starts_no_download_during_the_pause(served, sample_v
 
 def test_a_bot_check_stops_new_downloads_and_asks_for_cookies(served, tmp_path, monkeypatch, capsys):
     youtube = FakeYouTube(monkeypatch)
-    youtube.says["Vq2-Lm7Np0s"] = "bot-check"
+    youtube.says |= {"MissingVid1": "age-restricted", "Vq2-Lm7Np0s": "bot-check"}
     with FakeVideoHost(served) as host:
         sources = fetch(host, tmp_path / "videos", "--concurrency", "1", "--on-rate-limit", "wait")  # waits not
     assert sources["Tt4Kk9Jj2Hh"]["status"] == "downloaded"
     assert sources["Vq2-Lm7Np0s"]["status"] == "deferred" and sources["Vq2-Lm7Np0s"]["cause"] == "bot-check"
     assert all(sources[s]["reason"].startswith("not tried: bot check") for s in ("Zx9Qw_8eRt1", "aB3_dE-5fGh"))
     assert youtube.asked("Zx9Qw_8eRt1") == youtube.asked("aB3_dE-5fGh") == []
-    assert "pass --cookies FILE or --cookies-from-browser NAME" in capsys.readouterr().out
+    assert sources["MissingVid1"]["status"] == "unavailable"  # age-restricted: this video, for good without cookies
+    printed = capsys.readouterr().out
+    assert "3 deferred: YouTube asks for a bot check: pass --cookies FILE or --cookies-from-browser NAME" in printed
+    assert "1 need sign-in (age-restricted or sign-in only): pass --cookies FILE" in printed
 
 
 @pytest.mark.parametrize("cause", ["network", "rate-limited"])

@@ -31,8 +31,8 @@ through its Python API (the ``videos`` extra), as ``<source_id>.<ext>``:
 
 ``--on-rate-limit`` defaults to ``stop`` because the fetch is resumable (stopping loses no verified file, and the
 next run picks up the deferred sources) and a command that sits idle for an hour unasked is worse, in a terminal, than
-one that says "rerun in an hour"; an unattended run passes ``wait``. A wait ends early in no case, and a run stops
-when the first download after a wait is rate-limited again (YouTube's hour was not enough: rerun later).
+one that says "rerun in an hour"; an unattended run passes ``wait``. A wait is never cut short, and the run stops when
+it is rate-limited again before any download succeeded after the wait (YouTube's hour was not enough: rerun later).
 
 Exit status: 0 when every source has a good file; 1 when some have none (the summary says which, why, and what to do);
 2 when none has (one line naming the cause and the fix). Cookies and tokens are never printed: messages name the
@@ -411,6 +411,8 @@ NEXT_STEP = {
     "transient": "network or server errors on every attempt: check the connection (and --url-template), then rerun",
 }
 UNAVAILABLE_STEP = "build with --on-missing-video skip to leave their questions out (each one's reason is listed)"
+SIGN_IN_STEP = "pass --cookies FILE or --cookies-from-browser NAME (a signed-in account's), then rerun"
+SIGN_IN_REASONS = ("age-restricted", "sign-in required")  # PERMANENT_ERRORS that cookies fix
 
 
 @dataclass
@@ -447,8 +449,17 @@ class FetchReport:
             e.get("cause", "transient") if e["status"] == "deferred" else e["status"] for e in self.missing().values()
         )
         steps = [f"{missing[kind]} deferred: {step}" for kind, step in NEXT_STEP.items() if missing[kind]]
-        if missing["unavailable"] or missing["invalid"]:
-            steps.append(f"{missing['unavailable'] + missing['invalid']} unavailable or invalid: {UNAVAILABLE_STEP}")
+        sign_in = sum(
+            1
+            for e in self.missing().values()
+            if e["status"] == "unavailable" and e["reason"].startswith(SIGN_IN_REASONS)
+        )
+        if sign_in:
+            steps.append(f"{sign_in} need sign-in (age-restricted or sign-in only): {SIGN_IN_STEP}")
+        if missing["unavailable"] + missing["invalid"] > sign_in:
+            steps.append(
+                f"{missing['unavailable'] + missing['invalid'] - sign_in} unavailable or invalid: {UNAVAILABLE_STEP}"
+            )
         if missing["not_fetchable"]:
             steps.append(
                 f"{missing['not_fetchable']} not fetchable: put <source_id>.<ext> in {self.availability.parent} "
@@ -484,13 +495,17 @@ class FetchReport:
         return "\n".join(lines)
 
     def exit_status(self) -> int:
-        """0: every source has a file; 1: some have none; raise when none has (the CLI then exits 2)."""
+        """0: every source has a file; 1: some have none; 2: none has (:meth:`nothing_fetched` says why)."""
         if self.sources and not self.ready():
-            raise RuntimeError(
-                f"none of the {len(self.sources)} source video(s) was fetched into {self.availability.parent}; "
-                + "; ".join(self.next_steps())
-            )
+            return 2
         return 1 if self.missing() else 0
+
+    def nothing_fetched(self) -> str:
+        """The one line of an exit status 2: no source has a file, why, and what to do."""
+        return (
+            f"none of the {len(self.sources)} source video(s) was fetched into {self.availability.parent}; "
+            + "; ".join(self.next_steps())
+        )
 
 
 class Fetcher:
@@ -723,6 +738,9 @@ def run(args) -> int:
     opts = FetchOptions(**{k: v for k, v in vars(args).items() if k in FetchOptions.__dataclass_fields__})
     report = Fetcher(opts).run()
     print(report.summary())
-    status = report.exit_status()  # raises (exit 2) when no source was fetched
+    status = report.exit_status()
+    if status == 2:
+        print(f"error: {report.nothing_fetched()}", file=sys.stderr)
+        return 2
     print(f"Build with: sureon build sureon --release {args.release} --videos {args.out} --out OUT")
     return status
