@@ -188,7 +188,8 @@ def test_concurrency_cap_and_sleep_interval_hold_at_the_server(served, tmp_path)
         fetch(host, tmp_path / "b", "--concurrency", "3", "--sleep-interval", "0.5")
         starts = sorted(min(r.started for r in host.requests_for(s)) for s in [*served, "MissingVid1"])
         assert host.max_active_sources <= 3
-    assert all(b - a >= 0.45 for a, b in itertools.pairwise(starts))
+    gaps = [b - a for a, b in itertools.pairwise(starts)]  # 0.5 s at the gate; a busy machine delays a request
+    assert all(gap >= 0.3 for gap in gaps), gaps  # (without the gate: three at once)
 
 
 def test_transient_errors_are_retried_with_backoff_and_permanent_ones_are_not(served, tmp_path):
