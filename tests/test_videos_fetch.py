@@ -421,3 +421,11 @@ def test_no_source_fetched_exits_2_with_one_line_naming_the_fix(cause, tmp_path,
     assert {"network": "check the connection", "rate-limited": "rerun the same command in an hour"}[cause] in error[0]
     statuses = {e["status"] for e in json.loads((out / "availability.json").read_text())["sources"].values()}
     assert statuses == {"deferred", "not_fetchable"}  # missing for now (and the 32-hex ids): none recorded removed
+
+
+def test_a_bad_rate_limit_wait_is_refused_before_anything_is_written(tmp_path, capsys):
+    out = tmp_path / "videos"
+    args = ["videos", "fetch", "--release", str(SAMPLE_RELEASE), "--out", str(out), "--on-rate-limit", "wait"]
+    assert main([*args, "--rate-limit-wait", "0"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --rate-limit-wait must be a positive number of seconds, got 0.0"
+    assert not out.exists()
