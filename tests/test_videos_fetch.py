@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pyarrow.parquet as pq
@@ -16,7 +17,15 @@ from fake_video_server import FakeVideoHost
 
 from builders.sureon.build import BuildOptions, build_sureon
 from builders.sureon.clips import parse_clip_id
-from builders.sureon.fetch import ErrorClass, Fetcher, FetchOptions, classify_error, format_selector
+from builders.sureon.fetch import (
+    ErrorClass,
+    Fetcher,
+    FetchOptions,
+    SessionGuard,
+    SessionStopped,
+    classify_error,
+    format_selector,
+)
 from builders.sureon.frames import ClipError, FramePolicy, sample_clip
 from builders.sureon.sections import read_section
 from builders.video import open_decoder
@@ -429,3 +438,25 @@ def test_a_bad_rate_limit_wait_is_refused_before_anything_is_written(tmp_path, c
     assert main([*args, "--rate-limit-wait", "0"]) == 2
     assert capsys.readouterr().err.strip() == "error: --rate-limit-wait must be a positive number of seconds, got 0.0"
     assert not out.exists()
+
+
+def test_ctrl_c_wakes_a_download_waiting_out_a_rate_limit():
+    guard = SessionGuard("wait", 3600.0, say=lambda line: None)
+    assert guard.blocked(CLASSES["rate-limited"], "Tt4Kk9Jj2Hh") is None  # the hour's pause begins
+    outcome = []
+
+    def next_download():
+        try:
+            guard.admit()
+            outcome.append("started")
+        except SessionStopped as stopped:
+            outcome.append(str(stopped))
+
+    waiting = threading.Thread(target=next_download)
+    waiting.start()
+    time.sleep(0.3)
+    assert waiting.is_alive() and not outcome  # it waits out the pause
+    interrupted = time.monotonic()
+    guard.cancel()  # what Fetcher.run does on Ctrl+C
+    waiting.join(timeout=10)
+    assert outcome == ["the run was interrupted"] and time.monotonic() - interrupted < 2

@@ -321,11 +321,14 @@ class SessionGuard:
 
     ``stop``: none starts (they are deferred). ``wait``, for a rate limit only (a bot check needs cookies, not time):
     none starts for ``wait_s`` seconds, then they go on, the blocked one first; a rate limit again before any download
-    succeeded since the last wait stops the run. ``clock`` and ``sleep`` are injectable (a test waits an hour at once).
+    succeeded since the last wait stops the run. ``clock`` and ``sleep`` are injectable (a test waits an hour at once);
+    the default sleep ends early on :meth:`cancel`, so that Ctrl+C does not wait out the hour.
     """
 
-    def __init__(self, policy: str, wait_s: float, clock=time.monotonic, sleep=time.sleep, say=None):
-        self.policy, self.wait_s, self.clock, self.sleep = policy, wait_s, clock, sleep
+    def __init__(self, policy: str, wait_s: float, clock=time.monotonic, sleep=None, say=None):
+        self.cancelled = threading.Event()
+        self.policy, self.wait_s, self.clock = policy, wait_s, clock
+        self.sleep = sleep or self.cancelled.wait
         self.say = say or (lambda line: tqdm.write(line, file=sys.stderr))
         self.lock = threading.Lock()
         self.resume_at: float | None = None
@@ -371,6 +374,12 @@ class SessionGuard:
     def succeeded(self) -> None:
         with self.lock:
             self.progress = True
+
+    def cancel(self) -> None:
+        """The run is interrupted: no download starts any more, and a sleeping one wakes up."""
+        with self.lock:
+            self.stopped = SessionStopped("interrupted", "the run was interrupted")
+        self.cancelled.set()
 
 
 class _Logger:
@@ -511,7 +520,7 @@ class FetchReport:
 class Fetcher:
     """``clock`` and ``sleep`` (backoff, rate-limit waits) are injectable, so that tests wait in no time."""
 
-    def __init__(self, opts: FetchOptions, clock=time.monotonic, sleep=time.sleep):
+    def __init__(self, opts: FetchOptions, clock=time.monotonic, sleep=None):
         if "{id}" not in opts.url_template:
             raise ValueError(f"--url-template {opts.url_template!r} has no {{id}}")
         if opts.cookies and opts.cookies_from_browser:
@@ -686,9 +695,14 @@ class Fetcher:
                 pool.submit(self.fetch_one, need, present.get(source), archive, progress): source
                 for source, need in sorted(needs.items())
             }
-            for future in as_completed(futures):
-                results[futures[future]] = future.result()
-                progress.update()
+            try:
+                for future in as_completed(futures):
+                    results[futures[future]] = future.result()
+                    progress.update()
+            except BaseException:  # Ctrl+C: no download waits out a pause (or starts) while the pool shuts down
+                self.guard.cancel()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
         sources = read_availability(opts.out)  # sources of other configs, from earlier runs, are kept
         for source, entry in sorted(results.items()):
             kept = {k: v for k, v in entry.items() if k != "source_id"}
