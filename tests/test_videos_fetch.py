@@ -271,8 +271,8 @@ CLASSES = {  # what each of YouTube's refusals means for the fetch: the session,
     "age-restricted": ErrorClass("permanent", "age-restricted: sign-in (cookies) needed"),
     "members-only": ErrorClass("permanent", "members-only video"),
     "region-blocked": ErrorClass("permanent", "region-blocked"),
-    "premiere": ErrorClass("later", "not yet available (upcoming premiere)"),
-    "live-event": ErrorClass("later", "not yet available (upcoming premiere)"),
+    "premiere": ErrorClass("later", "not yet available (upcoming premiere or live event)"),
+    "live-event": ErrorClass("later", "not yet available (upcoming premiere or live event)"),
 }
 
 

@@ -115,7 +115,9 @@ PERMANENT_ERRORS = (
     (r"requested format is not available", "no video format within --max-height"),
     (r"unsupported url", "unsupported URL (check --url-template)"),
 )
-LATER_ERRORS = ((r"live event will begin|premieres in|premiere will begin", "not yet available (upcoming premiere)"),)
+LATER_ERRORS = (
+    (r"live event will begin|premieres in|premiere will begin", "not yet available (upcoming premiere or live event)"),
+)
 TRANSIENT_ERRORS = (
     (r"http error 429|too many requests", "throttled (HTTP 429)"),
     (r"http error 5\d\d", "server error (HTTP 5xx)"),
