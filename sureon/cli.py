@@ -2,7 +2,7 @@
 
     sureon build sureon --release DIR [--videos DIR] --out OUT [--configs bench db ...]
     sureon build surgiq --source FILE [FILE ...] --out OUT [--exclude-ids dedupe_ids.txt]
-    sureon videos fetch --release DIR --out VIDEOS_DIR [--configs bench ...] [--sections] [--concurrency N]
+    sureon videos fetch --release DIR --out VIDEOS_DIR [--configs bench ...] [--sections] [--on-rate-limit stop|wait]
     sureon push OUT --repo-id ORG/NAME [--private]
     sureon eval sureon --model PATH_OR_ID --dataset DIR_OR_ID --mode visual|blind|both --out DIR
     sureon eval public --model PATH_OR_ID --dataset PUBLIC_BUILD --benchmark bench-... [...] --out DIR

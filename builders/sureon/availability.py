@@ -1,9 +1,12 @@
 """``availability.json``: what ``sureon videos fetch`` found for each source video, read back by the Sureon build.
 
-One entry per source id: ``status`` (``downloaded``, ``supplied``: a file the user put there, ``unavailable``,
-``invalid``: downloaded but failed the integrity check, ``not_fetchable``: a 32-hex id, which has no public URL),
-``reason`` when there is no good file, the file, its duration and resolution, and how many ``test`` / ``train`` /
-``validation`` questions it feeds. The build names that reason for every question it skips.
+One entry per source id: ``status`` (``downloaded``, ``supplied``: a file the user put there, ``unavailable``: the
+video is removed, private, blocked or otherwise out of reach with these options, ``deferred``: not fetched yet for a
+reason that says nothing about the video, its ``cause`` being ``rate-limited``, ``bot-check``, ``later`` or
+``transient``, ``invalid``: downloaded but failed the integrity check, ``not_fetchable``: a 32-hex id, which has no
+public URL), ``reason`` when there is no good file, the file, its duration and resolution, and how many ``test`` /
+``train`` / ``validation`` questions it feeds. The build names that reason for every question it skips, a deferred
+source's as missing for now (the next ``sureon videos fetch`` retries it), never as removed.
 """
 
 import json
@@ -33,6 +36,8 @@ def missing_reason(entry: dict | None) -> str:
     """Why a source has no video, in the words of the skip manifest."""
     if entry is None or entry.get("status") in GOOD:
         return "video not found"
+    if entry["status"] == "deferred":
+        return f"video not fetched yet (rerun `sureon videos fetch`): {entry.get('reason', 'no reason recorded')}"
     return f"video {entry['status'].replace('_', ' ')}: {entry.get('reason', 'no reason recorded')}"
 
 

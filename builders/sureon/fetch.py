@@ -2,6 +2,7 @@
 
     sureon videos fetch --release DIR --out VIDEOS_DIR [--configs bench ...] [--max-height 720]
         [--cookies FILE | --cookies-from-browser NAME] [--sleep-interval S] [--concurrency N] [--sections [--pad S]]
+        [--on-rate-limit stop|wait] [--rate-limit-wait 3600]
 
 The release is annotation-only: its ``clip_id`` s name the source (an 11-character YouTube id, or a 32-hex id for
 sources with no public URL, which the user supplies). Only the sources of the chosen configs are fetched, with yt-dlp
@@ -12,8 +13,14 @@ through its Python API (the ``videos`` extra), as ``<source_id>.<ext>``:
   only [yt-dlp issues #11681, #11807];
 - **resumable**: a file enters ``.fetch_archive.jsonl`` only once verified, and is never fetched again; a killed
   download resumes from its ``.part`` file (HTTP range requests);
-- **retries** with exponential backoff on transient errors (network, HTTP 5xx, 429); a permanent one (removed,
-  private, region-blocked, sign-in or bot check, HTTP 404 / 410) is recorded with its reason and not retried;
+- **errors** fall in four kinds (:func:`classify_error`, on yt-dlp's own wording, see ``SESSION_ERRORS``):
+  *transient* ones (network, HTTP 5xx, 429) are retried with exponential backoff; *permanent* ones (removed,
+  private, copyright, terminated account, age gate, members-only, region-blocked, HTTP 404 / 410) are recorded
+  ``unavailable`` with their reason and not retried; a video *not yet* available (an upcoming premiere or live
+  event) is recorded ``deferred``; a *session* block (YouTube rate-limited the session, or asks for a bot check or
+  captcha) says nothing about the video: it is ``deferred`` too, and no new download starts (``--on-rate-limit
+  stop``, the default) or, for a rate limit, none starts until the advised hour has passed (``--on-rate-limit
+  wait``). A deferred source is retried by the next run; the build reports it as not fetched yet, never as removed;
 - **integrity**: each file is opened with torchcodec and must cover every clip window the release asks of it
   (``VIDEO_END_TOLERANCE`` past the end is accepted, as the frame sampler clamps there); a file that fails is
   reported and set aside as ``<name>.rejected``;
@@ -22,7 +29,14 @@ through its Python API (the ``videos`` extra), as ``<source_id>.<ext>``:
   its sidecar (:mod:`builders.sureon.sections`) tells the frame sampler where the span sits in the source.
   Downloading a section needs the ``ffmpeg`` program and cannot resume mid-file (FFmpeg restarts it).
 
-Cookies and tokens are never printed: messages name the source id, never the URL or the options.
+``--on-rate-limit`` defaults to ``stop`` because the fetch is resumable (stopping loses no verified file, and the
+next run picks up the deferred sources) and a command that sits idle for an hour unasked is worse, in a terminal, than
+one that says "rerun in an hour"; an unattended run passes ``wait``. A wait is never cut short, and the run stops when
+it is rate-limited again before any download succeeded after the wait (YouTube's hour was not enough: rerun later).
+
+Exit status: 0 when every source has a good file; 1 when some have none (the summary says which, why, and what to do);
+2 when none has (one line naming the cause and the fix). Cookies and tokens are never printed: messages name the
+source id, never the URL or the options.
 """
 
 import itertools
@@ -30,6 +44,7 @@ import json
 import math
 import re
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -42,7 +57,7 @@ import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from builders.jsonl_log import AppendOnlyJsonl
-from builders.sureon.availability import read_availability, write_availability
+from builders.sureon.availability import GOOD, read_availability, write_availability
 from builders.sureon.build import CONFIGS, passes_curation, select_configs
 from builders.sureon.clips import _HASH_ID
 from builders.sureon.frames import index_videos
@@ -54,11 +69,29 @@ from builders.video import open_decoder
 YOUTUBE_URL = "https://www.youtube.com/watch?v={id}"
 ARCHIVE = ".fetch_archive.jsonl"
 VIDEO_END_TOLERANCE = 1.0  # seconds a clip window may run past the end of its video
+RATE_LIMIT_WAIT = 3600.0  # yt-dlp: the session "has been rate-limited by YouTube for up to an hour"
+ON_RATE_LIMIT = ("stop", "wait")
 SPLIT_KEYS = ("test", "train", "validation")
 
-# (pattern in yt-dlp's error message, reason): errors that another attempt in this run will not fix
+# (pattern in yt-dlp's error message, reason). yt-dlp's YouTube extractor builds its messages from YouTube's
+# playability reason (yt_dlp/extractor/youtube/_video.py, where it raises "no formats"): it appends "The current
+# session (or: Your account) has been rate-limited by YouTube for up to an hour" to "This content isn't available,
+# try again later", "YouTube is requiring a captcha challenge before playback" to a captcha screen, and its cookies
+# hint to any reason saying "sign in". A session error says nothing about the video (the rate-limit message starts
+# with "Video unavailable"): matched before everything else.
+SESSION_ERRORS = (
+    (
+        r"rate-limited by youtube|isn['’]t available, try again later",
+        "rate-limited",
+        "YouTube rate-limited this session (for up to an hour)",
+    ),
+    (
+        r"not a bot|captcha|ip is likely being blocked",
+        "bot-check",
+        "bot check: YouTube asks this session to prove it is not a bot",
+    ),
+)
 PERMANENT_ERRORS = (
-    (r"not a bot", "bot check: pass --cookies FILE or --cookies-from-browser NAME"),
     (r"confirm your age|age[- ]restricted|inappropriate for some users", "age-restricted: sign-in (cookies) needed"),
     (r"private video|video is private", "private video"),
     (r"members[- ]only|join this channel", "members-only video"),
@@ -68,12 +101,22 @@ PERMANENT_ERRORS = (
     ),
     (r"copyright", "removed (copyright claim)"),
     (r"account associated with this video has been terminated", "removed (account terminated)"),
-    (r"video has been removed|video unavailable|no longer available|does not exist", "removed or unavailable"),
-    (r"sign in|login required|log in", "sign-in required: pass --cookies FILE or --cookies-from-browser NAME"),
+    (
+        r"video has been removed|video unavailable|no longer available|does not exist|"
+        + r"(?:video|recording) is not available|drm protected",
+        "removed or unavailable",
+    ),
+    (
+        r"sign in|login required|log in|registered users|login details",
+        "sign-in required: pass --cookies FILE or --cookies-from-browser NAME",
+    ),
     (r"http error 404|404: not found", "not found (HTTP 404)"),
     (r"http error 410", "gone (HTTP 410)"),
     (r"requested format is not available", "no video format within --max-height"),
     (r"unsupported url", "unsupported URL (check --url-template)"),
+)
+LATER_ERRORS = (
+    (r"live event will begin|premieres in|premiere will begin", "not yet available (upcoming premiere or live event)"),
 )
 TRANSIENT_ERRORS = (
     (r"http error 429|too many requests", "throttled (HTTP 429)"),
@@ -143,21 +186,35 @@ def format_selector(max_height: int) -> str:
     return f"bv{h}[vcodec^=avc1]/bv{h}/bv*{h}[vcodec^=avc1]/bv*{h}/b{h}"
 
 
-def classify_error(message: str) -> tuple[bool, str]:
-    """``(permanent, reason)`` for a yt-dlp error message."""
+@dataclass(frozen=True)
+class ErrorClass:
+    """``kind``: ``rate-limited`` or ``bot-check`` (the session, not the video), ``permanent``, ``later`` (this video,
+    not yet) or ``transient`` (retried in this run)."""
+
+    kind: str
+    reason: str
+
+    @property
+    def session(self) -> bool:
+        return self.kind in ("rate-limited", "bot-check")
+
+
+def classify_error(message: str) -> ErrorClass:
+    """What a yt-dlp error message says of the video, or of the session; an unknown one is transient."""
     text = message.lower()
-    for pattern, reason in PERMANENT_ERRORS:
+    for pattern, kind, reason in SESSION_ERRORS:
         if re.search(pattern, text):
-            return True, reason
-    for pattern, reason in TRANSIENT_ERRORS:
-        if re.search(pattern, text):
-            return False, reason
-    return False, "download error"
+            return ErrorClass(kind, reason)
+    for kind, table in (("permanent", PERMANENT_ERRORS), ("later", LATER_ERRORS), ("transient", TRANSIENT_ERRORS)):
+        for pattern, reason in table:
+            if re.search(pattern, text):
+                return ErrorClass(kind, reason)
+    return ErrorClass("transient", "download error")
 
 
 def redact(text: str, url: str, source_id: str) -> str:
-    """A message safe to print: the URL becomes the source id, query secrets are masked."""
-    return _SECRET.sub(r"\1***", text.replace(url, f"<url of {source_id}>"))
+    """A message safe to print, on one line: the URL becomes the source id, query secrets are masked."""
+    return " ".join(_SECRET.sub(r"\1***", text.replace(url, f"<url of {source_id}>")).split())
 
 
 def _frame_times(video: Path) -> list[float]:
@@ -253,6 +310,80 @@ class StartGate:
             self.next_start = max(now, self.next_start) + self.interval
 
 
+class SessionStopped(Exception):
+    """No new download starts: the session was blocked (``kind``: that of the error which blocked it)."""
+
+    def __init__(self, kind: str, reason: str):
+        super().__init__(reason)
+        self.kind = kind
+
+
+class SessionGuard:
+    """What a session block (a rate limit, a bot check) does to the downloads that have not started yet.
+
+    ``stop``: none starts (they are deferred). ``wait``, for a rate limit only (a bot check needs cookies, not time):
+    none starts for ``wait_s`` seconds, then they go on, the blocked one first; a rate limit again before any download
+    succeeded since the last wait stops the run. ``clock`` and ``sleep`` are injectable (a test waits an hour at once);
+    the default sleep ends early on :meth:`cancel`, so that Ctrl+C does not wait out the hour.
+    """
+
+    def __init__(self, policy: str, wait_s: float, clock=time.monotonic, sleep=None, say=None):
+        self.cancelled = threading.Event()
+        self.policy, self.wait_s, self.clock = policy, wait_s, clock
+        self.sleep = sleep or self.cancelled.wait
+        self.say = say or (lambda line: tqdm.write(line, file=sys.stderr))
+        self.lock = threading.Lock()
+        self.resume_at: float | None = None
+        self.pauses = 0
+        self.progress = True  # a download succeeded since the last pause
+        self.stopped: SessionStopped | None = None
+
+    def admit(self) -> None:
+        """Right before a download's first request: wait out a pause; raise :class:`SessionStopped` once stopped."""
+        while True:
+            with self.lock:
+                if self.stopped is not None:
+                    raise self.stopped
+                remaining = (self.resume_at or 0.0) - self.clock()
+            if remaining <= 0:
+                return
+            self.sleep(remaining)
+
+    def blocked(self, error: ErrorClass, source_id: str) -> str | None:
+        """A download hit a session block: None to try it again after the pause, else why it stopped."""
+        with self.lock:
+            if self.stopped is not None:
+                return str(self.stopped)
+            now = self.clock()
+            if error.kind == "rate-limited" and self.policy == "wait":
+                if self.resume_at is not None and now < self.resume_at:
+                    return None  # started before the pause began: it waits with the others
+                if self.pauses == 0 or self.progress:
+                    self.resume_at, self.progress = now + self.wait_s, False
+                    self.pauses += 1
+                    until = time.strftime("%H:%M", time.localtime(time.time() + self.wait_s))
+                    self.say(
+                        f"YouTube rate-limited this session (at {source_id}): no new download for "
+                        f"{self.wait_s / 60:.0f} min, until {until} (--on-rate-limit stop stops instead)"
+                    )
+                    return None
+                reason = f"{error.reason}, again after waiting {self.wait_s / 60:.0f} min"
+            else:
+                reason = error.reason
+            self.stopped = SessionStopped(error.kind, reason)
+            return reason
+
+    def succeeded(self) -> None:
+        with self.lock:
+            self.progress = True
+
+    def cancel(self) -> None:
+        """The run is interrupted: no download starts any more, and a sleeping one wakes up."""
+        with self.lock:
+            self.stopped = SessionStopped("interrupted", "the run was interrupted")
+        self.cancelled.set()
+
+
 class _Logger:
     """yt-dlp's logger: nothing printed (messages come back in the errors, redacted)."""
 
@@ -277,6 +408,22 @@ class FetchOptions:
     pad: float = 5.0
     retries: int = 5
     retry_backoff: float = 2.0
+    on_rate_limit: str = "stop"
+    rate_limit_wait: float = RATE_LIMIT_WAIT
+
+
+# what to do about a deferred source, by the kind of error that deferred it
+NEXT_STEP = {
+    "rate-limited": "YouTube rate-limited this session: rerun the same command in an hour (verified files are kept), "
+    "with --sleep-interval 10 to space the downloads out, or pass --on-rate-limit wait to pause instead of stopping",
+    "bot-check": "YouTube asks for a bot check: pass --cookies FILE or --cookies-from-browser NAME (a signed-in "
+    "browser's cookies), then rerun",
+    "later": "not yet available (an upcoming premiere or live event): rerun once it has aired",
+    "transient": "network or server errors on every attempt: check the connection (and --url-template), then rerun",
+}
+UNAVAILABLE_STEP = "build with --on-missing-video skip to leave their questions out (each one's reason is listed)"
+SIGN_IN_STEP = "pass --cookies FILE or --cookies-from-browser NAME (a signed-in account's), then rerun"
+SIGN_IN_REASONS = ("age-restricted", "sign-in required")  # PERMANENT_ERRORS that cookies fix
 
 
 @dataclass
@@ -285,15 +432,63 @@ class FetchReport:
     downloaded_bytes: int
     seconds: float
     availability: Path
+    paused_s: float = 0.0
+
+    def ready(self) -> list[str]:
+        return [s for s, e in self.sources.items() if e["status"] in GOOD]
+
+    def headline(self) -> str:
+        """One line: how many sources have a file, are deferred (missing for now) or unavailable (removed, ...)."""
+        statuses = Counter(entry["status"] for entry in self.sources.values())
+        parts = [
+            f"{len(self.ready())} fetched ({statuses['downloaded']} downloaded, {statuses['supplied']} supplied)",
+            *(
+                f"{statuses[status]} {label}"
+                for status, label in (
+                    ("deferred", "deferred (missing for now, not removed)"),
+                    ("unavailable", "unavailable (removed, private, blocked, ...)"),
+                    ("invalid", "invalid (failed the integrity check)"),
+                    ("not_fetchable", "not fetchable (supply them)"),
+                )
+                if statuses[status]
+            ),
+        ]
+        return f"{len(self.sources)} source video(s): " + ", ".join(parts)
+
+    def next_steps(self) -> list[str]:
+        missing = Counter(
+            e.get("cause", "transient") if e["status"] == "deferred" else e["status"] for e in self.missing().values()
+        )
+        steps = [f"{missing[kind]} deferred: {step}" for kind, step in NEXT_STEP.items() if missing[kind]]
+        sign_in = sum(
+            1
+            for e in self.missing().values()
+            if e["status"] == "unavailable" and e["reason"].startswith(SIGN_IN_REASONS)
+        )
+        if sign_in:
+            steps.append(f"{sign_in} need sign-in (age-restricted or sign-in only): {SIGN_IN_STEP}")
+        if missing["unavailable"] + missing["invalid"] > sign_in:
+            steps.append(
+                f"{missing['unavailable'] + missing['invalid'] - sign_in} unavailable or invalid: {UNAVAILABLE_STEP}"
+            )
+        if missing["not_fetchable"]:
+            steps.append(
+                f"{missing['not_fetchable']} not fetchable: put <source_id>.<ext> in {self.availability.parent} "
+                "yourself"
+            )
+        return steps
+
+    def missing(self) -> dict[str, dict]:
+        return {s: e for s, e in self.sources.items() if e["status"] not in GOOD}
 
     def summary(self) -> str:
-        statuses = Counter(entry["status"] for entry in self.sources.values())
         lines = [
-            f"{len(self.sources)} source video(s): "
-            + ", ".join(f"{count} {status}" for status, count in sorted(statuses.items())),
-            f"downloaded {self.downloaded_bytes / 1e6:.1f} MB in {self.seconds:.1f} s; see {self.availability}",
+            self.headline(),
+            f"downloaded {self.downloaded_bytes / 1e6:.1f} MB in {self.seconds:.1f} s"
+            + (f" (paused {self.paused_s / 60:.0f} min for YouTube's rate limit)" if self.paused_s else "")
+            + f"; see {self.availability}",
         ]
-        missing = {s: e for s, e in self.sources.items() if e["status"] not in ("downloaded", "supplied")}
+        missing = self.missing()
         if missing:
             lines.append(f"{'source_id':<34} {'status':<14} {'test':>5} {'train':>6} {'val':>5}  reason")
             for source, entry in missing.items():
@@ -307,23 +502,44 @@ class FetchReport:
                 f"questions without a video: {lost['test']} benchmark, {lost['train']} train, "
                 f"{lost['validation']} validation"
             )
+            lines += self.next_steps()
         return "\n".join(lines)
+
+    def exit_status(self) -> int:
+        """0: every source has a file; 1: some have none; 2: none has (:meth:`nothing_fetched` says why)."""
+        if self.sources and not self.ready():
+            return 2
+        return 1 if self.missing() else 0
+
+    def nothing_fetched(self) -> str:
+        """The one line of an exit status 2: no source has a file, why, and what to do."""
+        return (
+            f"none of the {len(self.sources)} source video(s) was fetched into {self.availability.parent}; "
+            + "; ".join(self.next_steps())
+        )
 
 
 class Fetcher:
-    def __init__(self, opts: FetchOptions):
+    """``clock`` and ``sleep`` (backoff, rate-limit waits) are injectable, so that tests wait in no time."""
+
+    def __init__(self, opts: FetchOptions, clock=time.monotonic, sleep=None):
         if "{id}" not in opts.url_template:
             raise ValueError(f"--url-template {opts.url_template!r} has no {{id}}")
         if opts.cookies and opts.cookies_from_browser:
             raise ValueError("pass --cookies or --cookies-from-browser, not both")
         if opts.concurrency < 1 or opts.retries < 1:
             raise ValueError("--concurrency and --retries must be at least 1")
+        if opts.on_rate_limit not in ON_RATE_LIMIT:
+            raise ValueError(f"--on-rate-limit must be one of {ON_RATE_LIMIT}, got {opts.on_rate_limit!r}")
+        if not (math.isfinite(opts.rate_limit_wait) and opts.rate_limit_wait > 0):
+            raise ValueError(f"--rate-limit-wait must be a positive number of seconds, got {opts.rate_limit_wait}")
         if opts.cookies and not opts.cookies.is_file():
             raise FileNotFoundError(f"--cookies {opts.cookies} does not exist (a Netscape cookies.txt file)")
         if opts.sections and shutil.which("ffmpeg") is None:
             raise FileNotFoundError("--sections needs the ffmpeg program on PATH (apt-get install ffmpeg)")
         self.opts = opts
         self.gate = StartGate(opts.sleep_interval)
+        self.guard = SessionGuard(opts.on_rate_limit, opts.rate_limit_wait, clock, sleep)
         self.bytes_lock = threading.Lock()
         self.archive_lock = threading.Lock()
         self.downloaded_bytes = 0
@@ -381,6 +597,7 @@ class Fetcher:
         url = self.opts.url_template.format(id=need.source_id)
         with yt_dlp.YoutubeDL(self._params(need.source_id, need, progress)) as ydl:
             self.gate.wait()  # right before the first request
+            self.guard.admit()
             info = ydl.extract_info(url, download=True)
         downloads = info.get("requested_downloads") or []
         if not downloads or not Path(downloads[0]["filepath"]).is_file():
@@ -430,18 +647,31 @@ class Fetcher:
                 "reason": f"not a YouTube id: put {source_id}.<ext> in the videos folder yourself",
             }
         url = self.opts.url_template.format(id=source_id)
-        reason = "download error"
-        for attempt in range(self.opts.retries):
+        attempts = 0
+        while True:
             try:
                 video = self._download(need, progress)
+            except SessionStopped as stopped:
+                return {"status": "deferred", "cause": stopped.kind, "reason": f"not tried: {stopped}"}
             except yt_dlp.utils.DownloadError as err:
-                permanent, reason = classify_error(str(err))
-                reason = f"{reason}: {redact(str(err).removeprefix('ERROR: '), url, source_id)}"
-                if permanent:
-                    return {"status": "unavailable", "reason": reason}
-                if attempt + 1 < self.opts.retries:
-                    time.sleep(min(60.0, self.opts.retry_backoff * 2**attempt))
+                error = classify_error(str(err))
+                said = redact(str(err).removeprefix("ERROR: "), url, source_id)
+                if error.session:
+                    why = self.guard.blocked(error, source_id)
+                    if why is None:
+                        continue  # after the pause
+                    return {"status": "deferred", "cause": error.kind, "reason": f"{why}: {said}"}
+                if error.kind == "permanent":
+                    return {"status": "unavailable", "reason": f"{error.reason}: {said}"}
+                if error.kind == "later":
+                    return {"status": "deferred", "cause": "later", "reason": f"{error.reason}: {said}"}
+                attempts += 1
+                if attempts == self.opts.retries:
+                    reason = f"{error.reason}: {said} (after {attempts} attempts)"
+                    return {"status": "deferred", "cause": "transient", "reason": reason}
+                self.guard.sleep(min(60.0, self.opts.retry_backoff * 2 ** (attempts - 1)))
                 continue
+            self.guard.succeeded()
             try:
                 entry = self._verified(need, video, "downloaded", fresh=True)
             except IntegrityError as err:
@@ -449,7 +679,6 @@ class Fetcher:
                 return {"status": "invalid", "reason": f"integrity: {err}"}
             self._archive(archive, source_id, entry)
             return entry
-        return {"status": "unavailable", "reason": f"{reason} (after {self.opts.retries} attempts)"}
 
     def run(self) -> FetchReport:
         opts = self.opts
@@ -468,16 +697,22 @@ class Fetcher:
                 pool.submit(self.fetch_one, need, present.get(source), archive, progress): source
                 for source, need in sorted(needs.items())
             }
-            for future in as_completed(futures):
-                results[futures[future]] = future.result()
-                progress.update()
+            try:
+                for future in as_completed(futures):
+                    results[futures[future]] = future.result()
+                    progress.update()
+            except BaseException:  # Ctrl+C: no download waits out a pause (or starts) while the pool shuts down
+                self.guard.cancel()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
         sources = read_availability(opts.out)  # sources of other configs, from earlier runs, are kept
         for source, entry in sorted(results.items()):
             kept = {k: v for k, v in entry.items() if k != "source_id"}
             sources[source] = kept | {"questions": needs[source].counts()}
         path = write_availability(opts.out, sources)
         report_sources = {s: sources[s] for s in sorted(results)}
-        return FetchReport(report_sources, self.downloaded_bytes, time.monotonic() - started, path)
+        paused = self.guard.pauses * opts.rate_limit_wait
+        return FetchReport(report_sources, self.downloaded_bytes, time.monotonic() - started, path, paused)
 
 
 def add_arguments(parser) -> None:
@@ -497,6 +732,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--pad", type=float, default=5.0, help="seconds added around that span")
     parser.add_argument("--retries", type=int, default=5, help="attempts per source on transient errors")
     parser.add_argument("--retry-backoff", type=float, default=2.0, help="first backoff in seconds (then doubled)")
+    parser.add_argument(
+        "--on-rate-limit",
+        choices=ON_RATE_LIMIT,
+        default="stop",
+        help="when YouTube rate-limits the session: stop starting downloads (default; rerun in an hour, nothing is "
+        "lost) or wait --rate-limit-wait seconds and go on",
+    )
+    parser.add_argument(
+        "--rate-limit-wait", type=float, default=RATE_LIMIT_WAIT, help="seconds of that wait (YouTube: up to an hour)"
+    )
 
 
 def run(args) -> int:
@@ -509,5 +754,9 @@ def run(args) -> int:
     opts = FetchOptions(**{k: v for k, v in vars(args).items() if k in FetchOptions.__dataclass_fields__})
     report = Fetcher(opts).run()
     print(report.summary())
+    status = report.exit_status()
+    if status == 2:
+        print(f"error: {report.nothing_fetched()}", file=sys.stderr)
+        return 2
     print(f"Build with: sureon build sureon --release {args.release} --videos {args.out} --out OUT")
-    return 0
+    return status
