@@ -306,7 +306,8 @@ def test_files_layout_stores_each_frame_once_and_the_training_mixture_resolves_i
 ):
     from conftest import SAMPLE_RELEASE
 
-    from recipes.training.mixture import MixtureSource, load_source, resolve_media
+    from builders.hub import resolve_frames
+    from recipes.training.mixture import MixtureSource, load_source
 
     embedded = build(
         tmp_path, SAMPLE_RELEASE, sample_videos, name="embedded", on_missing_video="skip", frames_layout="embedded"
@@ -356,7 +357,7 @@ def test_files_layout_stores_each_frame_once_and_the_training_mixture_resolves_i
     # the training mixture turns the paths into files it opens (local folder; a Hub copy fetches media/)
     loaded = load_source(MixtureSource(path=str(built.out), name="db", split="train"))
     assert loaded.media_root == built.out
-    row = resolve_media(loaded.dataset[0], loaded.media_root)
+    row = resolve_frames(loaded.dataset[0], loaded.media_root)
     assert [read_frame_index(Image.open(path)) for path in row["frames"]] == [
         round(t * fps_of[row["source_id"]]) for t in row["frame_timestamps"]
     ]

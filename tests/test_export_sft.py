@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from builders.hub import resolve_frames
 from public_converters.build import BuildOptions, build_public
 from public_converters.clips import SamplingConfig
 from public_converters.spec import sample_module
 from recipes.export.sft import export_sft, load_rows, render
-from recipes.training.mixture import MixtureSource, load_source, resolve_media, to_example
+from recipes.training.mixture import MixtureSource, load_source, to_example
 from sureon.cli import main as cli_main
 
 
@@ -54,7 +55,7 @@ def llava_as_messages(row: dict) -> dict:
 def originals(dataset: Path, config: str, split: str) -> list:
     """Our training examples of the build, frames as tagged images (what the export renders)."""
     rows, root = load_rows(str(dataset), config, split)
-    return [to_example(resolve_media(row, root), "video_qa", blind=False, frames_as="images") for row in rows]
+    return [to_example(resolve_frames(row, root), "video_qa", blind=False, frames_as="images") for row in rows]
 
 
 def exported_examples(path: Path, fmt: str) -> list:

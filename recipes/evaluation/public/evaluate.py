@@ -34,6 +34,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+from builders.hub import check_build_path, media_root, resolve_frames
 from builders.prompt import format_messages
 from public_converters.grounded import GroundedAnswerError, parse_answer
 from recipes.evaluation.inference import GenerationCache, GenerationItem, GenerationStats, generate_cached
@@ -41,10 +42,10 @@ from recipes.evaluation.runner import (
     add_backend_arguments,
     add_system_prompt_arguments,
     backend_from_args,
+    check_counts,
     system_prompt_of,
     write_atomically,
 )
-from recipes.training.mixture import resolve_media
 
 
 MODE = "visual"
@@ -193,6 +194,7 @@ def load_benchmark(dataset: Path, name: str, limit: int | None):
 
     if not name.startswith("bench-"):
         raise ValueError(f"--benchmark {name}: the public benchmarks are the build's bench-* configs")
+    check_build_path(dataset)
     try:
         rows = load_dataset(str(dataset), name, split="test")
     except ValueError as error:
@@ -205,15 +207,14 @@ def load_benchmark(dataset: Path, name: str, limit: int | None):
 def generate_shard(args, rows, indices: list[int], backend, model: str, system_prompt, cache, stats) -> dict:
     """Outputs (question_id -> text) for the rows at ``indices``, in chunks, cached batch by batch."""
     outputs, done, started = {}, 0, time.monotonic()
+    root = media_root(args.dataset, rows)
     for start in range(0, len(indices), ROWS_PER_CHUNK):
         chunk = rows.select(indices[start : start + ROWS_PER_CHUNK]).to_list()
         items = [
             GenerationItem(
                 row["question_id"],
                 MODE,
-                format_messages(
-                    resolve_media(row, args.dataset), frames_as=backend.frames_as, system_prompt=system_prompt
-                ),
+                format_messages(resolve_frames(row, root), frames_as=backend.frames_as, system_prompt=system_prompt),
             )
             for row in chunk
         ]
@@ -225,6 +226,7 @@ def generate_shard(args, rows, indices: list[int], backend, model: str, system_p
 
 
 def run(args) -> int:
+    check_counts(limit=args.limit, max_new_tokens=args.max_new_tokens)
     rank, world_size, local_rank = world()
     model = args.model_name or args.model
     if args.backend == "transformers" and args.device is None:

@@ -29,6 +29,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from builders.hub import check_build_path, frames_are_files, media_root, resolve_frames
 from builders.prompt import answer_target, format_messages
 from builders.sureon.categories import CATEGORIES, MCQ, ORDERING
 from recipes.evaluation.answers import parse_answer
@@ -43,6 +44,7 @@ from recipes.evaluation.runner import (
     add_backend_arguments,
     add_system_prompt_arguments,
     backend_from_args,
+    check_counts,
     system_prompt_of,
     write_atomically,
 )
@@ -95,11 +97,13 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def load_benchmark(args):
-    """The benchmark split with frames left encoded (decoded only for the questions still to generate)."""
+    """The benchmark split with frames left encoded (decoded only for the questions still to generate); frames stored
+    as files (a training config's default layout) stay paths, resolved against the build by ``generate_all``."""
     from datasets import Image, List, load_dataset
 
+    check_build_path(args.dataset)
     dataset = load_dataset(str(args.dataset), args.config, split=args.split)
-    if "frames" in dataset.column_names:
+    if "frames" in dataset.column_names and not frames_are_files(dataset.features):
         dataset = dataset.cast_column("frames", List(Image(decode=False)))
     if args.limit:
         dataset = dataset.select(range(min(args.limit, len(dataset))))
@@ -126,8 +130,9 @@ def generate_all(args, dataset, modes, backend, model_name, system_prompt=None) 
     stats = GenerationStats()
     outputs = {}
     frames_as = backend.frames_as
+    root = media_root(args.dataset, dataset) if "visual" in modes else None
     for indices in chunks(range(len(dataset)), ROWS_PER_CHUNK):
-        rows = dataset.select(indices)
+        rows = [resolve_frames(row, root) for row in dataset.select(indices)] if root else dataset.select(indices)
         items = [
             GenerationItem(
                 row["question_id"],
@@ -255,6 +260,7 @@ def summarize(predictions: list[dict], modes: list[str]) -> dict:
 
 
 def run(args) -> int:
+    check_counts(limit=args.limit, max_new_tokens=args.max_new_tokens)
     modes = MODES[args.mode]
     model_name = args.model_name or args.model
     dataset = load_benchmark(args)
