@@ -289,7 +289,7 @@ def export_lmms_eval(
     missing = [column for column in REQUIRED_COLUMNS if column not in docs.column_names]
     if "question_id" in missing or "category" in missing or "answer_format" in missing:
         raise ValueError(
-            f"{dataset} ({config}/{split}) is not a Sureon build (no {', '.join(missing)} columns): export a folder "
+            f"{dataset} ({config}/{split}) is not a Sureon build (it lacks {', '.join(missing)}): export a folder "
             "built by `sureon build sureon --videos ...`; a public-corpus build's benchmarks run with `sureon eval "
             "public`"
         )
