@@ -17,8 +17,8 @@ Every config reconciles: read = written + skipped.
 corpus's layout) writes each sampled frame once as ``media/<source_id>/<frame index>.jpg`` and rows hold those
 relative paths, which every reader resolves against the folder or the Hub copy's ``media/``
 (:func:`builders.hub.media_root`); ``embedded`` puts the JPEG bytes in every row, so questions sharing a clip each
-carry a copy and ``load_dataset`` writes them all again into its Arrow cache. ``bench`` and the validation configs always embed their frames (small, and read by
-evaluation and review as they are).
+carry a copy and ``load_dataset`` writes them all again into its Arrow cache. ``bench`` and the validation configs
+always embed their frames (small, and read by evaluation and review as they are).
 """
 
 import hashlib
