@@ -7,6 +7,15 @@ row group by row group, so a config larger than memory streams through.
 
 Every build goes to a staging folder first and replaces the output in one rename: a crash never leaves half a
 dataset behind.
+
+Frames stored as files (the public corpus, and ``sureon build sureon --frames-layout files``, the training configs'
+default) sit once each under the build's ``media/``, and rows hold their paths relative to the build. Every reader
+(training, evaluation, export, planning) resolves them with :func:`media_root` and :func:`resolve_frames`, against
+the local folder or against the ``media/`` files of a Hub copy, fetched once. Without the project, the same with
+``datasets`` and ``huggingface_hub`` alone (``BUILD`` a local folder or a Hub id)::
+
+    root = BUILD if os.path.isdir(BUILD) else snapshot_download(BUILD, repo_type="dataset", allow_patterns="media/**")
+    db = load_dataset(BUILD, "db", split="train").map(lambda r: {"frames": [f"{root}/{p}" for p in r["frames"]]})
 """
 
 import os
@@ -24,6 +33,7 @@ from datasets.features.features import require_decoding
 
 
 DEFAULT_MAX_SHARD_BYTES = 500 * 1024 * 1024
+MEDIA_DIR = "media"  # where a build stores frames as files, each once
 
 
 def _approx_bytes(value) -> int:
@@ -169,3 +179,63 @@ def push_folder(
     )
     prefix = "datasets/" if repo_type == "dataset" else ""
     return getattr(commit, "commit_url", None) or f"https://huggingface.co/{prefix}{repo_id}"
+
+
+# ---- reading a build ------------------------------------------------------------------------------------------------
+
+
+def looks_local(path: str | Path) -> bool:
+    """Whether ``path`` names a local folder rather than a Hub id: it exists, is absolute or starts with ``.``/``~``,
+    is no valid repo id (``a/b/c``), or its first part is an existing folder (``data/sureon`` beside ``data/``)."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    text = str(path)
+    if Path(text).exists() or text.startswith(("/", ".", "~")):
+        return True
+    try:
+        validate_repo_id(text)
+    except HFValidationError:
+        return True
+    return "/" in text and Path(text.split("/", 1)[0]).is_dir()
+
+
+def check_build_path(path: str | Path, what: str = "dataset") -> None:
+    """Refuse a local-looking path that does not exist at once, before ``datasets`` retries it as a Hub id."""
+    if looks_local(path) and not Path(path).expanduser().exists():
+        raise FileNotFoundError(f"{what} {path}: no such folder (a local path, not a Hub id): check it, or build it")
+
+
+def frames_are_files(features) -> bool:
+    """Whether the ``frames`` column holds paths relative to the build (rather than images)."""
+    feature = features.get("frames") if features is not None else None
+    return getattr(getattr(feature, "feature", None), "dtype", None) == "string"
+
+
+def media_root(build: str | Path, dataset=None, revision: str | None = None) -> Path | None:
+    """The folder a build's relative frame paths resolve against: the local build folder, or the snapshot of a Hub
+    build's ``media/`` (downloaded once, then huggingface_hub's cache). ``None`` when ``dataset`` (a loaded split)
+    holds its frames as images, so nothing is downloaded for a build that needs no media."""
+    if dataset is not None and not frames_are_files(dataset.features):
+        return None
+    if Path(build).expanduser().is_dir():
+        return Path(build).expanduser()
+    from huggingface_hub import snapshot_download
+
+    return Path(
+        snapshot_download(str(build), repo_type="dataset", revision=revision, allow_patterns=[f"{MEDIA_DIR}/**"])
+    )
+
+
+def resolve_frames(record: dict, root: Path | None) -> dict:
+    """``record`` with its relative ``frames`` paths made absolute against ``root`` (see :func:`media_root`); records
+    whose frames are images, or have none, are returned as they are. A missing file is an error naming it."""
+    frames = record.get("frames")
+    if not frames or not isinstance(frames[0], str):
+        return record
+    if root is None:
+        raise ValueError(f"frames {frames[:1]} are paths relative to the build, but no build folder was given")
+    paths = [Path(root) / frame for frame in frames]
+    missing = [str(path) for path in paths if not path.is_file()]
+    if missing:
+        raise ValueError(f"frames not found: {missing[:3]} (is the build's {MEDIA_DIR}/ folder complete?)")
+    return {**record, "frames": [str(path.resolve()) for path in paths]}

@@ -306,7 +306,8 @@ def test_files_layout_stores_each_frame_once_and_the_training_mixture_resolves_i
 ):
     from conftest import SAMPLE_RELEASE
 
-    from recipes.training.mixture import MixtureSource, load_source, resolve_media
+    from builders.hub import resolve_frames
+    from recipes.training.mixture import MixtureSource, load_source
 
     embedded = build(
         tmp_path, SAMPLE_RELEASE, sample_videos, name="embedded", on_missing_video="skip", frames_layout="embedded"
@@ -356,7 +357,59 @@ def test_files_layout_stores_each_frame_once_and_the_training_mixture_resolves_i
     # the training mixture turns the paths into files it opens (local folder; a Hub copy fetches media/)
     loaded = load_source(MixtureSource(path=str(built.out), name="db", split="train"))
     assert loaded.media_root == built.out
-    row = resolve_media(loaded.dataset[0], loaded.media_root)
+    row = resolve_frames(loaded.dataset[0], loaded.media_root)
     assert [read_frame_index(Image.open(path)) for path in row["frames"]] == [
         round(t * fps_of[row["source_id"]]) for t in row["frame_timestamps"]
     ]
+
+
+def test_the_cards_one_liner_gives_a_load_dataset_user_the_frames(built, monkeypatch):
+    """The dataset card shows how to resolve `db`'s relative frame paths with `datasets` and `huggingface_hub` alone;
+    run as written, against this build standing in for its Hub copy, it yields the build's own JPEGs."""
+    import huggingface_hub
+    from datasets import Image as ImageFeature
+    from datasets import List
+
+    card = (built.out / "README.md").read_text()
+    snippet = next(
+        block for block in re.findall(r"```python\n(.*?)```", card, re.DOTALL) if "snapshot_download" in block
+    )
+    requested = []
+
+    def snapshot(repo_id, **kwargs):  # what the Hub would return: a local copy holding media/
+        requested.append((repo_id, kwargs))
+        return str(built.out)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot)
+    namespace = {"load_dataset": load_dataset}
+    exec(snippet.replace('"ORG/sureon"', repr(str(built.out))), namespace)  # noqa: S102 (the card's own code)
+    assert requested == [(str(built.out), {"repo_type": "dataset", "allow_patterns": "media/**"})]
+    db, stored = namespace["db"], load_config(built.out, "db")
+    assert len(db) == len(stored) > 0
+    for row, paths in zip(db, stored["frames"], strict=True):
+        assert [Path(frame).read_bytes() for frame in row["frames"]] == [(built.out / p).read_bytes() for p in paths]
+    decoded = db.cast_column("frames", List(ImageFeature()))[0]["frames"]
+    assert decoded[0].size == Image.open(built.out / stored[0]["frames"][0]).size
+
+
+def test_a_hub_builds_media_is_fetched_once_only_when_its_frames_are_files(built, monkeypatch, tmp_path):
+    import huggingface_hub
+
+    from builders.hub import media_root, resolve_frames
+
+    calls = []
+
+    def snapshot(repo_id, **kwargs):
+        calls.append((repo_id, kwargs))
+        return str(built.out)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot)
+    assert media_root("my-org/sureon", load_config(built.out, "bench")) is None  # embedded: nothing fetched
+    assert calls == []
+    db = load_config(built.out, "db")
+    root = media_root("my-org/sureon", db, revision="v1")
+    assert calls == [("my-org/sureon", {"repo_type": "dataset", "revision": "v1", "allow_patterns": ["media/**"]})]
+    row = resolve_frames(db[0], root)
+    assert all(Path(frame).is_absolute() and Path(frame).is_file() for frame in row["frames"])
+    with pytest.raises(ValueError, match="frames not found"):
+        resolve_frames(db[0], tmp_path)  # a media/ folder that lacks them is an error naming them

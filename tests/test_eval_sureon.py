@@ -366,3 +366,53 @@ def test_a_system_prompt_goes_first_in_every_request_and_into_the_summary(bench,
         assert system["role"] == "system" and "You are a helpful assistant." in json.dumps(system["content"])
         assert user["role"] == "user" and "Question: " in json.dumps(user["content"])
     assert json.loads((out / "summary.json").read_text())["system_prompt"] == "You are a helpful assistant."
+
+
+def test_a_files_layout_config_is_evaluated_with_its_frames_from_the_build(sureon_build, tmp_path, monkeypatch):
+    """`db` of a default build stores its frames once under media/ and its rows hold relative paths: evaluation
+    resolves them against the build, wherever it is run from, and sends each question's own JPEGs."""
+    import base64
+
+    from datasets import load_dataset
+
+    build = sureon_build.out
+    db = load_dataset(str(build), "db", split="train")
+    assert db.features["frames"].feature.dtype == "string" and db[0]["frames"][0].startswith("media/")
+    monkeypatch.chdir(tmp_path)  # relative paths must not be opened against the working directory
+    monkeypatch.setenv("TEST_EVAL_KEY", "k")
+    out = tmp_path / "db"
+    argv = ["eval", "sureon", "--model", "fake-vlm", "--backend", "openai", "--dataset", str(build), "--out", str(out)]
+    argv += ["--config", "db", "--split", "train", "--mode", "visual", "--limit", "3"]
+    argv += ["--api-key-env", "TEST_EVAL_KEY"]
+    with FakeChatServer(lambda body, index: Reply(content="A")) as server:
+        assert cli_main([*argv, "--base-url", server.url]) == 0
+    sent = sorted(
+        [
+            base64.b64decode(p["image_url"]["url"].split(",", 1)[1])
+            for p in body["messages"][-1]["content"]
+            if p["type"] == "image_url"
+        ]
+        for body in server.requests
+    )
+    expected = sorted([(build / path).read_bytes() for path in row["frames"]] for row in db.select(range(3)))
+    assert sent == expected and all(len(frames) >= 4 for frames in sent)
+    assert [p["question_id"] for p in read_predictions(out)] == db["question_id"][:3]
+
+
+@pytest.mark.parametrize(
+    "command, option",
+    [
+        (["eval", "sureon", "--model", "m"], "--limit"),
+        (["eval", "sureon", "--model", "m"], "--max-new-tokens"),
+        (["eval", "public", "--model", "m", "--benchmark", "bench-cholec80-phase-frame"], "--limit"),
+        (["eval", "surgiq", "--model", "m"], "--limit"),
+        (["export", "lmms-eval"], "--max-new-tokens"),
+    ],
+)
+def test_a_count_of_zero_is_refused_before_anything_is_read_or_written(bench, tmp_path, capsys, command, option):
+    """`--limit 0` used to evaluate every row and `--max-new-tokens 0` to be accepted: now one line, exit 2."""
+    out = tmp_path / "out"
+    assert cli_main([*command, "--dataset", str(bench), "--out", str(out), option, "0"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"error: {option} 0: give a positive number") and "\n" not in error
+    assert not out.exists()

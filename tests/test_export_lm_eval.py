@@ -163,3 +163,17 @@ def test_lm_eval_run_gives_the_predictions_of_sureon_eval_surgiq(
         assert prediction["confidence"] == pytest.approx(ours[question_id]["confidence"], abs=1e-4)
     assert results["results"][name]["acc,none"] == pytest.approx(report["accuracy"])
     assert {s["doc"]["id"]: s["acc"] for s in samples} == {i: float(p["correct"]) for i, p in ours.items()}
+
+
+def test_the_module_describes_multi_token_labels_as_our_scorer_treats_them(tiny_causal_lm):
+    """It used to say a label variant of several tokens is dropped by our scorer: it is scored whole, as lm-eval
+    scores a multi-token continuation, so that is no longer a difference between the two."""
+    from test_surgiq_eval import split_tokenizer
+
+    from recipes.evaluation.surgiq.evaluate import label_token_ids
+
+    split = split_tokenizer(tokenizer_of(load_processor(str(tiny_causal_lm))))
+    assert len(label_token_ids(split)["C"][" C"]) == 2  # kept, with both of its tokens
+    text = " ".join(export.__doc__.split())
+    assert "dropped" not in text
+    assert "A label variant the tokenizer splits into several tokens is scored alike by both" in text

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLE_RELEASE
 from datasets import load_dataset
+from PIL import Image
 
 from builders.prompt import format_messages
 from recipes.evaluation.sureon.evaluate import score_all, summarize
@@ -141,8 +142,47 @@ def test_an_annotation_only_build_is_refused(tmp_path):
     from builders.sureon.build import BuildOptions, build_sureon
 
     report = build_sureon(BuildOptions(release=SAMPLE_RELEASE, out=tmp_path / "annotations", configs=["bench"]))
-    with pytest.raises(ValueError, match="annotation-only build has no frames"):
+    with pytest.raises(ValueError, match=r"has no frames \(an annotation-only build\)"):
         export.export_lmms_eval(str(report.out), tmp_path / "tasks")
+
+
+def test_a_public_corpus_build_is_named_for_what_it_is(tmp_path):
+    """Its benchmarks have frames but no Sureon category: the error says so (not "annotation-only")."""
+    from public_converters.build import BuildOptions, build_public
+    from public_converters.clips import SamplingConfig
+    from public_converters.spec import sample_module
+
+    sample_module("cholec80").write(tmp_path / "cholec80")
+    sampling = SamplingConfig(min_seconds=4, max_seconds=12, grid_fps=2)
+    build_public(BuildOptions(sources={"cholec80": tmp_path / "cholec80"}, out=tmp_path / "public", sampling=sampling))
+    for config in ("bench-cholec80-phase-frame", "clip"):
+        with pytest.raises(ValueError) as refused:
+            export.export_lmms_eval(str(tmp_path / "public"), tmp_path / "tasks", config=config)
+        message = str(refused.value)
+        assert f"({config}/test) is not a Sureon build (it lacks " in message and "sureon eval public" in message
+        assert "annotation-only" not in message and not (tmp_path / "tasks").exists()
+
+
+def test_a_files_layout_config_exports_with_its_frames_resolved_against_the_build(sureon_build, tmp_path):
+    """`db` holds relative frame paths: the task's process_docs resolves them against the build and decodes them
+    like an embedded config's frames, whatever folder lmms-eval runs from."""
+    out = tmp_path / "db_tasks"
+    build = sureon_build.out
+    argv = ["export", "lmms-eval", "--dataset", str(build), "--config", "db", "--split", "train", "--out", str(out)]
+    assert cli_main(argv) == 0
+    spec = importlib.util.spec_from_file_location("exported_db_utils", out / "utils.py")
+    utils = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(utils)
+    base = load_task_yaml(out / export.BASE)
+    docs = load_dataset(base["dataset_path"], base["dataset_name"], split=base["test_split"])
+    assert docs[0]["frames"][0].startswith("media/")
+    visual = utils.process_docs_visual(docs)
+    assert len(visual) == len(docs)
+    for doc, stored in zip(visual.select(range(3)), docs.select(range(3)), strict=True):
+        images = utils.doc_to_visual(doc)
+        assert len(images) == len(stored["frames"]) >= 4
+        for image, path in zip(images, stored["frames"], strict=True):
+            assert image.tobytes() == Image.open(build / path).convert(image.mode).tobytes()
 
 
 # --- the real harness, in its own environment ------------------------------------------------------------------------

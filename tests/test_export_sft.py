@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from builders.hub import resolve_frames
 from public_converters.build import BuildOptions, build_public
 from public_converters.clips import SamplingConfig
 from public_converters.spec import sample_module
 from recipes.export.sft import export_sft, load_rows, render
-from recipes.training.mixture import MixtureSource, load_source, resolve_media, to_example
+from recipes.training.mixture import MixtureSource, load_source, to_example
 from sureon.cli import main as cli_main
 
 
@@ -54,7 +55,7 @@ def llava_as_messages(row: dict) -> dict:
 def originals(dataset: Path, config: str, split: str) -> list:
     """Our training examples of the build, frames as tagged images (what the export renders)."""
     rows, root = load_rows(str(dataset), config, split)
-    return [to_example(resolve_media(row, root), "video_qa", blind=False, frames_as="images") for row in rows]
+    return [to_example(resolve_frames(row, root), "video_qa", blind=False, frames_as="images") for row in rows]
 
 
 def exported_examples(path: Path, fmt: str) -> list:
@@ -84,7 +85,7 @@ def test_sureon_rows_read_back_with_our_prompt_text_and_frames(sureon_build, tmp
         "--out",
         str(out),
     ]
-    assert cli_main(argv) == 0
+    assert cli_main(argv + (["--allow-evaluation-data"] if config == "bench" else [])) == 0
     ours = originals(sureon_build.out, config, split)
     theirs = exported_examples(out, fmt)
     assert [e.key for e in theirs] == [e.key for e in ours]
@@ -148,3 +149,33 @@ def test_a_literal_image_token_in_the_text_is_an_error_naming_the_row():
         render(record, "row 7 (q1)")
     text, frames, target = render({**record, "question": "What is shown?"}, "row 7 (q1)")
     assert text.startswith("Question: What is shown?\nOptions:\nA. a\nB. b") and frames == [] and target == "A"
+
+
+def test_without_config_a_sureon_build_exports_db_and_evaluation_data_is_refused(sureon_build, tmp_path, capsys):
+    """The usage line says `[--config db]`: db is the default; bench and the validation pools are not training data
+    unless --allow-evaluation-data says so (one line, exit 2, nothing written)."""
+    build = str(sureon_build.out)
+    out = tmp_path / "default.jsonl"
+    assert cli_main(["export", "sft", "--format", "swift", "--dataset", build, "--out", str(out)]) == 0
+    manifest = json.loads(out.with_name(f"{out.name}.manifest.json").read_text())
+    db = next(report for report in sureon_build.configs if report.name == "db")
+    assert manifest["config"] == "db" and manifest["rows_written"] == db.written > 0
+    capsys.readouterr()
+    for config, split in (("bench", "test"), ("validation", "validation"), ("validation_curated", "validation")):
+        refused = tmp_path / f"{config}.jsonl"
+        argv = ["export", "sft", "--format", "swift", "--dataset", build, "--config", config, "--split", split]
+        assert cli_main([*argv, "--out", str(refused)]) == 2
+        error = capsys.readouterr().err.strip()
+        assert f"({config}/{split}) is evaluation data" in error and "--allow-evaluation-data" in error
+        assert "\n" not in error and not refused.exists() and not list(tmp_path.glob(f"{config}*"))
+    assert cli_main([*argv, "--out", str(refused), "--allow-evaluation-data"]) == 0 and refused.is_file()
+
+
+def test_a_public_build_without_config_is_told_which_to_give(public_corpus, tmp_path, capsys):
+    out = tmp_path / "public.jsonl"
+    assert cli_main(["export", "sft", "--format", "swift", "--dataset", str(public_corpus), "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert "--config image or --config clip" in error and not out.exists()
+    argv = ["export", "sft", "--format", "swift", "--dataset", str(public_corpus), "--out", str(out)]
+    assert cli_main([*argv, "--config", "bench-cholec80-phase-frame", "--split", "test"]) == 2
+    assert "is evaluation data" in capsys.readouterr().err and not out.exists()

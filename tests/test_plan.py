@@ -27,10 +27,13 @@ from recipes.training.plan import (
     activation_bytes,
     deepspeed_estimate,
     largest_layer_parameters,
+    lora_settings,
+    matmul_parameters,
     measure_mixture,
     model_state_bytes,
     parameter_counts,
     plan_recipe,
+    training_flops,
 )
 from sureon.cli import main as cli_main
 
@@ -257,3 +260,54 @@ def test_gpu_benchmark_tiny_runs_on_cpu_and_prints_every_figure(tmp_path):
 def test_gpu_benchmark_8b_on_a_gpu(tmp_path):
     printed, figures = run_benchmark(tmp_path, "--steps", "2")
     assert all(0 < result["mfu"] < 1 for result in figures["results"]), printed
+
+
+def test_a_file_that_is_not_a_yaml_recipe_is_refused_in_one_line(capsys):
+    assert cli_main(["plan", "--config", str(REPO / "README.md")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"error: {REPO / 'README.md'}: not a YAML training recipe (line ") and "\n" not in error
+
+
+@pytest.mark.parametrize("form", ["absolute", "./", "../", "existing parent"])
+def test_missing_local_data_is_refused_at_once_never_looked_up_on_the_hub(tmp_path, monkeypatch, capsys, form):
+    """A path that looks local is never a Hub id: no `datasets` or Hub call (each would retry ~30 s online)."""
+    import datasets
+    import huggingface_hub
+
+    def no_hub(*args, **kwargs):
+        raise AssertionError(f"looked up on the Hub: {args}")
+
+    monkeypatch.setattr(datasets, "load_dataset", no_hub)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", no_hub)
+    (tmp_path / "work" / "data").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "work")
+    path = {"absolute": str(tmp_path / "nope"), "./": "./nope", "../": "../nope", "existing parent": "data/nope"}[form]
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(yaml.safe_dump({"model_name_or_path": QWEN, "dataset_mixture": [{"path": path, "name": "db"}]}))
+    assert cli_main(["plan", "--config", str(recipe)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert f"its data {path} does not exist" in error and "--synthetic-frames" in error and "\n" not in error
+    with pytest.raises(FileNotFoundError, match="not a Hub id"):  # the training mixture refuses it the same way
+        build_mixture(parse_mixture([{"path": path}]))
+
+
+def test_lora_throughput_counts_the_frozen_llm_at_4_flops_per_parameter(meta_8b):
+    """LoRA freezes the LLM, but gradients pass through it to the adapters: 2 forward + 2 for the input gradients
+    (no weight gradients), the rule the module states, plus 6 per adapter parameter; figures from the published
+    dimensions, by hand."""
+    layers, hidden, kv, intermediate, vocab, rank, tokens = 36, 4096, 8 * 128, 12288, 151936, 16, 1000
+    per_layer = 2 * hidden * hidden + 2 * hidden * kv + 3 * hidden * intermediate
+    llm = layers * per_layer + hidden * vocab  # the untied lm_head
+    adapters = (
+        layers
+        * rank
+        * (2 * (hidden + hidden) + 2 * (hidden + kv) + 2 * (hidden + intermediate) + (intermediate + hidden))
+    )
+    attention = 2 * layers * hidden * tokens * tokens
+    text_only = {"tokens": tokens, "vision_patches": 0, "visual_tokens": 0, "windows": []}
+    matmuls = matmul_parameters(meta_8b)
+    assert matmuls["llm"] == llm
+    lora = {"r": rank, "targets": lora_settings({"use_peft": True})["targets"]}  # all-linear
+    assert parameter_counts(meta_8b, set(), lora)["adapters"]["trainable"] == adapters
+    flops = training_flops(meta_8b.config, matmuls, text_only, frozen=set(), lora=True, adapters=adapters)
+    assert flops == 4 * llm * tokens + 4 * attention + 6 * adapters * tokens

@@ -10,6 +10,7 @@ import pytest
 from datasets import load_dataset
 from fake_chat_server import FakeChatServer, Reply, last_user_text
 
+from builders.hub import resolve_frames
 from builders.llm import LLMClient
 from public_converters.build import BuildOptions, build_public
 from public_converters.clips import LabelTimeline, SamplingConfig
@@ -17,7 +18,7 @@ from public_converters.grounded import parse_answer
 from public_converters.schema import SourceError, read_tables
 from public_converters.spec import registry, sample_module
 from public_converters.templating import GROUNDED
-from recipes.training.mixture import MixtureSource, load_source, resolve_media, to_example
+from recipes.training.mixture import MixtureSource, load_source, to_example
 
 
 SAMPLING = SamplingConfig(min_seconds=4, max_seconds=12, grid_fps=2)
@@ -134,7 +135,7 @@ def test_records_train_through_the_mixture_with_their_frames(corpus):
     for config in ("image", "clip"):
         loaded = load_source(MixtureSource(path=str(out), name=config))
         assert loaded.format == "video_qa" and loaded.media_root == out
-        row = resolve_media(loaded.dataset[0], loaded.media_root)
+        row = resolve_frames(loaded.dataset[0], loaded.media_root)
         example = to_example(row, loaded.format, blind=False, frames_as="video")
         visual = [p for p in example.prompt[-1]["content"] if p["type"] in ("image", "video")]
         assert len(visual) == 1 and visual[0]["type"] == ("image" if config == "image" else "video")

@@ -15,10 +15,10 @@ Every config reconciles: read = written + skipped.
 
 ``--frames-layout`` sets how the training configs (``db``, ``train_all``) hold frames: ``files`` (default, the public
 corpus's layout) writes each sampled frame once as ``media/<source_id>/<frame index>.jpg`` and rows hold those
-relative paths, which the training mixture resolves against the folder (or the Hub copy's ``media/``); ``embedded``
-puts the JPEG bytes in every row, so questions sharing a clip each carry a copy and ``load_dataset`` writes them all
-again into its Arrow cache. ``bench`` and the validation configs always embed their frames (small, and read by
-evaluation and review as they are).
+relative paths, which every reader resolves against the folder or the Hub copy's ``media/``
+(:func:`builders.hub.media_root`); ``embedded`` puts the JPEG bytes in every row, so questions sharing a clip each
+carry a copy and ``load_dataset`` writes them all again into its Arrow cache. ``bench`` and the validation configs
+always embed their frames (small, and read by evaluation and review as they are).
 """
 
 import hashlib
@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from builders.blur import BlurSettings, blurrer_for
 from builders.card import STAT_FIELDS, plot_category_distribution, render_card, video_qa_stats
-from builders.hub import DEFAULT_MAX_SHARD_BYTES, configs_metadata, staged_output, write_split
+from builders.hub import DEFAULT_MAX_SHARD_BYTES, MEDIA_DIR, configs_metadata, staged_output, write_split
 from builders.schema import video_qa_features
 from builders.sureon.availability import missing_reason, read_availability
 from builders.sureon.frames import (
@@ -50,7 +50,6 @@ from builders.sureon.release import ColumnMapping, Release, ReleaseError, check_
 MISSING_VIDEO_MODES = ("error", "skip", "annotation-only")
 BLURRED_BY_DEFAULT = ("bench", "validation", "validation_curated")  # the configs models are evaluated on
 FRAMES_LAYOUTS = ("files", "embedded")
-MEDIA_DIR = "media"
 
 
 @dataclass(frozen=True)

@@ -69,8 +69,13 @@ def normalise_row(row: dict, position: int, source: str) -> dict:
 
 
 def load_mcq(dataset: str, config: str | None, split: str) -> list[dict]:
+    """The split's rows in the audit's fields, frames left out (every check is blind, so a build's frames, embedded
+    or stored as files, are never read)."""
     from datasets import load_dataset
 
+    from builders.hub import check_build_path
+
+    check_build_path(dataset)
     ds = load_dataset(str(dataset), config, split=split)
     ds = ds.remove_columns([c for c in ("frames", "frame_timestamps") if c in ds.column_names])
     if "question" not in ds.column_names or not {"options", "answer_order"} & set(ds.column_names):

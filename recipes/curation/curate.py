@@ -492,9 +492,13 @@ def report_markdown(report: dict) -> str:
 
 
 def load_records(dataset: str, config: str | None, split: str) -> tuple[list[dict], object]:
-    """The split's rows without frames (guessers are blind), and its features."""
+    """The split's rows without frames (guessers are blind: a build's frames, embedded or stored as files, are never
+    read), and its features."""
     from datasets import load_dataset
 
+    from builders.hub import check_build_path
+
+    check_build_path(dataset)
     ds = load_dataset(str(dataset), config, split=split)
     ds = ds.remove_columns([c for c in ("frames", "frame_timestamps") if c in ds.column_names])
     missing = [c for c in ("question_id", "question", "answer", "category") if c not in ds.column_names]

@@ -243,6 +243,21 @@ def system_prompt_of(args) -> str | None:
     )
 
 
+COUNT_OPTIONS = {
+    "limit": "leave --limit out to evaluate every question",
+    "max_new_tokens": "an answer needs at least one generated token",
+}
+
+
+def check_counts(**values: int | None) -> None:
+    """Refuse a count option below 1 before anything is loaded or written (``--limit 0`` would otherwise mean
+    "everything", ``--max-new-tokens 0`` an empty answer to every question); ``None`` is an option left out."""
+    for name, value in values.items():
+        if value is not None and value < 1:
+            flag = "--" + name.replace("_", "-")
+            raise ValueError(f"{flag} {value}: give a positive number ({COUNT_OPTIONS[name]})")
+
+
 def write_atomically(path: Path, text: str) -> None:
     partial = path.with_name(f".{path.name}.partial")
     partial.write_text(text, encoding="utf-8")

@@ -18,10 +18,11 @@ One task per config and shot count (``surgiq_{default,shuffled}_{0..3}shot``). T
 - metrics: ``acc`` (ours), ``acc_space_only`` (what stock lm-eval MMLU-style scoring reports: the space-prefixed
   label only), ``brier`` and ``ece`` (10 equal-width bins), from ``recipes/evaluation/surgiq/calibration.py``.
 
-Known differences, none of them in the tokenizers we use: a label variant that is not one token is dropped by our
-scorer but scored as a multi-token continuation by lm-eval; lm-eval prepends no BOS unless told
-(``add_bos_token=True``) while our scorer encodes with the tokenizer's special tokens, so for a tokenizer that adds
-a BOS (Llama, Gemma) pass ``add_bos_token=True``; Qwen's and our tiny models' add none.
+A label variant the tokenizer splits into several tokens is scored alike by both: the sum of its tokens'
+log-probabilities as the prompt's continuation (``recipes.evaluation.surgiq.evaluate.LabelScorer``). One known
+difference, absent from the tokenizers we use: lm-eval prepends no BOS unless told (``add_bos_token=True``) while our
+scorer encodes with the tokenizer's special tokens, so for a tokenizer that adds a BOS (Llama, Gemma) pass
+``add_bos_token=True``; Qwen's and our tiny models' add none.
 """
 
 import argparse

@@ -43,8 +43,10 @@ that name exists in the working directory, so do not run it from a folder holdin
 import argparse
 from pathlib import Path
 
+from builders.hub import resolve_frames
 from builders.prompt import format_messages
 from builders.sureon.categories import BY_CODE, MCQ, OPEN, ORDERING
+from recipes.evaluation.runner import check_counts
 from recipes.evaluation.sureon.evaluate import score_all, summarize
 from recipes.export.task_files import FunctionTag, task_yaml, write_json, write_utils_shim
 
@@ -64,18 +66,19 @@ def _with_mode(docs, mode: str):
     return docs.add_column("mode", [mode] * len(docs))
 
 
-def process_docs_visual(docs):
-    return _with_mode(docs, "visual")
+def docs_in_modes(modes: tuple[str, ...], media_root: str | None = None):
+    """A task's ``process_docs``: every question once per condition; frames stored as files (a training config's
+    layout) are resolved against the build (:func:`builders.hub.resolve_frames`) and decoded like embedded ones."""
 
+    def process_docs(docs):
+        from datasets import Image, List, concatenate_datasets
 
-def process_docs_blind(docs):
-    return _with_mode(docs, "blind")
+        if media_root is not None:
+            docs = docs.map(lambda doc: {"frames": resolve_frames(doc, Path(media_root))["frames"]})
+            docs = docs.cast_column("frames", List(Image()))
+        return concatenate_datasets([_with_mode(docs, mode) for mode in modes])
 
-
-def process_docs_both(docs):
-    from datasets import concatenate_datasets
-
-    return concatenate_datasets([_with_mode(docs, "visual"), _with_mode(docs, "blind")])
+    return process_docs
 
 
 def _messages(doc: dict) -> list[dict]:
@@ -211,9 +214,11 @@ def task_config(task: str, modes: tuple[str, ...], categories: list[str]) -> dic
     }
 
 
-def shim_lines(tasks: dict[str, list[str]]) -> list[str]:
-    """Per task a ``process_results`` returning its metric names; one aggregation per metric."""
-    lines = [f"process_results_{task} = results_for({names!r})" for task, names in tasks.items()]
+def shim_lines(tasks: dict[str, list[str]], media_root: str | None = None) -> list[str]:
+    """Per task its ``process_docs`` and a ``process_results`` returning its metric names; one aggregation per
+    metric."""
+    lines = [f"{PROCESS_DOCS[task]} = docs_in_modes({TASK_MODES[task]!r}, {media_root!r})" for task in tasks]
+    lines += [f"process_results_{task} = results_for({names!r})" for task, names in tasks.items()]
     lines += [f"aggregate_{name} = aggregation({name!r})" for name in sorted({n for v in tasks.values() for n in v})]
     return lines
 
@@ -274,18 +279,26 @@ def export_lmms_eval(
 ) -> dict:
     from datasets import load_dataset
 
-    from builders.hub import staged_output
+    from builders.hub import media_root, staged_output
 
+    check_counts(max_new_tokens=max_new_tokens)
     source = Path(dataset).resolve()
     if not source.is_dir():
         raise FileNotFoundError(f"{dataset}: not a local build folder (lmms-eval reads the build by path)")
     docs = load_dataset(str(source), config, split=split)
     missing = [column for column in REQUIRED_COLUMNS if column not in docs.column_names]
+    if "question_id" in missing or "category" in missing or "answer_format" in missing:
+        raise ValueError(
+            f"{dataset} ({config}/{split}) is not a Sureon build (it lacks {', '.join(missing)}): export a folder "
+            "built by `sureon build sureon --videos ...`; a public-corpus build's benchmarks run with `sureon eval "
+            "public`"
+        )
     if missing:
         raise ValueError(
-            f"{dataset} ({config}/{split}) lacks {missing}: build it with `sureon build sureon --videos ...` "
-            "(an annotation-only build has no frames)"
+            f"{dataset} ({config}/{split}) has no frames (an annotation-only build): rebuild it with `sureon build "
+            "sureon --videos ...`"
         )
+    root = media_root(source, docs)
     empty = [qid for qid, ts in zip(docs["question_id"], docs["frame_timestamps"], strict=True) if not ts]
     if empty:
         raise ValueError(f"{dataset}: {len(empty)} question(s) without frames, e.g. {empty[:3]}: rebuild with videos")
@@ -294,8 +307,9 @@ def export_lmms_eval(
     out = Path(out)
     with staged_output(out, overwrite) as staging:
         functions = ["doc_to_messages", "doc_to_visual", "doc_to_text", "doc_to_target", "results_for", "aggregation"]
-        functions += list(PROCESS_DOCS.values())
-        write_utils_shim(staging, __name__, functions, COMMAND, extra_lines=shim_lines(tasks))
+        functions.append("docs_in_modes")
+        lines = shim_lines(tasks, str(root) if root else None)
+        write_utils_shim(staging, __name__, functions, COMMAND, extra_lines=lines)
         (staging / BASE).write_text(task_yaml(base_config(source, config, split, max_new_tokens)), encoding="utf-8")
         for task, modes in TASK_MODES.items():
             (staging / f"{task}.yaml").write_text(task_yaml(task_config(task, modes, categories)), "utf-8")

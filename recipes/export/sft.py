@@ -20,6 +20,10 @@ corpus build already holds them as files under ``media/``; those are referenced 
 Frames are not passed as a ``videos`` entry: the per-frame timestamps are then no longer in the text, and ms-swift's
 handling of frame-list videos for Qwen3-VL timestamps is a known open issue (modelscope/ms-swift#6523).
 
+Without ``--config`` a Sureon build exports ``db`` (Sureon-DB); a public-corpus build needs ``--config image`` or
+``--config clip``. The benchmark (``bench``, the public ``bench-*``), the validation pools and any split other than
+``train`` are evaluation data: exporting them as training rows is refused unless ``--allow-evaluation-data`` says so.
+
 ``OUT.manifest.json`` reconciles the counts (rows read = written; nothing is skipped: a row that cannot be written
 is an error naming it). The output is written atomically; two exports of the same build are byte-identical.
 """
@@ -30,6 +34,7 @@ import json
 import os
 from pathlib import Path
 
+from builders.hub import check_build_path, media_root, resolve_frames
 from builders.prompt import answer_target, format_messages
 
 
@@ -87,18 +92,13 @@ class FrameStore:
         return str(path)
 
 
-def frame_paths(frames: list, media_root: Path | None, store: FrameStore, where: str) -> list[str]:
-    """Absolute paths of a row's frames: relative paths resolve against the dataset's media root (the mixture
-    reader's), bytes go to the store."""
+def frame_paths(frames: list, store: FrameStore, where: str) -> list[str]:
+    """Absolute paths of a row's frames (paths already resolved against the build by
+    :func:`builders.hub.resolve_frames`); bytes go to the store."""
     paths = []
     for position, frame in enumerate(frames):
         if isinstance(frame, str):
-            if media_root is None:
-                raise ValueError(f"{where}: frame {position} is a relative path but the dataset has no media root")
-            path = (media_root / frame).resolve()
-            if not path.is_file():
-                raise ValueError(f"{where}: frame {position} {path} not found (is the dataset's media/ complete?)")
-            paths.append(str(path))
+            paths.append(frame)
         elif isinstance(frame, dict) and frame.get("bytes"):
             paths.append(store.path_of(frame["bytes"]))
         elif isinstance(frame, dict) and frame.get("path"):
@@ -110,27 +110,61 @@ def frame_paths(frames: list, media_root: Path | None, store: FrameStore, where:
 
 def load_rows(dataset: str, config: str | None, split: str):
     """The split with frames undecoded (JPEG bytes or paths), so they are written as stored, never re-encoded, and
-    the folder relative frame paths resolve against (the mixture reader's: a local build, or a Hub build's media/)."""
+    the folder relative frame paths resolve against (:func:`builders.hub.media_root`: a local build, or a Hub build's
+    media/)."""
     from datasets import Image, List, load_dataset
 
-    from recipes.training.mixture import MixtureSource, media_root
-
+    check_build_path(dataset)
     rows = load_dataset(dataset, config, split=split)
-    root = media_root(MixtureSource(path=dataset, name=config, split=split), rows)
+    root = media_root(dataset, rows)
     feature = rows.features.get("frames")
     if isinstance(getattr(feature, "feature", None), Image):
         rows = rows.cast_column("frames", List(Image(decode=False)))
     return rows, root
 
 
+def training_config(dataset: str, config: str | None, split: str, allow_evaluation_data: bool = False) -> str:
+    """The config to export: ``config``, else ``db`` for a Sureon build; evaluation data is refused unless allowed
+    (the benchmark scored as training rows would inflate every score measured on it)."""
+    from builders.sureon.build import CONFIGS
+
+    if config is None:
+        from datasets import get_dataset_config_names
+
+        names = get_dataset_config_names(dataset)
+        if "db" not in names:
+            raise ValueError(
+                f"{dataset} has no db config (configs: {', '.join(names)}): give --config, e.g. --config image or "
+                "--config clip for a public-corpus build"
+            )
+        config = "db"
+    sureon_evaluation = config in CONFIGS and CONFIGS[config].split != "train"
+    if (sureon_evaluation or config.startswith("bench") or split != "train") and not allow_evaluation_data:
+        raise ValueError(
+            f"{dataset} ({config}/{split}) is evaluation data (the benchmark or a validation pool): export a training "
+            "config (db or train_all; image or clip of a public build) with --split train, or pass "
+            "--allow-evaluation-data to export it anyway"
+        )
+    return config
+
+
 def export_sft(
-    dataset: str, out: Path, *, fmt: str, config: str | None = None, split: str = "train", overwrite: bool = False
+    dataset: str,
+    out: Path,
+    *,
+    fmt: str,
+    config: str | None = None,
+    split: str = "train",
+    overwrite: bool = False,
+    allow_evaluation_data: bool = False,
 ) -> dict:
     """Write ``out`` (and its frames and manifest); returns the manifest."""
     from tqdm.auto import tqdm
 
     if fmt not in FORMATS:
         raise ValueError(f"--format must be one of {FORMATS}, got {fmt!r}")
+    check_build_path(dataset)
+    config = training_config(dataset, config, split, allow_evaluation_data)
     out = Path(out).resolve()
     if out.exists() and not overwrite:
         raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
@@ -143,8 +177,12 @@ def export_sft(
     for number, record in enumerate(tqdm(rows, desc=f"export {fmt}", unit="row")):
         key = str(record.get("question_id") or record.get("qa_id") or number)
         where = f"{dataset} ({config}/{split}) row {number} ({key})"
+        try:
+            record = resolve_frames(record, media_root)
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
         text, frames, target = render(record, where)
-        images = frame_paths(frames, media_root, store, where)
+        images = frame_paths(frames, store, where)
         with_frames += bool(images)
         exported.append(write_row(key, text, images, target))
     if len(exported) != len(rows):
@@ -177,8 +215,15 @@ def export_sft(
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--format", required=True, choices=FORMATS, help="swift (JSONL) or llava (JSON list)")
     parser.add_argument("--dataset", required=True, help="a Sureon or public-corpus build folder (or a Hub id)")
-    parser.add_argument("--config", help="e.g. db, train_all (Sureon) or image, clip (public corpus)")
+    parser.add_argument(
+        "--config", help="default db for a Sureon build (or train_all); image or clip for a public-corpus build"
+    )
     parser.add_argument("--split", default="train")
+    parser.add_argument(
+        "--allow-evaluation-data",
+        action="store_true",
+        help="export a benchmark or validation config (or a non-train split) anyway; never train on it by mistake",
+    )
     parser.add_argument("--out", required=True, type=Path, help="the training file (frames go to <stem>_frames/)")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     return parser
@@ -186,7 +231,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     manifest = export_sft(
-        args.dataset, args.out, fmt=args.format, config=args.config, split=args.split, overwrite=args.overwrite
+        args.dataset,
+        args.out,
+        fmt=args.format,
+        config=args.config,
+        split=args.split,
+        overwrite=args.overwrite,
+        allow_evaluation_data=args.allow_evaluation_data,
     )
     print(
         f"{manifest['rows_read']} rows read = {manifest['rows_written']} written + {manifest['rows_skipped']} "

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 
 import torch
 
+from builders.hub import resolve_frames
 from recipes.training.chat_inputs import flatten_text, media_kwargs, render_chat, split_visuals
-from recipes.training.mixture import Example, LoadedSource, resolve_media, to_example
+from recipes.training.mixture import Example, LoadedSource, to_example
 from recipes.training.modeling import tokenizer_of
 
 
@@ -56,7 +57,7 @@ class SFTCollator:
         item = self.sources[index_row["source"]]
         row = item.dataset[int(index_row["row"])]
         try:
-            row = resolve_media(row, item.media_root)
+            row = resolve_frames(row, item.media_root)
             return to_example(
                 row, item.format, blind=self.blind, frames_as=self.frames_as, system_prompt=self.system_prompt
             )

@@ -10,7 +10,9 @@ Three row formats are understood (``format: auto`` picks by columns):
 - ``video_qa``: our video-QA schema (``builders.schema``), rendered by the project's one prompt formatter
   (``builders.prompt``); frames go in as one video carrying its timestamps, or as tagged images. The public corpus
   (``sureon build public``) uses the same path: its ``frames`` are paths relative to the dataset folder (each frame
-  stored once), resolved against the local folder, or against the ``media/`` files of a Hub dataset fetched once.
+  stored once), resolved against the local folder, or against the ``media/`` files of a Hub dataset fetched once
+  (:func:`builders.hub.media_root`, the one resolution every reader of a build uses). So are the Sureon training
+  configs' frames in the default ``--frames-layout files``.
 - ``messages``: TRL's conversational format, the last message being the assistant target; ``{"type": "image"}``
   parts are filled from an ``images`` column in order. String content with ``<image>`` placeholders (ms-swift's
   format, as ``sureon export sft --format swift`` writes it) is read the same way, each placeholder in its place.
@@ -29,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from builders.hub import check_build_path, media_root
 from builders.options import stable_seed
 from builders.prompt import answer_target, format_messages
 from builders.sureon.folds import assign_folds
@@ -121,6 +124,7 @@ class LoadedSource:
 def load_source(source: MixtureSource):
     import datasets
 
+    check_build_path(source.path, "dataset_mixture source")
     dataset = datasets.load_dataset(
         source.path, source.name, split=source.split, revision=source.revision, data_files=source.data_files
     )
@@ -131,35 +135,11 @@ def load_source(source: MixtureSource):
     if renames:
         dataset = dataset.rename_columns(renames)
     return LoadedSource(
-        source, dataset, detect_format(dataset.column_names, source), media_root=media_root(source, dataset)
+        source,
+        dataset,
+        detect_format(dataset.column_names, source),
+        media_root=media_root(source.path, dataset, source.revision),
     )
-
-
-def media_root(source: MixtureSource, dataset) -> Path | None:
-    """The folder relative frame paths resolve against: the local dataset folder, or the Hub dataset's ``media/``
-    files downloaded once (only for datasets whose ``frames`` are paths)."""
-    feature = dataset.features.get("frames")
-    holds_paths = getattr(getattr(feature, "feature", None), "dtype", None) == "string"
-    if not holds_paths:
-        return None
-    if Path(source.path).is_dir():
-        return Path(source.path)
-    from huggingface_hub import snapshot_download
-
-    local = snapshot_download(source.path, repo_type="dataset", revision=source.revision, allow_patterns=["media/**"])
-    return Path(local)
-
-
-def resolve_media(row: dict, root: Path | None) -> dict:
-    """A row whose ``frames`` are relative paths, with the paths made absolute (a missing file is an error)."""
-    frames = row.get("frames")
-    if root is None or not frames or not isinstance(frames[0], str):
-        return row
-    paths = [root / frame for frame in frames]
-    missing = [str(path) for path in paths if not path.is_file()]
-    if missing:
-        raise ValueError(f"frames not found: {missing[:3]} (is the dataset's media/ folder complete?)")
-    return {**row, "frames": [str(path) for path in paths]}
 
 
 def weighted_rows(rows: list[int], weight: float, seed: int) -> list[int]:

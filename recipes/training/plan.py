@@ -91,10 +91,30 @@ def read_recipe(path: Path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: recipe not found")
-    recipe = yaml.safe_load(path.read_text())
+    try:
+        recipe = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        mark = getattr(err, "problem_mark", None)
+        problem = (f"line {mark.line + 1}: " if mark else "") + (getattr(err, "problem", None) or str(err))
+        raise ValueError(f"{path}: not a YAML training recipe ({problem}); give recipes/<model>/sft/*.yaml") from None
     if not isinstance(recipe, dict) or not recipe.get("model_name_or_path"):
         raise ValueError(f"{path}: not a training recipe (a mapping with model_name_or_path)")
     return recipe
+
+
+def check_data_paths(path: Path, recipe: dict) -> None:
+    """Refuse, before any model is built, a recipe whose local data folders do not exist (a local-looking path is
+    never retried as a Hub id)."""
+    from builders.hub import looks_local
+
+    entries = [entry for stage in recipe_stages(recipe) for entry in stage["mixture"]]
+    paths = [str(entry.get("path") if isinstance(entry, dict) else entry) for entry in entries]
+    missing = [p for p in dict.fromkeys(paths) if looks_local(p) and not Path(p).expanduser().exists()]
+    if missing:
+        raise FileNotFoundError(
+            f"{path}: its data {', '.join(missing)} does not exist (a local path, not a Hub id): build it first, or "
+            "plan on synthetic frames with --synthetic-frames 768x432"
+        )
 
 
 def recipe_stages(recipe: dict) -> list[dict]:
@@ -481,17 +501,22 @@ def matmul_parameters(model) -> dict[str, int]:
     return counts
 
 
-def training_flops(config, matmuls: dict, count: dict, *, frozen: set[str], lora: bool = False) -> float:
+def training_flops(
+    config, matmuls: dict, count: dict, *, frozen: set[str], lora: bool = False, adapters: int = 0
+) -> float:
     """Model FLOPs of one training sample (forward + backward, no recompute): 2 per weight and token forward, 4
-    more backward for what trains or passes gradients on; attention 12 x layers x width x window per token."""
+    more backward for what trains or passes gradients on; attention 12 x layers x width x window per token. With
+    ``lora`` the LLM is a frozen part gradients pass through (4: forward, then the input gradients the adapters
+    need, no weight gradients) and its ``adapters`` parameters train (6 per parameter and token)."""
     trains = {group: group not in frozen and not lora for group in ("vision_tower", "projector", "llm")}
     vision_factor = 6 if trains["vision_tower"] else 2
     projector_factor = 6 if trains["projector"] else (4 if trains["vision_tower"] else 2)
-    upstream = trains["vision_tower"] or trains["projector"]
-    llm_factor = 6 if (trains["llm"] or lora) else (4 if upstream else 2)
+    upstream = trains["vision_tower"] or trains["projector"] or lora
+    llm_factor = 6 if trains["llm"] else (4 if upstream else 2)
     d = _text_dims(config)
     tokens = count["tokens"]
     flops = llm_factor * matmuls["llm"] * tokens + (llm_factor * 2 * d["layers"] * d["q"] * tokens * tokens)
+    flops += 6 * adapters * tokens
     if getattr(config, "vision_config", None) is not None and count["vision_patches"]:
         vision = config.vision_config
         flops += vision_factor * matmuls["vision"] * count["vision_patches"]
@@ -530,6 +555,8 @@ def plan_recipe(
     if num_gpus < 1:
         raise ValueError("--num-gpus must be at least 1")
     recipe = read_recipe(recipe_path)
+    if not synthetic_frames:
+        check_data_paths(recipe_path, recipe)
     config = local_config(recipe["model_name_or_path"])
     model = meta_model(config)
     largest_layer = largest_layer_parameters(model)
@@ -598,7 +625,8 @@ def plan_recipe(
                 "fits": total <= gpu_memory_gb * GB,
             }
         median = sorted(counts, key=lambda c: c["tokens"])[len(counts) // 2]
-        flops = training_flops(config, matmuls, median, frozen=frozen, lora=lora is not None)
+        adapters = parameters.get("adapters", {}).get("trainable", 0)
+        flops = training_flops(config, matmuls, median, frozen=frozen, lora=lora is not None, adapters=adapters)
         samples_per_second = num_gpus * assumed_mfu * peak_tflops * 1e12 / flops
         plans.append(
             {

@@ -38,6 +38,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+from builders.hub import check_build_path, media_root, resolve_frames
 from builders.prompt import format_messages
 from public_converters.grounded import GroundedAnswerError, parse_answer
 from recipes.evaluation.inference import (
@@ -51,12 +52,12 @@ from recipes.evaluation.runner import (
     add_backend_arguments,
     add_system_prompt_arguments,
     backend_from_args,
+    check_counts,
     resolve_settings,
     run_settings,
     system_prompt_of,
     write_atomically,
 )
-from recipes.training.mixture import resolve_media
 
 
 MODE = "visual"
@@ -213,6 +214,7 @@ def load_benchmark(dataset: Path, name: str, limit: int | None):
 
     if not name.startswith("bench-"):
         raise ValueError(f"--benchmark {name}: the public benchmarks are the build's bench-* configs")
+    check_build_path(dataset)
     try:
         rows = load_dataset(str(dataset), name, split="test")
     except ValueError as error:
@@ -228,15 +230,14 @@ def generate_shard(
     """Outputs (question_id -> text) for the rows at ``indices``, in chunks, cached batch by batch; ``details``
     receives an endpoint's reasoning and usage per question_id."""
     outputs, done, started = {}, 0, time.monotonic()
+    root = media_root(args.dataset, rows)
     for start in range(0, len(indices), ROWS_PER_CHUNK):
         chunk = rows.select(indices[start : start + ROWS_PER_CHUNK]).to_list()
         items = [
             GenerationItem(
                 row["question_id"],
                 MODE,
-                format_messages(
-                    resolve_media(row, args.dataset), frames_as=backend.frames_as, system_prompt=system_prompt
-                ),
+                format_messages(resolve_frames(row, root), frames_as=backend.frames_as, system_prompt=system_prompt),
             )
             for row in chunk
         ]
@@ -253,6 +254,7 @@ def generate_shard(
 
 def run(args) -> int:
     resolve_settings(args)
+    check_counts(limit=args.limit, max_new_tokens=args.max_new_tokens)
     rank, world_size, local_rank = world()
     model = args.model_name or args.model
     if args.backend == "transformers" and args.device is None:

@@ -35,6 +35,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from builders.hub import check_build_path, frames_are_files, media_root, resolve_frames
 from builders.prompt import answer_target, format_messages
 from builders.sureon.categories import CATEGORIES, MCQ, ORDERING
 from recipes.evaluation.answers import parse_answer
@@ -51,6 +52,7 @@ from recipes.evaluation.runner import (
     add_judge_request_arguments,
     add_system_prompt_arguments,
     backend_from_args,
+    check_counts,
     resolve_settings,
     run_settings,
     system_prompt_of,
@@ -111,11 +113,13 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def load_benchmark(args):
-    """The benchmark split with frames left encoded (decoded only for the questions still to generate)."""
+    """The benchmark split with frames left encoded (decoded only for the questions still to generate); frames stored
+    as files (a training config's default layout) stay paths, resolved against the build by ``generate_all``."""
     from datasets import Image, List, load_dataset
 
+    check_build_path(args.dataset)
     dataset = load_dataset(str(args.dataset), args.config, split=args.split)
-    if "frames" in dataset.column_names:
+    if "frames" in dataset.column_names and not frames_are_files(dataset.features):
         dataset = dataset.cast_column("frames", List(Image(decode=False)))
     if args.limit:
         dataset = dataset.select(range(min(args.limit, len(dataset))))
@@ -144,8 +148,9 @@ def generate_all(args, dataset, modes, backend, model_name, system_prompt=None, 
     stats = GenerationStats()
     outputs = {}
     frames_as = backend.frames_as
+    root = media_root(args.dataset, dataset) if "visual" in modes else None
     for indices in chunks(range(len(dataset)), ROWS_PER_CHUNK):
-        rows = dataset.select(indices)
+        rows = [resolve_frames(row, root) for row in dataset.select(indices)] if root else dataset.select(indices)
         items = [
             GenerationItem(
                 row["question_id"],
@@ -280,6 +285,7 @@ def summarize(predictions: list[dict], modes: list[str]) -> dict:
 
 def run(args) -> int:
     resolve_settings(args)
+    check_counts(limit=args.limit, max_new_tokens=args.max_new_tokens)
     modes = MODES[args.mode]
     model_name = args.model_name or args.model
     dataset = load_benchmark(args)

@@ -481,6 +481,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from recipes.evaluation.runner import check_counts
+
+    check_counts(limit=args.limit)
     options = EvalOptions(
         model=args.model,
         dataset=args.dataset,
