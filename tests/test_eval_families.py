@@ -81,16 +81,19 @@ def test_family_evaluates_visual_and_blind_with_its_image_tokens(
     model = family_dir(name)
     out = tmp_path / "eval"
     argv = ["eval", "sureon", "--model", str(model), "--dataset", str(bench), "--mode", "both", "--out", str(out)]
-    argv += ["--frames-as", frames_as, "--max-new-tokens", "4", "--batch-size", "4", "--system-prompt", SYSTEM]
-    assert cli_main(argv) == 0
+    # 4 questions in batches of 3: one batch mixes visual and blind prompts
+    argv += ["--frames-as", frames_as, "--limit", "4", "--batch-size", "3", "--max-new-tokens", "4"]
+    assert cli_main([*argv, "--system-prompt", SYSTEM]) == 0
     predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
-    assert len(predictions) == 2 * len(records)
+    assert {(p["question_id"], p["mode"]) for p in predictions} == {
+        (r["question_id"], mode) for r in records[:4] for mode in ("visual", "blind")
+    }
     by_id = {r["question_id"]: r for r in records}
     for p in predictions:
         expected = parse_answer(by_id[p["question_id"]], p["raw_output"], p["answer"])
         assert (p["parsed"], p["correct"]) == (expected.parsed, expected.correct)
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["system_prompt"] == SYSTEM and summary["generation"]["generated"] == 2 * len(records)
+    assert summary["system_prompt"] == SYSTEM and summary["generation"]["generated"] == 8
 
     backend = TransformersBackend(str(model), frames_as=frames_as)
     tokenizer = backend.processor.tokenizer
