@@ -147,8 +147,9 @@ def _media(conversations: list[list[dict]]) -> tuple[list[list[dict]], list[list
     all its videos in order.
 
     Images stay grouped by prompt because some processors check each prompt's image placeholders against that
-    prompt's own images (Gemma 3 and 4 raise on a flat list once a batch mixes visual and blind prompts); processors
-    that want a flat list (Qwen-VL, InternVL, LLaVA-OneVision, Molmo2) flatten the nested one themselves."""
+    prompt's own images (Gemma 3 and 4 raise on a flat list once a batch mixes visual and blind prompts), and
+    LLaVA-OneVision reads a flat list as prompts of one image each (tiling every frame); Qwen-VL, InternVL and Molmo2
+    flatten the nested list themselves."""
     stripped, images, videos = [], [], []
     for conversation in conversations:
         messages, conversation_images, conversation_videos = split_visuals(conversation)
@@ -193,19 +194,25 @@ REASONING_TOKENS = (("soc_token", "eoc_token"),)
 
 
 def decode_generations(tokenizer, token_ids) -> list[str]:
-    """Generated ids -> text without special tokens, a reasoning block kept as ``<think>...</think>``."""
-    markers = [(getattr(tokenizer, start, None), getattr(tokenizer, end, None)) for start, end in REASONING_TOKENS]
-    markers = [(start, end) for start, end in markers if start and end]
-    if not markers:
+    """Generated ids -> text without special tokens, a reasoning block kept as ``<think>...</think>``: each row is
+    decoded in the pieces between its reasoning markers, and the markers written as think tags."""
+    tags = {}
+    for start, end in REASONING_TOKENS:
+        if getattr(tokenizer, start, None) and getattr(tokenizer, end, None):
+            tags[tokenizer.convert_tokens_to_ids(getattr(tokenizer, start))] = "<think>"
+            tags[tokenizer.convert_tokens_to_ids(getattr(tokenizer, end))] = "</think>"
+    if not tags:
         return tokenizer.batch_decode(token_ids, skip_special_tokens=True)
-    special = [t for t in tokenizer.all_special_tokens if t not in {m for pair in markers for m in pair}]
     texts = []
-    for text in tokenizer.batch_decode(token_ids, skip_special_tokens=False):
-        for start, end in markers:
-            text = text.replace(start, "<think>").replace(end, "</think>")
-        for token in special:
-            text = text.replace(token, "")
-        texts.append(text)
+    for row in token_ids:
+        pieces, piece = [], []
+        for token in row.tolist() if hasattr(row, "tolist") else row:
+            if token in tags:
+                pieces += [tokenizer.decode(piece, skip_special_tokens=True), tags[token]]
+                piece = []
+            else:
+                piece.append(token)
+        texts.append("".join([*pieces, tokenizer.decode(piece, skip_special_tokens=True)]))
     return texts
 
 
