@@ -154,14 +154,36 @@ def test_a_thinking_answer_is_parsed_after_its_reasoning(name, family_dir, recor
     assert parse_answer(record, text, "C").parsed == "C"
 
 
-def test_a_family_the_backend_cannot_serve_is_refused_by_name_before_loading(tmp_path, bench):
-    remote = tmp_path / "remote-code-model"
-    remote.mkdir()
-    config = {"model_type": "molmo", "architectures": ["MolmoForCausalLM"], "auto_map": {"AutoConfig": "x.Config"}}
-    (remote / "config.json").write_text(json.dumps(config))
+REMOTE_CODE_CONFIGS = {
+    # the original Molmo: a model type transformers has no class for, only remote code
+    "molmo": (
+        {"model_type": "molmo", "architectures": ["MolmoForCausalLM"], "auto_map": {"AutoConfig": "c.MolmoConfig"}},
+        r"cannot serve model family 'molmo': its config loads remote code \(AutoConfig\)",
+    ),
+    # Molmo2 as first published (allenai/Molmo2-4B's config.json layout, sizes trimmed): a native model type, but
+    # its vision tower under `vit_config`, which the native Molmo2Config does not read
+    "molmo2-remote-layout": (
+        {
+            "model_type": "molmo2",
+            "architectures": ["Molmo2ForConditionalGeneration"],
+            "auto_map": {"AutoConfig": "configuration_molmo2.Molmo2Config"},
+            "vit_config": {"model_type": "molmo2", "hidden_size": 32, "num_hidden_layers": 1},
+            "adapter_config": {"model_type": "molmo2", "hidden_size": 32},
+            "text_config": {"model_type": "molmo2_text", "hidden_size": 32, "num_hidden_layers": 1},
+        },
+        r"cannot serve model family 'molmo2' from this checkpoint: .* \(no vision_config\)",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(REMOTE_CODE_CONFIGS))
+def test_a_family_the_backend_cannot_serve_is_refused_by_name_before_loading(kind, tmp_path, bench):
+    config, message = REMOTE_CODE_CONFIGS[kind]
+    model = tmp_path / kind
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=message):
+        TransformersBackend(str(model))
     out = tmp_path / "eval"
-    argv = ["eval", "sureon", "--model", str(remote), "--dataset", str(bench), "--out", str(out)]
-    with pytest.raises(ValueError, match=r"cannot serve model family 'molmo': its config loads remote code"):
-        TransformersBackend(str(remote))
-    assert cli_main(argv) == 2
+    assert cli_main(["eval", "sureon", "--model", str(model), "--dataset", str(bench), "--out", str(out)]) == 2
     assert not (out / "predictions.jsonl").exists()

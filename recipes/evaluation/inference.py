@@ -162,8 +162,9 @@ def _media(conversations: list[list[dict]]) -> tuple[list[list[dict]], list[list
 def unservable_reason(model: str, revision: str | None = None) -> str | None:
     """Why the transformers backend cannot serve ``model`` (None when it can), read from its config alone so a
     refusal comes before any weights load or any question is generated: a model type this transformers has no
-    native class for (its ``auto_map`` names remote code, which is never trusted), or a vision-language config with
-    no native image-text-to-text class."""
+    native class for (its ``auto_map`` names remote code, which is never trusted), a native model type whose
+    config is still laid out for remote code (Molmo2's original ``vit_config``: the native class would silently
+    build a default vision tower), or a vision-language config with no native image-text-to-text class."""
     from transformers import CONFIG_MAPPING, PretrainedConfig
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
@@ -178,6 +179,14 @@ def unservable_reason(model: str, revision: str | None = None) -> str | None:
         return (
             f"{model}: the transformers backend cannot serve model family {family!r}: {why}; use a checkpoint of the "
             "native transformers class, or serve it (e.g. vllm serve) and evaluate with --backend openai"
+        )
+    missing = [key for key in getattr(CONFIG_MAPPING[family], "sub_configs", {}) if key not in config]
+    if config.get("auto_map") and missing:
+        return (
+            f"{model}: the transformers backend cannot serve model family {family!r} from this checkpoint: its config "
+            f"is laid out for the remote code its auto_map names (no {', '.join(missing)}), so the native class "
+            "would build default sub-models instead of the published ones; use a checkpoint converted to the native "
+            "transformers class"
         )
     if "vision_config" in config and family not in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
         return (
