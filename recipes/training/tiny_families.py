@@ -3,12 +3,13 @@ families users most often bring), built from each family's own config, processor
 downloaded, so the evaluation backend is proven on every family's image tokens, chat template and system role.
 
 ``build_tiny_family(name, out)`` writes one of :data:`FAMILIES` to ``out``: the family's native transformers model
-class (never remote code) with 1-2 text layers of width 32-64 and a 1-layer vision tower, its real processor and
+class (never remote code) with 2 text layers of width 32 and a 1-2 layer vision tower, its real processor and
 image processor sized for small frames, and a byte-level BPE tokenizer trained on the spot that carries the
 family's special tokens (as :mod:`recipes.training.tiny_models` does for Qwen3-VL). The chat template is the one the
 real checkpoints ship where an installed package stores it (TRL's ``trl/chat_templates/``: Qwen3-VL, Qwen2.5-VL,
 Gemma 3, Gemma 4); for Molmo2, InternVL and LLaVA-OneVision no installed package ships one, so a short template
-written here reproduces the layout their model cards document (marked ``[layout, not the published file]`` below).
+written here follows the layout of the one their checkpoints publish (placeholders, image placement, system role),
+not its every byte (marked ``[layout, not the published file]`` below).
 Per-family quirks are in ``docs/model_families.md``.
 
 Usage: ``python -m recipes.training.tiny_families --family gemma3 --out build/tiny-gemma3``.
@@ -151,7 +152,7 @@ def _text(tokenizer, **overrides) -> dict:
     return config | overrides
 
 
-def _qwen_vl(out: Path, *, version: str, thinking: bool = False):
+def _qwen_vl(*, version: str, thinking: bool = False):
     """Qwen3-VL (Instruct or Thinking template) or Qwen2.5-VL, with Qwen's tokenizer tokens."""
     from recipes.training.tiny_models import ADDED_TOKENS, SPECIAL_TOKENS
 
@@ -258,7 +259,7 @@ def _qwen_vl(out: Path, *, version: str, thinking: bool = False):
     return model, processor
 
 
-def _gemma3(out: Path):
+def _gemma3():
     from transformers import Gemma3Config, Gemma3ForConditionalGeneration, Gemma3ImageProcessor, Gemma3Processor
 
     template = trl_chat_template("gemma3")
@@ -299,7 +300,7 @@ def _gemma3(out: Path):
     return model, processor
 
 
-def _gemma4(out: Path):
+def _gemma4():
     from transformers import (
         Gemma4AudioFeatureExtractor,
         Gemma4Config,
@@ -366,7 +367,7 @@ def _gemma4(out: Path):
     return model, processor
 
 
-def _molmo2(out: Path):
+def _molmo2():
     from transformers import (
         Molmo2Config,
         Molmo2ForConditionalGeneration,
@@ -425,7 +426,7 @@ def _molmo2(out: Path):
     return model, processor
 
 
-def _internvl(out: Path):
+def _internvl():
     from transformers import (
         GotOcr2ImageProcessor,
         InternVLConfig,
@@ -471,7 +472,7 @@ def _internvl(out: Path):
     return model, processor
 
 
-def _llava_onevision(out: Path):
+def _llava_onevision():
     from transformers import (
         LlavaOnevisionConfig,
         LlavaOnevisionForConditionalGeneration,
@@ -519,9 +520,9 @@ def _llava_onevision(out: Path):
 
 
 _BUILDERS = {
-    "qwen3-vl": lambda out: _qwen_vl(out, version="3"),
-    "qwen3-vl-thinking": lambda out: _qwen_vl(out, version="3", thinking=True),
-    "qwen2.5-vl": lambda out: _qwen_vl(out, version="2.5"),
+    "qwen3-vl": lambda: _qwen_vl(version="3"),
+    "qwen3-vl-thinking": lambda: _qwen_vl(version="3", thinking=True),
+    "qwen2.5-vl": lambda: _qwen_vl(version="2.5"),
     "gemma3": _gemma3,
     "gemma4": _gemma4,
     "molmo2": _molmo2,
@@ -538,7 +539,7 @@ def build_tiny_family(name: str, out: Path, *, seed: int = 0) -> Path:
         raise ValueError(f"unknown family {name!r}: choose one of {', '.join(FAMILIES)}")
     torch.manual_seed(seed)
     out = Path(out)
-    model, processor = _BUILDERS[name](out)
+    model, processor = _BUILDERS[name]()
     model.save_pretrained(out)
     processor.save_pretrained(out)
     return out
