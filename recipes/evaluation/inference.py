@@ -198,15 +198,87 @@ def usage_totals(details: Iterable[dict]) -> dict | None:
 # ---------------------------------------------------------------------------------------------------------- backends
 
 
-def _media(conversations: list[list[dict]]) -> tuple[list[list[dict]], list, list[dict]]:
-    """The batch's messages with placeholders, and all its images and videos in order."""
+def _media(conversations: list[list[dict]]) -> tuple[list[list[dict]], list[list], list[dict]]:
+    """The batch's messages with placeholders, its images as one list per conversation (empty for a blind one), and
+    all its videos in order.
+
+    Images stay grouped by prompt because some processors check each prompt's image placeholders against that
+    prompt's own images (Gemma 3 and 4 raise on a flat list once a batch mixes visual and blind prompts), and
+    LLaVA-OneVision reads a flat list as prompts of one image each (tiling every frame); Qwen-VL, InternVL and Molmo2
+    flatten the nested list themselves."""
     stripped, images, videos = [], [], []
     for conversation in conversations:
         messages, conversation_images, conversation_videos = split_visuals(conversation)
         stripped.append(messages)
-        images += conversation_images
+        images.append(conversation_images)
         videos += conversation_videos
     return stripped, images, videos
+
+
+def unservable_reason(model: str, revision: str | None = None) -> str | None:
+    """Why the transformers backend cannot serve ``model`` (None when it can), read from its config alone so a
+    refusal comes before any weights load or any question is generated: a model type this transformers has no
+    native class for (its ``auto_map`` names remote code, which is never trusted), a native model type whose
+    config is still laid out for remote code (Molmo2's original ``vit_config``: the native class would silently
+    build a default vision tower), or a vision-language config with no native image-text-to-text class."""
+    from transformers import CONFIG_MAPPING, PretrainedConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    config, _ = PretrainedConfig.get_config_dict(model, revision=revision)
+    family = config.get("model_type")
+    if family not in CONFIG_MAPPING:
+        why = (
+            f"its config loads remote code ({', '.join(sorted(config['auto_map']))}), which is never trusted"
+            if config.get("auto_map")
+            else "this transformers version has no native class for it"
+        )
+        return (
+            f"{model}: the transformers backend cannot serve model family {family!r}: {why}; use a checkpoint of the "
+            "native transformers class, or serve it (e.g. vllm serve) and evaluate with --backend openai"
+        )
+    missing = [key for key in getattr(CONFIG_MAPPING[family], "sub_configs", {}) if key not in config]
+    if config.get("auto_map") and missing:
+        return (
+            f"{model}: the transformers backend cannot serve model family {family!r} from this checkpoint: its config "
+            f"is laid out for the remote code its auto_map names (no {', '.join(missing)}), so the native class "
+            "would build default sub-models instead of the published ones; use a checkpoint converted to the native "
+            "transformers class"
+        )
+    if "vision_config" in config and family not in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
+        return (
+            f"{model}: the transformers backend cannot serve model family {family!r}: it has a vision config but no "
+            "native image-text-to-text class in this transformers version"
+        )
+    return None
+
+
+# Reasoning delimiters that are special tokens, named as the tokenizer names them: decoding with
+# ``skip_special_tokens`` would drop them and glue the reasoning to the answer, so they are kept as the
+# ``<think>...</think>`` that the answer parser drops. Gemma 4 thinks in ``<|channel>thought\n...<channel|>``.
+REASONING_TOKENS = (("soc_token", "eoc_token"),)
+
+
+def decode_generations(tokenizer, token_ids) -> list[str]:
+    """Generated ids -> text without special tokens, a reasoning block kept as ``<think>...</think>``: each row is
+    decoded in the pieces between its reasoning markers, and the markers written as think tags."""
+    tags = {}
+    for start, end in REASONING_TOKENS:
+        if getattr(tokenizer, start, None) and getattr(tokenizer, end, None):
+            tags[tokenizer.convert_tokens_to_ids(getattr(tokenizer, start))] = "<think>"
+            tags[tokenizer.convert_tokens_to_ids(getattr(tokenizer, end))] = "</think>"
+    if not tags:
+        return tokenizer.batch_decode(token_ids, skip_special_tokens=True)
+    texts = []
+    for row in token_ids:
+        pieces, piece = [], []
+        for token in row.tolist() if hasattr(row, "tolist") else row:
+            if token in tags:
+                pieces += [tokenizer.decode(piece, skip_special_tokens=True), tags[token]]
+                piece = []
+            else:
+                piece.append(token)
+        texts.append("".join([*pieces, tokenizer.decode(piece, skip_special_tokens=True)]))
+    return texts
 
 
 class TransformersBackend:
@@ -226,18 +298,24 @@ class TransformersBackend:
     ):
         from recipes.training.modeling import load_processor, resolve_dtype
 
+        reason = unservable_reason(model, revision)
+        if reason:
+            raise ValueError(reason)
         self.processor = load_processor(model, revision=revision, padding_side="left")
         self.name_or_path = model
         self.dtype = resolve_dtype(dtype)
         self.attn_implementation = attn_implementation
         self.device = device
         self._model = None
-        self.is_vision_language = hasattr(self.processor, "image_processor")
+        has_images = getattr(self.processor, "image_processor", None) is not None
         has_video = getattr(self.processor, "video_processor", None) is not None
+        self.is_vision_language = has_images or has_video
         if frames_as == "auto":
             frames_as = "video" if has_video else "images"
         if frames_as == "video" and not has_video:
             raise ValueError(f"{model}: its processor has no video processor; use --frames-as images")
+        if frames_as == "images" and self.is_vision_language and not has_images:
+            raise ValueError(f"{model}: its processor takes video only (no image processor); use --frames-as video")
         self.frames_as = frames_as
         self.batch_size = batch_size
         self.max_new_tokens = max_new_tokens
@@ -277,7 +355,7 @@ class TransformersBackend:
             return self.processor(texts, padding=True, return_tensors="pt", add_special_tokens=False)
         conversations, images, videos = _media(conversations)
         texts = [render_chat(self.processor, c, add_generation_prompt=True) for c in conversations]
-        kwargs = media_kwargs(images, videos)
+        kwargs = media_kwargs(images if any(images) else [], videos)
         if videos and hasattr(type(self.processor.video_processor), "cap_pixels_per_frame"):
             kwargs["cap_pixels_per_frame"] = True  # qwen-vl-utils' per-frame pixel cap, as Qwen3-VL was trained
         return self.processor(text=texts, padding=True, return_tensors="pt", add_special_tokens=False, **kwargs)
@@ -298,8 +376,7 @@ class TransformersBackend:
         )
         with torch.inference_mode():
             output = self.model.generate(**inputs, generation_config=config)
-        new_tokens = output[:, inputs["input_ids"].shape[1] :]
-        return tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        return decode_generations(tokenizer, output[:, inputs["input_ids"].shape[1] :])
 
     def sample(
         self, conversations: list[list[dict]], num_samples: int, temperature: float, seed: int
@@ -328,7 +405,7 @@ class TransformersBackend:
         with torch.random.fork_rng(devices=devices), torch.inference_mode():
             torch.manual_seed(seed % 2**63)
             output = self.model.generate(**inputs, generation_config=config)
-        texts = tokenizer.batch_decode(output[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+        texts = decode_generations(tokenizer, output[:, inputs["input_ids"].shape[1] :])
         return [texts[i : i + num_samples] for i in range(0, len(texts), num_samples)]
 
 

@@ -97,7 +97,8 @@ def flatten_text(messages: list[dict]) -> list[dict]:
 
 
 def media_kwargs(images: list, videos: list[dict]) -> dict:
-    """Processor keyword arguments for the frames: no re-sampling, real timestamps, Qwen's per-frame pixel cap."""
+    """Processor keyword arguments for the frames: no re-sampling, real timestamps, Qwen's per-frame pixel cap.
+    ``images`` is one prompt's images, or a batch's as one list per prompt."""
     kwargs = {}
     if images:
         kwargs["images"] = images
@@ -111,17 +112,56 @@ def media_kwargs(images: list, videos: list[dict]) -> dict:
 def render_chat(processor, messages: list[dict], *, add_generation_prompt: bool) -> str:
     """The chat template's text for ``messages``, with a video placeholder the processor can expand.
 
+    A system message reaches every model: where the template has no system role (it raises on one, as Molmo2's
+    does, or renders the conversation without it), the system text opens the first user turn, followed by a blank
+    line, which is how templates that do fold it in place it (Gemma 3's).
+
     Qwen3-VL's processor writes every frame as ``<t seconds><|vision_start|>pads<|vision_end|>`` itself, so a chat
     template that also wraps the video placeholder in vision markers (as Qwen2.5-VL-style templates do) would nest
     them; the wrapped placeholder is collapsed to the bare video token for such processors. [Whether the published
     Qwen3-VL template wraps it under this transformers version could not be checked offline; this keeps either
     form correct.]
     """
-    text = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
+    from jinja2.exceptions import TemplateError
+
+    system = _system_text(messages)
+    try:
+        text = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
+    except TemplateError:
+        if system is None:
+            raise
+        text = None
+    if system is not None and (text is None or system not in text):
+        text = processor.apply_chat_template(
+            merge_system_into_first_user(messages), tokenize=False, add_generation_prompt=add_generation_prompt
+        )
     if _expands_frames_itself(processor):
         wrapped = f"{processor.vision_start_token}{processor.video_token}{processor.vision_end_token}"
         text = text.replace(wrapped, processor.video_token)
     return text
+
+
+def _system_text(messages: list[dict]) -> str | None:
+    if not messages or messages[0]["role"] != "system":
+        return None
+    content = messages[0]["content"]
+    text = content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
+    return text.strip() or None
+
+
+def merge_system_into_first_user(messages: list[dict]) -> list[dict]:
+    """``messages`` without the system message, its text (and a blank line) opening the first user turn."""
+    system, rest = _system_text(messages), list(messages[1:])
+    for i, message in enumerate(rest):
+        if message["role"] == "user":
+            content = message["content"]
+            if isinstance(content, str):
+                content = f"{system}\n\n{content}"
+            else:
+                content = [{"type": "text", "text": f"{system}\n\n"}, *content]
+            rest[i] = {**message, "content": content}
+            return rest
+    raise ValueError("a system prompt needs a user turn to be merged into")
 
 
 def _expands_frames_itself(processor) -> bool:
