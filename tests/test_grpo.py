@@ -214,7 +214,7 @@ def run_grpo(path: Path, *extra) -> tuple[Path, dict]:
 
 @pytest.fixture(scope="module")
 def sft_folder(tiny_qwen3_vl, sureon_build, tmp_path_factory):
-    """A one-step SFT run with a system prompt (what GRPO starts from)."""
+    """A short SFT run with a system prompt (what GRPO starts from)."""
     from recipes.sft import main as sft_main
     from recipes.sft import make_parser as sft_parser
 
@@ -318,3 +318,48 @@ def test_the_run_resumes_from_its_checkpoint_after_a_kill(sft_folder, sureon_bui
     assert summary["global_step"] == 3
     state = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())
     assert [entry["step"] for entry in state["log_history"] if "reward" in entry] == [1, 2, 3]
+
+
+def letter_answers(model: Path) -> list:
+    """``sequence_bias`` making a random tiny model answer with one option letter and end its turn: the rewards are
+    then not all zero (and greedy, the completions depend on the prompt and the weights only)."""
+    from recipes.training.modeling import load_processor, tokenizer_of
+
+    tokenizer = tokenizer_of(load_processor(str(model)))
+    letters = [tokenizer.convert_tokens_to_ids(letter) for letter in "ABCDEFG"]
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    return [[[letter], 8.0] for letter in letters] + [[[letter, end], 50.0] for letter in letters]
+
+
+def test_two_ranks_give_the_same_rewards_as_one_process(sft_folder, sureon_build, tmp_path):
+    """The same global batch of prompts, answered greedily, scored on two gloo ranks and in one process."""
+    from test_recipes import free_port, run_process_group
+
+    generation = {"do_sample": False, "sequence_bias": letter_answers(sft_folder)}
+    mcq_only = [{"path": str(sureon_build.out), "name": "db", "exclude_categories": ["TO", "SM"]}]
+    path = tiny_config(tmp_path, sft_folder, sureon_build, "one", max_steps=1, per_device_train_batch_size=4,
+                       generation_kwargs=generation, dataset_mixture=mcq_only)  # fmt: skip
+    one, _ = run_grpo(path)
+    command = [
+        *(sys.executable, "-m", "accelerate.commands.launch"),
+        *("--multi_gpu", "--num_processes", "2", "--num_machines", "1"),
+        *("--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(free_port())),
+        str(REPO / "recipes" / "grpo.py"),
+        *("--config", str(path), "--per_device_train_batch_size", "2", "--output_dir", str(tmp_path / "two")),
+    ]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    returncode, stderr = run_process_group(command, cwd=tmp_path, env=env, timeout=420)
+    assert returncode == 0, stderr[-4000:]
+    two = tmp_path / "two"
+    assert json.loads((two / "training_complete.json").read_text())["world_size"] == 2
+
+    def logged(out: Path) -> dict:
+        state = json.loads((out / "checkpoint-1" / "trainer_state.json").read_text())
+        entry = next(entry for entry in state["log_history"] if "reward" in entry)
+        return {k: v for k, v in entry.items() if k.startswith(("rewards/", "reward", "completions/"))}
+
+    single, ranks = logged(one), logged(two)
+    assert set(single) == set(ranks)
+    for key, value in single.items():
+        assert ranks[key] == pytest.approx(value, nan_ok=True), key
+    assert single["rewards/format/mean"] == 1.0 and single["rewards/order_accuracy/mean"] is None
