@@ -21,6 +21,7 @@ stage, its rewards and their weights, and resumes from its last checkpoint when 
 
 import json
 import logging
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,10 +137,12 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: GRPOConfig, m
 
 
 def reward_means(log_history: list[dict], names: list[str]) -> dict[str, float | None]:
-    """The last logged mean of each reward (TRL logs ``rewards/<name>/mean``)."""
+    """The last logged mean of each reward (TRL logs ``rewards/<name>/mean``; None or NaN for a step in which no row
+    it applies to was drawn), None when it never applied."""
     means = {}
     for name in names:
-        values = [entry[f"rewards/{name}/mean"] for entry in log_history if f"rewards/{name}/mean" in entry]
+        values = [entry.get(f"rewards/{name}/mean") for entry in log_history]
+        values = [value for value in values if value is not None and not math.isnan(value)]
         means[name] = values[-1] if values else None
     return means
 

@@ -261,6 +261,8 @@ def test_tiny_run_logs_every_reward_and_writes_marker_and_card(grpo_run, sft_fol
     assert "grpo" in card.data.tags and "recipes/grpo.py" in card.text
     assert "| `format` | 0.2 |" in card.text and "| `mcq_accuracy` | 1.0 |" in card.text
     assert "### Stage 1" in card.text and "### Stage 2: grpo" in card.text
+    checkable = summary["mixture"][0]
+    assert f"({checkable['name']}) {checkable['rows_checkable']} of {checkable['rows_used']}." in card.text
 
 
 def test_mcq_accuracy_agrees_with_the_evaluation_on_every_demo_prediction(grpo_run, sureon_build):
