@@ -41,6 +41,7 @@ from recipes.training.mixture import build_mixture, mixture_summary, parse_mixtu
 from recipes.training.modeling import (  # noqa: E402
     COMPLETE_MARKER,
     apply_pixel_caps,
+    is_vision_language,
     load_model,
     load_processor,
     resolve_system_prompt,
@@ -97,16 +98,8 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: GRPOConfig, m
     )
     set_fields(training_args, remove_unused_columns=False, report_to=available_reporters(training_args.report_to))
     configure_reporting(training_args)
-    processor = apply_pixel_caps(
-        load_processor(model_path, revision=model_args.model_revision), script_args.image_max_pixels, None
-    )
-    model = load_model(
-        model_path,
-        revision=model_args.model_revision,
-        dtype=model_args.dtype,
-        attn_implementation=model_args.attn_implementation,
-    )
-    vision_language = getattr(model.config, "vision_config", None) is not None
+    # The data first: a bad source or an empty selection fails before any weights load.
+    vision_language = is_vision_language(model_path, model_args.model_revision)
     loaded, index, _ = build_mixture(parse_mixture(script_args.dataset_mixture), seed=training_args.seed)
     dataset, checkable = grpo_dataset(
         loaded,
@@ -115,6 +108,15 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: GRPOConfig, m
         max_frames=script_args.max_frames,
         system_prompt=system_prompt,
         vision_language=vision_language,
+    )
+    processor = apply_pixel_caps(
+        load_processor(model_path, revision=model_args.model_revision), script_args.image_max_pixels, None
+    )
+    model = load_model(
+        model_path,
+        revision=model_args.model_revision,
+        dtype=model_args.dtype,
+        attn_implementation=model_args.attn_implementation,
     )
     mixture = [{**summary, "rows_checkable": n} for summary, n in zip(mixture_summary(loaded), checkable, strict=True)]
     logger.info("GRPO rows with a checkable answer: %d of %d", len(dataset), len(index))

@@ -180,6 +180,19 @@ def test_prompts_are_the_evaluation_prompts_and_open_rows_are_counted_out(sureon
         grpo_dataset(loaded, index, frames_as="video")
 
 
+def test_sources_without_a_checkable_reference_are_refused(sureon_build, tmp_path):
+    from test_sft import text_source
+
+    loaded, index, _ = build_mixture(parse_mixture([text_source(tmp_path)]))
+    with pytest.raises(ValueError, match="GRPO needs rows with a checkable reference"):
+        grpo_dataset(loaded, index)
+    summaries = [{"path": str(sureon_build.out), "name": "db", "exclude_categories": ["AD", "EE", "EA", "PAD", "IAI",
+                  "LAR", "SPI", "F", "TO"]}]  # fmt: skip
+    loaded, index, _ = build_mixture(parse_mixture(summaries))
+    with pytest.raises(ValueError, match="no row of the mixture has a checkable answer"):
+        grpo_dataset(loaded, index)
+
+
 def test_grounded_public_rows_carry_their_shape():
     row = {"qa_id": "x", "question": "Where are the tools?", "grounded": True, "template_id": "grounded_phase",
            "answer": '{"phase": "preparation"}', "answer_format": "json"}  # fmt: skip
