@@ -39,6 +39,10 @@ demo: $(STAMP)
 	$(PY) -m recipes.training.tiny_models --out $(DEMO_DIR)/tiny-qwen3-vl
 	rm -rf $(DEMO_DIR)/sft-smoke
 	$(PY) recipes/sft.py --config recipes/tiny/sft/config_smoke.yaml
+	rm -rf $(DEMO_DIR)/grpo-smoke
+	$(PY) recipes/grpo.py --config recipes/tiny/grpo/config_smoke.yaml
+	$(VENV)/bin/sureon eval sureon --model $(DEMO_DIR)/grpo-smoke --dataset $(DEMO_DIR)/sureon --mode visual \
+		--frames-as images --out $(DEMO_DIR)/grpo_eval --max-new-tokens 16
 	$(VENV)/bin/sureon eval sureon --model $(DEMO_DIR)/sft-smoke --dataset $(DEMO_DIR)/sureon --mode both \
 		--out $(DEMO_DIR)/eval --max-new-tokens 16
 	$(VENV)/bin/sureon report sureon $(DEMO_DIR)/eval/predictions.jsonl --out $(DEMO_DIR)/report --overwrite

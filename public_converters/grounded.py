@@ -9,7 +9,9 @@ Shapes:
 - ``count``: ``{"count": n}``;
 - ``label``: ``{key: class}`` with key ``phase`` / ``step`` / ``action``;
 - ``triplets``: ``[{"instrument", "verb", "target"}, ...]``;
-- ``tool_actions``: ``[{"tool", "action"}, ...]``.
+- ``tool_actions``: ``[{"tool", "action"}, ...]``;
+- ``window``: ``{"start": s, "end": e}``, a temporal window in seconds from the clip's start (no template writes it
+  yet; the GRPO reward ``temporal_iou`` and any benchmark row with ``answer_shape: window`` read it).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import json
 import re
 
 
-SHAPES = ("boxes", "presence", "count", "label", "triplets", "tool_actions")
+SHAPES = ("boxes", "presence", "count", "label", "triplets", "tool_actions", "window")
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 
@@ -100,5 +102,13 @@ def parse_answer(shape: str, text: str, vocabulary: dict[str, set[str]] | None =
         for item in _objects(value, ("tool", "action")):
             _check_label(item["tool"], vocabulary.get("tool"), "tool")
             _check_label(item["action"], vocabulary.get("action"), "action")
+        return value
+    if shape == "window":
+        if not isinstance(value, dict) or set(value) != {"start", "end"}:
+            raise GroundedAnswerError('expected {"start": s, "end": e} in seconds')
+        if not all(isinstance(t, int | float) and not isinstance(t, bool) for t in value.values()):
+            raise GroundedAnswerError(f"window times must be numbers, got {value}")
+        if not 0 <= value["start"] <= value["end"]:
+            raise GroundedAnswerError(f"window {value} must have 0 <= start <= end")
         return value
     raise ValueError(f"unknown grounded shape {shape!r}; known: {SHAPES}")

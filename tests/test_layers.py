@@ -31,6 +31,9 @@ RULES = [
     ("recipes.training", "recipes.sft", "support code never imports a launch script"),
     ("recipes.evaluation", "recipes.sft", "support code never imports a launch script"),
     ("recipes.curation", "recipes.sft", "support code never imports a launch script"),
+    ("recipes.training", "recipes.grpo", "support code never imports a launch script"),
+    ("recipes.evaluation", "recipes.grpo", "support code never imports a launch script"),
+    ("recipes.curation", "recipes.grpo", "support code never imports a launch script"),
 ]
 
 

@@ -311,3 +311,58 @@ def test_lora_throughput_counts_the_frozen_llm_at_4_flops_per_parameter(meta_8b)
     assert parameter_counts(meta_8b, set(), lora)["adapters"]["trainable"] == adapters
     flops = training_flops(meta_8b.config, matmuls, text_only, frozen=set(), lora=True, adapters=adapters)
     assert flops == 4 * llm * tokens + 4 * attention + 6 * adapters * tokens
+
+
+# --- GRPO recipes ---------------------------------------------------------------------------------------------------
+
+RECIPE_GRPO = REPO / "recipes" / "qwen3-vl-8b" / "grpo" / "config_sureon_grpo.yaml"
+
+
+def grpo_variant(tmp_path, **changes) -> str:
+    recipe = yaml.safe_load(RECIPE_GRPO.read_text()) | {"model_name_or_path": QWEN, **changes}
+    path = tmp_path / "grpo.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    return str(path)
+
+
+def test_the_grpo_recipe_plans_its_sft_base_with_vllm_colocated(meta_8b):
+    plan = plan_recipe(RECIPE_GRPO, num_gpus=4, synthetic_frames=(768, 432))[0]
+    assert "planned as Qwen/Qwen3-VL-8B-Instruct" in plan["processor_note"]
+    grpo, total = plan["grpo"], sum(p.numel() for p in meta_8b.parameters())
+    assert grpo["reference_model"] is False and grpo["beta"] == 0
+    # 36 layers x (8 KV heads x 128) x keys and values x bf16
+    assert grpo["kv_cache_per_token"] == 36 * 1024 * 2 * 2
+    assert grpo["generation_batch_per_gpu"] == 4 * 8 and grpo["sequence_tokens"] == grpo["prompt_tokens_p99"] + 256
+    assert grpo["kv_cache"] == grpo["kv_cache_per_token"] * 32 * grpo["sequence_tokens"]
+    vllm = grpo["vllm"]
+    assert vllm["pool"] == int(0.3 * 141 * 1e9) and vllm["weights"] == 2 * total and vllm["holds_a_generation_batch"]
+    for strategy, memory in plan["memory"].items():
+        assert memory["reference_model"] == 0 and memory["generation"] == 0
+        parts = memory["model_states"] + memory["activations"] + memory["reserved"] + memory["vllm_pool"]
+        assert memory["total"] == parts, strategy
+    assert plan["memory"]["zero3"]["fits"]
+
+
+def test_grpo_reference_model_generation_and_vllm_share(tmp_path, meta_8b):
+    total = sum(p.numel() for p in meta_8b.parameters())
+    kl = plan_recipe(grpo_variant(tmp_path, beta=0.04, use_vllm=False), synthetic_frames=(768, 432))[0]
+    memory, grpo = kl["memory"], kl["grpo"]
+    assert grpo["reference_model"] and grpo["generation"] == "transformers" and grpo["vllm"] is None
+    assert memory["zero2"]["reference_model"] == 2 * total  # replicated
+    assert memory["zero3"]["reference_model"] == 2 * total // 4  # sharded like the policy
+    assert memory["zero2"]["generation"] == grpo["kv_cache"]
+    assert memory["zero3"]["generation"] == grpo["kv_cache"] + 2 * total  # weights gathered to generate
+    greedy = plan_recipe(grpo_variant(tmp_path, vllm_gpu_memory_utilization=0.9), synthetic_frames=(768, 432))[0]
+    assert not any(memory["fits"] for memory in greedy["memory"].values())
+    small = plan_recipe(grpo_variant(tmp_path, vllm_gpu_memory_utilization=0.1), synthetic_frames=(768, 432))[0]
+    assert not small["grpo"]["vllm"]["holds_a_generation_batch"] and not small["memory"]["zero3"]["fits"]
+    asleep = grpo_variant(tmp_path, vllm_gpu_memory_utilization=0.9, vllm_enable_sleep_mode=True)
+    assert plan_recipe(asleep, synthetic_frames=(768, 432))[0]["memory"]["zero3"]["fits"]
+
+
+def test_sureon_plan_prints_the_grpo_table(capsys):
+    argv = ["plan", "--config", str(RECIPE_GRPO), "--synthetic-frames", "768x432"]
+    assert cli_main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "GRPO: 8 completions per prompt of at most 256 tokens" in printed and "no reference model" in printed
+    assert "| GRPO memory per GPU (GB) |" in printed and "vLLM colocate: a pool of 42.3 GB" in printed

@@ -56,9 +56,11 @@ def test_recipe_parses_into_a_plan(path):
     first_line = path.read_text().splitlines()[0]
     assert first_line.startswith("# Hardware: "), "the first line of a recipe states its hardware"
     # CPU here: keep everything the recipe says except bf16, which TrainingArguments refuses without a GPU.
-    script_args, training_args, model_args = make_parser().parse_args_and_config(
-        ["--config", str(path), "--bf16", "false", "--use_cpu", "true"]
-    )
+    argv = ["--config", str(path), "--bf16", "false", "--use_cpu", "true"]
+    if path.parent.name == "grpo":
+        check_grpo_recipe(path, argv)
+        return
+    script_args, training_args, model_args = make_parser().parse_args_and_config(argv)
     assert isinstance(script_args, SFTScriptArguments)
     assert model_args.model_name_or_path
     assert training_args.output_dir
@@ -75,6 +77,20 @@ def test_recipe_parses_into_a_plan(path):
     raw = yaml.safe_load(path.read_text())
     if raw.get("bf16"):
         assert "H200" in first_line or "GPU" in first_line
+
+
+def check_grpo_recipe(path, argv):
+    """A GRPO recipe parses with recipes/grpo.py's parser; its rewards exist, one weight each; its sources load."""
+    from recipes.evaluation.rewards import reward_functions
+    from recipes.grpo import GRPOScriptArguments
+    from recipes.grpo import make_parser as grpo_parser
+
+    script_args, training_args, model_args = grpo_parser().parse_args_and_config(argv)
+    assert isinstance(script_args, GRPOScriptArguments) and model_args.model_name_or_path
+    assert reward_functions(script_args.reward_funcs)
+    assert len(training_args.reward_weights or script_args.reward_funcs) == len(script_args.reward_funcs)
+    assert script_args.frames_as == "images", "TRL's GRPOTrainer takes images only"
+    assert training_args.num_generations >= 2 and parse_mixture(script_args.dataset_mixture)
 
 
 @pytest.mark.parametrize("path", ACCELERATE_CONFIGS, ids=lambda p: p.name)

@@ -46,12 +46,17 @@ _SINGLE_LETTER = re.compile(r"(?<![A-Za-z])[A-Z](?![A-Za-z])")
 _EVENT_MARKER = re.compile(r"(?:^|(?<=[\s(\[]))([A-Z])\s*[:)]\s+")
 
 
-def clean_output(text: str | None) -> str:
-    """The answer part of a raw output: no reasoning block, no Markdown emphasis, trimmed."""
+def drop_reasoning(text: str | None) -> str:
+    """A raw output without its ``<think>...</think>`` block (what structured answers, e.g. JSON, are read from)."""
     text = _THINK.sub("", text or "")
     if "</think>" in text:  # an opening tag eaten by the chat template
         text = text.rsplit("</think>", 1)[1]
-    return _MARKDOWN.sub("", text).strip()
+    return text.strip()
+
+
+def clean_output(text: str | None) -> str:
+    """The answer part of a raw output: no reasoning block, no Markdown emphasis, trimmed."""
+    return _MARKDOWN.sub("", drop_reasoning(text)).strip()
 
 
 def _norm(text: str) -> str:

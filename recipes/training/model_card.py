@@ -71,8 +71,10 @@ def render_model_card(
     hardware: str | None = None,
     lora: str | None = None,
     eval_results: list[EvalResult] | None = None,
+    grpo: dict | None = None,
 ) -> ModelCard:
-    """``stages``: ``[{name, mixture: [source summaries], fold, num_folds, seed}]`` in training order."""
+    """``stages``: ``[{name, mixture: [source summaries], fold, num_folds, seed}]`` in training order; ``grpo``: the
+    summary of a GRPO stage (``recipes/grpo.py``: its rewards, their weights and last means, the GRPO settings)."""
     hub_datasets = sorted(
         {source["path"] for stage in stages for source in stage["mixture"] if is_hub_id(source["path"])}
     )
@@ -82,7 +84,8 @@ def render_model_card(
         library_name="transformers",
         pipeline_tag="image-text-to-text" if vision_language else "text-generation",
         license="apache-2.0",
-        tags=["sureon", "surgical", "trl", "sft"] + (["blind-guesser"] if blind else ["video-question-answering"]),
+        tags=["sureon", "surgical", "trl", "grpo" if grpo else "sft"]
+        + (["blind-guesser"] if blind else ["video-question-answering"]),
         datasets=hub_datasets or None,
         eval_results=eval_results or None,
     )
@@ -105,5 +108,7 @@ def render_model_card(
         lora=lora,
         hyperparameters=hyperparameters(training_args),
         eval_results=eval_results or [],
+        grpo=grpo,
+        rewards=list(zip(grpo["rewards"], grpo["reward_weights"], strict=True)) if grpo else [],
         citation=SUREON_CITATION,
     )

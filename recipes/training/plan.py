@@ -557,7 +557,8 @@ def plan_recipe(
     recipe = read_recipe(recipe_path)
     if not synthetic_frames:
         check_data_paths(recipe_path, recipe)
-    config = local_config(recipe["model_name_or_path"])
+    model_name, model_note = planned_model(Path(recipe_path), recipe["model_name_or_path"])
+    config = local_config(model_name)
     model = meta_model(config)
     largest_layer = largest_layer_parameters(model)
     largest_block, root_unit = block_parameters(model)
@@ -566,7 +567,8 @@ def plan_recipe(
     for stage in recipe_stages(recipe):
         settings = stage["settings"]
         frozen, lora = frozen_groups(settings), lora_settings(settings)
-        processor, note = plan_processor(recipe["model_name_or_path"], processor_path, settings)
+        processor, note = plan_processor(model_name, processor_path, settings)
+        note = "; ".join(n for n in (model_note, note) if n) or None
         if synthetic_frames:
             counts = measure_synthetic(processor, settings, synthetic_frames)
         else:
@@ -624,6 +626,21 @@ def plan_recipe(
                 "total": total,
                 "fits": total <= gpu_memory_gb * GB,
             }
+        grpo = None
+        if is_grpo(settings):
+            grpo = grpo_plan(
+                config,
+                settings,
+                memory,
+                prompt_row=typical,
+                total_parameters=trainable + frozen_count,
+                num_gpus=num_gpus,
+                gpu_memory_gb=gpu_memory_gb,
+                checkpointing=checkpointing,
+                frozen=no_grad,
+                lora=lora is not None,
+            )
+            memory = grpo.pop("memory")
         median = sorted(counts, key=lambda c: c["tokens"])[len(counts) // 2]
         adapters = parameters.get("adapters", {}).get("trainable", 0)
         flops = training_flops(config, matmuls, median, frozen=frozen, lora=lora is not None, adapters=adapters)
@@ -646,6 +663,7 @@ def plan_recipe(
                 "largest_layer": largest_layer,
                 "memory": memory,
                 "activations": activations,
+                "grpo": grpo,
                 "throughput": {
                     "flops_per_median_sample": flops,
                     "median_tokens": median["tokens"],
@@ -657,6 +675,164 @@ def plan_recipe(
             }
         )
     return plans
+
+
+# ------------------------------------------------------------------------------------------------------- GRPO
+
+
+def is_grpo(settings: dict) -> bool:
+    """A GRPO recipe (``recipes/grpo.py``): it names rewards or a group size."""
+    return "reward_funcs" in settings or "num_generations" in settings
+
+
+def planned_model(recipe_path: Path, name: str) -> tuple[str, str | None]:
+    """The checkpoint whose architecture is planned: ``name``, or, for a local folder not trained yet (a GRPO
+    recipe starting from an SFT run), the base model of the shipped recipe whose ``output_dir`` it is."""
+    if Path(name).is_dir():
+        return name, None
+    root = next((folder for folder in Path(recipe_path).resolve().parents if folder.name == "recipes"), None)
+    for path in sorted(root.glob("*/*/config_*.yaml")) if root else []:
+        other = yaml.safe_load(path.read_text()) or {}
+        if other.get("output_dir") == name and other.get("model_name_or_path"):
+            base = other["model_name_or_path"]
+            return base, f"{name} is not trained yet: planned as {base}, what {path.name} trains it from"
+    return name, None
+
+
+def kv_cache_bytes_per_token(config) -> int:
+    """Keys and values of every decoder layer for one token, bf16 (what generation holds per sequence token)."""
+    d = _text_dims(config)
+    return 2 * d["layers"] * d["kv"] * 2
+
+
+def grpo_plan(
+    config,
+    settings: dict,
+    memory: dict,
+    *,
+    prompt_row: dict,
+    total_parameters: int,
+    num_gpus: int,
+    gpu_memory_gb: float,
+    checkpointing: bool,
+    frozen: set[str],
+    lora: bool,
+) -> dict:
+    """GRPO's memory per GPU on top of the policy's model states (TRL's GRPOTrainer, its defaults where unset):
+
+    - **reference model** (``beta`` > 0, full fine-tuning): bf16 weights, replicated under ZeRO-2, sharded under
+      ZeRO-3 and FSDP as the trainer prepares it like the policy; none when ``beta`` is 0 (TRL then skips it) or
+      with LoRA (the adapter is disabled instead);
+    - **training activations**: a micro-batch of ``per_device_train_batch_size`` completions, each the p99 prompt
+      plus ``max_completion_length`` tokens (replaces the SFT figure);
+    - **generation** by transformers: the KV cache of the generation batch per GPU (``per_device_train_batch_size``
+      x ``steps_per_generation`` sequences of prompt + completion), plus under ZeRO-3 the full bf16 weights TRL
+      gathers for generation (``ds3_gather_for_generation``); it runs between training steps, so the larger of it
+      and the training activations counts;
+    - **vLLM colocate**: vLLM pre-allocates ``vllm_gpu_memory_utilization`` of every GPU for its weights (bf16,
+      split over ``vllm_tensor_parallel_size``) and KV cache, next to training (after training when
+      ``vllm_enable_sleep_mode`` offloads it); it fits when training plus that share fit the GPU and the share
+      holds the weights plus one generation batch's KV cache.
+    """
+    generations = int(settings.get("num_generations", 8))
+    completion = int(settings.get("max_completion_length", 512))
+    batch = int(settings.get("per_device_train_batch_size", 8))
+    steps = int(settings.get("steps_per_generation") or settings.get("gradient_accumulation_steps", 1))
+    beta = float(settings.get("beta", 0.0))
+    sequence = prompt_row["tokens"] + completion
+    patches = prompt_row["vision_patches"]
+    training = activation_bytes(config, batch * sequence, batch * patches, checkpointing=checkpointing, frozen=frozen)
+    generation_batch = batch * steps
+    kv_cache = kv_cache_bytes_per_token(config) * generation_batch * sequence
+    use_vllm = bool(settings.get("use_vllm", False))
+    colocate = use_vllm and settings.get("vllm_mode", "colocate") == "colocate"
+    vllm = None
+    if colocate:
+        share = float(settings.get("vllm_gpu_memory_utilization", 0.3)) * gpu_memory_gb * GB
+        weights = 2 * total_parameters // int(settings.get("vllm_tensor_parallel_size", 1))
+        vllm = {
+            "pool": int(share),
+            "weights": weights,
+            "kv_cache": kv_cache,
+            "holds_a_generation_batch": weights + kv_cache <= share,
+            "sleep_mode": bool(settings.get("vllm_enable_sleep_mode", False)),
+        }
+    plans = {}
+    for strategy, states in memory.items():
+        sharded = strategy != "zero2"
+        reference = 0 if beta == 0 or lora else (2 * total_parameters // num_gpus if sharded else 2 * total_parameters)
+        if use_vllm:
+            generation = 0  # vLLM generates, in its own pool (colocate) or on its own GPUs (server)
+        else:
+            generation = kv_cache + (2 * total_parameters if strategy == "zero3" else 0)
+        during_training = states["model_states"] + reference + max(training, generation) + RESERVED_BYTES
+        pool = vllm["pool"] if vllm and not vllm["sleep_mode"] else 0
+        total = during_training + pool
+        fits = total <= gpu_memory_gb * GB and (vllm is None or vllm["holds_a_generation_batch"])
+        if vllm and vllm["sleep_mode"]:
+            fits = fits and vllm["pool"] + RESERVED_BYTES <= gpu_memory_gb * GB
+        plans[strategy] = {
+            **states,
+            "activations": training,
+            "reference_model": reference,
+            "generation": generation,
+            "vllm_pool": pool,
+            "total": total,
+            "fits": fits,
+        }
+    return {
+        "memory": plans,
+        "num_generations": generations,
+        "max_completion_length": completion,
+        "prompt_tokens_p99": prompt_row["tokens"],
+        "sequence_tokens": sequence,
+        "generation_batch_per_gpu": generation_batch,
+        "beta": beta,
+        "reference_model": beta > 0 and not lora,
+        "loss_type": settings.get("loss_type", "dapo"),
+        "generation": ("vLLM " + settings.get("vllm_mode", "colocate")) if use_vllm else "transformers",
+        "kv_cache_per_token": kv_cache_bytes_per_token(config),
+        "kv_cache": kv_cache,
+        "vllm": vllm,
+    }
+
+
+def render_grpo(grpo: dict, memory_by_strategy: dict) -> list[str]:
+    lines = [
+        "",
+        (
+            f"GRPO: {grpo['num_generations']} completions per prompt of at most {grpo['max_completion_length']} "
+            f"tokens (sequences of {grpo['sequence_tokens']} tokens with the p99 prompt), "
+            f"{grpo['generation_batch_per_gpu']} sequences generated per GPU at a time by {grpo['generation']}, "
+            f"{grpo['loss_type']} loss, beta {grpo['beta']:g}: "
+            + ("a reference model" if grpo["reference_model"] else "no reference model")
+        ),
+        "",
+        "| GRPO memory per GPU (GB) | reference model | activations | generation | vLLM pool | total | fits |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for strategy, memory in memory_by_strategy.items():
+        lines.append(
+            f"| {strategy} | {_gb(memory['reference_model'])} | {_gb(memory['activations'])} | "
+            f"{_gb(memory['generation'])} | {_gb(memory['vllm_pool'])} | {_gb(memory['total'])} | "
+            f"{'yes' if memory['fits'] else 'NO'} |"
+        )
+    vllm = grpo["vllm"]
+    if vllm:
+        lines += [
+            "",
+            (
+                f"vLLM colocate: a pool of {_gb(vllm['pool'])} GB per GPU for its weights ({_gb(vllm['weights'])} GB) "
+                f"and the KV cache of one generation batch ({_gb(vllm['kv_cache'])} GB): "
+                + (
+                    "it holds them"
+                    if vllm["holds_a_generation_batch"]
+                    else "TOO SMALL, raise vllm_gpu_memory_utilization"
+                )
+                + ("; sleep mode frees it during training" if vllm["sleep_mode"] else "; held during training too")
+            ),
+        ]
+    return lines
 
 
 # ---------------------------------------------------------------------------------------------------- render
@@ -709,6 +885,8 @@ def render(plans: list[dict]) -> str:
         lines += ["", "| activations per GPU (GB, estimate) | |", "| --- | ---: |"]
         for label, value in plan["activations"].items():
             lines.append(f"| {label} | {_gb(value)} |")
+        if plan.get("grpo"):
+            lines += render_grpo(plan["grpo"], plan["memory"])
         throughput = plan["throughput"]
         lines += [
             "",

@@ -130,7 +130,8 @@ def _json_span(text: str) -> str | None:
 
 
 def read_answer(row: dict, text: str | None) -> tuple[object, str | None]:
-    """(prediction, None) or (None, why): a label (phase, action), "yes"/"no" (cvs) or ``[{label, bbox}]`` boxes."""
+    """(prediction, None) or (None, why): a label (phase, action), "yes"/"no" (cvs), ``[{label, bbox}]`` boxes, or
+    the whole value of a shape without a key (a ``{"start", "end"}`` window)."""
     if text is None:
         return None, "no output"
     shape, key = row["answer_shape"], row["answer_key"]
@@ -146,7 +147,7 @@ def read_answer(row: dict, text: str | None) -> tuple[object, str | None]:
             return None, str(error)
     if shape == "boxes":
         return [{"label": item["label"], "bbox": [float(v) for v in item["box"]]} for item in value], None
-    return value[key], None
+    return (value if key is None else value[key]), None
 
 
 def prediction_record(row: dict, text: str | None, model: str, reasoning: str | None = None) -> dict:

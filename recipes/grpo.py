@@ -1,0 +1,248 @@
+"""Reinforcement learning of Sureon-VLM with verifiable rewards: TRL's GRPOTrainer on the project's own answer formats.
+
+Run one recipe per YAML (the first line of each states its hardware), typically from a finished SFT run:
+
+    accelerate launch --config_file accelerate_configs/zero3.yaml recipes/grpo.py \
+        --config recipes/qwen3-vl-8b/grpo/config_sureon_grpo.yaml
+
+Any field can be overridden on the command line (``--beta 0.04 --num_generations 4 --output_dir ...``). On a CPU
+machine, after ``recipes/sft.py --config recipes/tiny/sft/config_smoke.yaml``:
+``python recipes/grpo.py --config recipes/tiny/grpo/config_smoke.yaml``.
+
+The recipe reads the same ``dataset_mixture``, ``frames_as``, ``max_frames``, ``system_prompt`` and model keys as
+``recipes/sft.py``, plus GRPOConfig's own (``num_generations``, ``max_completion_length``, ``beta``, ``loss_type``,
+``use_vllm`` / ``vllm_mode`` ...), ``reward_funcs: [name, ...]`` (``recipes.evaluation.rewards``) and GRPOConfig's
+``reward_weights``. Prompts are the ones evaluation shows (``recipes.training.grpo_data``), the reference answers
+stay in the rows' columns, and each reward scores a completion with the evaluation's own parser. Started from an
+SFT run's folder, the system prompt it was trained with is carried over (``training_complete.json``) unless the
+recipe sets one. It writes the same completion marker and model card as ``recipes/sft.py``, the card naming the GRPO
+stage, its rewards and their weights, and resumes from its last checkpoint when restarted.
+"""
+
+import json
+import logging
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser, get_peft_config
+
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # `accelerate launch recipes/grpo.py` runs this file as a script
+    sys.path.insert(0, str(REPO_ROOT))
+
+from recipes.evaluation.rewards import reward_functions  # noqa: E402
+from recipes.sft import available_reporters, configure_reporting, last_checkpoint, recipe_path  # noqa: E402
+from recipes.training.grpo_data import grpo_dataset  # noqa: E402
+from recipes.training.mixture import build_mixture, mixture_summary, parse_mixture  # noqa: E402
+from recipes.training.modeling import (  # noqa: E402
+    COMPLETE_MARKER,
+    apply_pixel_caps,
+    is_vision_language,
+    load_model,
+    load_processor,
+    resolve_system_prompt,
+    tokenizer_of,
+    training_record,
+)
+
+
+logger = logging.getLogger("sureon.grpo")
+
+DEFAULT_REWARDS = ["mcq_accuracy", "order_accuracy", "format"]
+
+
+@dataclass
+class GRPOScriptArguments:
+    """Data and reward options of a run; every field maps onto a flat key of the recipe YAML."""
+
+    dataset_mixture: list[dict[str, Any]] | None = field(
+        default=None, metadata={"help": "sources: [{path, name, split, weight, columns, max_samples}] (video QA)"}
+    )
+    reward_funcs: list[str] = field(
+        default_factory=lambda: list(DEFAULT_REWARDS),
+        metadata={"help": "rewards (recipes.evaluation.rewards); weights: GRPOConfig's reward_weights"},
+    )
+    frames_as: str = field(default="images", metadata={"help": "clip frames as tagged 'images' (TRL has no video)"})
+    max_frames: int | None = field(default=8, metadata={"help": "frames per clip (evenly subsampled above it)"})
+    image_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per image (each frame)"})
+    system_prompt: str | None = field(
+        default=None,
+        metadata={"help": "system message of every prompt; default: the one the starting SFT run was trained with"},
+    )
+    hardware: str | None = field(default=None, metadata={"help": "stated in the model card"})
+    eval_results: str | None = field(default=None, metadata={"help": "JSON of results for the card's model-index"})
+    hub_model_name: str | None = field(default=None, metadata={"help": "model name in the card"})
+
+
+def make_parser() -> TrlParser:
+    return TrlParser((GRPOScriptArguments, GRPOConfig, ModelConfig))
+
+
+def set_fields(training_args: GRPOConfig, **values) -> None:
+    """Change fields in place: ``dataclasses.replace`` would rerun GRPOConfig's ``__post_init__``, which refuses the
+    ``generation_batch_size`` and ``steps_per_generation`` it derived itself the first time."""
+    for name, value in values.items():
+        setattr(training_args, name, value)
+
+
+def build_trainer(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig) -> dict:
+    """The GRPO trainer, ready to train, with what the summary and card record."""
+    model_path = model_args.model_name_or_path
+    rewards = reward_functions(script_args.reward_funcs)
+    system_prompt = resolve_system_prompt(
+        model_path, override=script_args.system_prompt, revision=model_args.model_revision
+    )
+    set_fields(training_args, remove_unused_columns=False, report_to=available_reporters(training_args.report_to))
+    configure_reporting(training_args)
+    # The data first: a bad source or an empty selection fails before any weights load.
+    vision_language = is_vision_language(model_path, model_args.model_revision)
+    loaded, index, _ = build_mixture(parse_mixture(script_args.dataset_mixture), seed=training_args.seed)
+    dataset, checkable = grpo_dataset(
+        loaded,
+        index,
+        frames_as=script_args.frames_as,
+        max_frames=script_args.max_frames,
+        system_prompt=system_prompt,
+        vision_language=vision_language,
+    )
+    processor = apply_pixel_caps(
+        load_processor(model_path, revision=model_args.model_revision), script_args.image_max_pixels, None
+    )
+    model = load_model(
+        model_path,
+        revision=model_args.model_revision,
+        dtype=model_args.dtype,
+        attn_implementation=model_args.attn_implementation,
+    )
+    mixture = [{**summary, "rows_checkable": n} for summary, n in zip(mixture_summary(loaded), checkable, strict=True)]
+    logger.info("GRPO rows with a checkable answer: %d of %d", len(dataset), len(index))
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=rewards,
+        args=training_args,
+        train_dataset=dataset,
+        processing_class=processor,
+        peft_config=get_peft_config(model_args),
+    )
+    return {
+        "trainer": trainer,
+        "processor": processor,
+        "mixture": mixture,
+        "system_prompt": system_prompt,
+        "vision_language": vision_language,
+        "training_args": training_args,
+    }
+
+
+def reward_means(log_history: list[dict], names: list[str]) -> dict[str, float | None]:
+    """The last logged mean of each reward (TRL logs ``rewards/<name>/mean``; None or NaN for a step in which no row
+    it applies to was drawn), None when it never applied."""
+    means = {}
+    for name in names:
+        values = [entry.get(f"rewards/{name}/mean") for entry in log_history]
+        values = [value for value in values if value is not None and not math.isnan(value)]
+        means[name] = values[-1] if values else None
+    return means
+
+
+def main(
+    script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig, recipe: str | None = None
+) -> Path:
+    """Train (resuming from the last checkpoint), write the marker and card, push if asked; returns the folder."""
+    if not model_args.model_name_or_path:
+        raise ValueError("model_name_or_path is required (an SFT run's folder or a base model)")
+    # As in recipes/sft.py: pushing is ours (once, with our card), and the token never reaches a pickled checkpoint.
+    push, token = training_args.push_to_hub, training_args.hub_token
+    set_fields(training_args, push_to_hub=False, hub_token=None)
+    built = build_trainer(script_args, training_args, model_args)
+    trainer, training_args = built["trainer"], built["training_args"]
+    output_dir = Path(training_args.output_dir)
+    resume = last_checkpoint(str(output_dir))
+    if resume:
+        logger.info("resuming from %s", resume)
+    result = trainer.train(resume_from_checkpoint=resume)
+    trainer.save_model(str(output_dir))
+    names = [function.__name__ for function in trainer.reward_funcs]
+    started_from = training_record(model_args.model_name_or_path, model_args.model_revision)
+    summary = {
+        "name": "grpo",
+        "stage": "grpo",
+        "model": model_args.model_name_or_path,
+        "started_from_sft": started_from is not None,
+        "mixture": built["mixture"],
+        "rewards": names,
+        "reward_weights": [float(w) for w in training_args.reward_weights or [1.0] * len(names)],
+        "reward_means": reward_means(trainer.state.log_history, names),
+        "num_generations": training_args.num_generations,
+        "max_completion_length": training_args.max_completion_length,
+        "beta": training_args.beta,
+        "loss_type": training_args.loss_type,
+        "use_vllm": training_args.use_vllm,
+        "vllm_mode": training_args.vllm_mode if training_args.use_vllm else None,
+        "fold": None,
+        "num_folds": None,
+        "seed": training_args.seed,
+        "blind": not built["vision_language"],
+        "system_prompt": built["system_prompt"],
+        "frames_as": script_args.frames_as,
+        "vision_language": built["vision_language"],
+        "trainable": {"all": {"trainable": sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)}},
+        "resumed_from": resume,
+        "global_step": trainer.state.global_step,
+        "world_size": training_args.world_size,
+        "train_loss": result.training_loss,
+        "lora": model_args.lora_target_modules if model_args.use_peft else None,
+    }
+    if trainer.is_world_process_zero():
+        tokenizer_of(built["processor"]).padding_side = "left"  # what generation needs
+        built["processor"].save_pretrained(str(output_dir))
+        (output_dir / COMPLETE_MARKER).write_text(json.dumps(summary, indent=1, default=str))
+        stages = ([started_from] if started_from and started_from.get("mixture") else []) + [summary]
+        card = write_card(script_args, training_args, stages, model_args.model_name_or_path, recipe)
+        logger.info("model card: %s", card)
+        if push:
+            from builders.hub import push_folder
+
+            repo_id = training_args.hub_model_id or output_dir.name
+            url = push_folder(
+                output_dir, repo_id, private=bool(training_args.hub_private_repo), token=token, repo_type="model"
+            )
+            logger.info("pushed to %s", url)
+    trainer.accelerator.wait_for_everyone()
+    return output_dir
+
+
+def write_card(script_args, training_args, stages: list[dict], base_model: str, recipe: str | None) -> Path:
+    from recipes.training.model_card import read_eval_results, render_model_card
+
+    last = stages[-1]
+    card = render_model_card(
+        model_name=script_args.hub_model_name or training_args.hub_model_id or Path(training_args.output_dir).name,
+        base_model=base_model,
+        stages=stages,
+        training_args=training_args,
+        trainable=last["trainable"],
+        blind=last["blind"],
+        vision_language=last["vision_language"],
+        max_frames=script_args.max_frames,
+        frames_as=script_args.frames_as,
+        system_prompt=last["system_prompt"],
+        recipe=recipe,
+        hardware=script_args.hardware,
+        lora=", ".join(last["lora"]) if isinstance(last["lora"], list) else last["lora"],
+        eval_results=read_eval_results(script_args.eval_results) if script_args.eval_results else None,
+        grpo=last,
+    )
+    path = Path(training_args.output_dir) / "README.md"
+    card.save(path)
+    return path
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    parser = make_parser()
+    main(*parser.parse_args_and_config(), recipe=recipe_path(sys.argv))

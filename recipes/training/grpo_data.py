@@ -1,0 +1,144 @@
+"""GRPO prompts: mixture rows -> the rows TRL's ``GRPOTrainer`` samples from, rendered as evaluation shows them.
+
+Each row is ``{"prompt", "images", <reference columns>}``: the prompt is the one prompt formatter's messages
+(``builders.prompt`` via ``recipes.training.mixture.to_example``), its frames taken out in order by
+``recipes.training.chat_inputs.split_visuals`` (the evaluation backends' own helper, with the same ``max_frames``
+cap), leaving ``{"type": "image"}`` placeholders that TRL fills from the ``images`` column. The reference answer
+stays out of the prompt, in the columns TRL hands every reward function as keyword lists (``REFERENCE_COLUMNS``;
+``recipes.evaluation.rewards`` reads them).
+
+Frames go in as tagged images (``frames_as: images``): TRL's GRPOTrainer takes images only, no video input (its
+``images`` column; huggingface/trl#5373). Rows are rendered when a batch is drawn (a ``datasets`` transform over the
+mixture's index table), so frames stay in the memory-mapped Arrow files as in SFT. A row no reward can check (an
+open-ended answer: summaries, templated free text) teaches nothing under verifiable rewards: such rows are left out
+and counted per source (``rows_checkable`` next to ``rows_used``), never dropped silently.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from builders.sureon.categories import ORDERING
+from public_converters.templating import GROUNDED
+from recipes.training.chat_inputs import flatten_text, split_visuals
+from recipes.training.mixture import LoadedSource, resolve_media, to_example
+
+
+# What every reward function receives, one list entry per completion (None where a row has no such field).
+REFERENCE_COLUMNS = (
+    "question_id",
+    "question",
+    "options",
+    "answer",  # the target: builders.prompt.answer_target (a letter, "B,C,A", or the grounded JSON)
+    "answer_order",
+    "answer_format",
+    "answer_shape",  # grounded JSON shape (public_converters.grounded), None for letters, orders and free text
+    "answer_key",  # the JSON key of a "label" shape (phase, step, action)
+)
+
+
+def grounded_shape(row: dict) -> tuple[str | None, str | None]:
+    """``(shape, key)`` of a grounded answer: a benchmark row's ``answer_shape``, or its template's (the corpus)."""
+    if row.get("answer_shape"):
+        return row["answer_shape"], row.get("answer_key")
+    if row.get("grounded") and row.get("template_id") in GROUNDED:
+        shape, _, key = GROUNDED[row["template_id"]]
+        return shape, key
+    return None, None
+
+
+def is_checkable(row: dict) -> bool:
+    """Whether a verifiable reward applies: lettered options, an event order, or grounded JSON."""
+    return bool(row.get("options") or row.get("answer_order") or grounded_shape(row)[0])
+
+
+def reference_columns(row: dict, target: str) -> dict:
+    shape, key = grounded_shape(row)
+    return {
+        "question_id": str(row.get("question_id") or row.get("qa_id") or ""),
+        "question": row.get("question"),
+        "options": list(row.get("options") or []) or None,
+        "answer": target,
+        "answer_order": list(row.get("answer_order") or []) or None,
+        "answer_format": row.get("answer_format") or (ORDERING if row.get("answer_order") else None),
+        "answer_shape": shape,
+        "answer_key": key,
+    }
+
+
+_SCREEN_COLUMNS = ("options", "answer_order", "grounded", "template_id", "answer_shape", "answer_key")
+
+
+def checkable_rows(item: LoadedSource) -> list[bool]:
+    """``is_checkable`` of every row of a source, read from its small columns only (no frames decoded)."""
+    dataset = item.dataset
+    columns = [column for column in _SCREEN_COLUMNS if column in dataset.column_names]
+    table = dataset.select_columns(columns).to_dict() if columns else {}
+    return [is_checkable({c: table[c][i] for c in columns}) for i in range(len(dataset))]
+
+
+@dataclass
+class PromptRenderer:
+    """The ``datasets`` transform: index rows ``{"source", "row"}`` -> GRPO rows (a class: workers pickle it)."""
+
+    sources: list[LoadedSource]
+    max_frames: int | None = 8
+    system_prompt: str | None = None
+    vision_language: bool = True
+
+    def render(self, source: int, row_number: int) -> dict[str, Any]:
+        item = self.sources[source]
+        try:
+            row = resolve_media(item.dataset[row_number], item.media_root)
+            example = to_example(
+                row, item.format, blind=not self.vision_language, frames_as="images", system_prompt=self.system_prompt
+            )
+        except (KeyError, ValueError) as err:
+            raise ValueError(f"{item.source.label} row {row_number}: {err}") from err
+        messages, images, _ = split_visuals(example.prompt, self.max_frames)
+        if not self.vision_language:
+            messages = flatten_text(messages)
+        rendered = {"prompt": messages, **reference_columns(row, example.target)}
+        if self.vision_language:
+            rendered["images"] = images
+        return rendered
+
+    def __call__(self, batch: dict[str, list]) -> dict[str, list]:
+        rows = [self.render(s, r) for s, r in zip(batch["source"], batch["row"], strict=True)]
+        return {key: [row[key] for row in rows] for key in rows[0]}
+
+
+def grpo_dataset(
+    loaded: list[LoadedSource],
+    index,
+    *,
+    frames_as: str = "images",
+    max_frames: int | None = 8,
+    system_prompt: str | None = None,
+    vision_language: bool = True,
+):
+    """``(dataset, rows_checkable per source)``: the checkable rows of the mixture's ``index``, rendered on access.
+    A vision-language model needs ``frames_as: images`` (see the module docstring)."""
+    if frames_as != "images" and vision_language:
+        raise ValueError(
+            f"frames_as: {frames_as!r}: TRL's GRPOTrainer takes images only (no video input); set frames_as: images"
+        )
+    not_video_qa = [item.source.label for item in loaded if item.format != "video_qa"]
+    if not_video_qa:
+        raise ValueError(
+            f"sources {not_video_qa}: GRPO needs rows with a checkable reference (options, an event order or grounded "
+            "JSON): use video-QA builds (sureon build sureon / public), not messages or prompt/completion files"
+        )
+    checkable = [checkable_rows(item) for item in loaded]
+    sources, rows = index["source"], index["row"]
+    keep = [i for i, (s, r) in enumerate(zip(sources, rows, strict=True)) if checkable[s][r]]
+    counts = [0] * len(loaded)
+    for i in keep:
+        counts[sources[i]] += 1
+    if not keep:
+        raise ValueError(
+            "no row of the mixture has a checkable answer (options, an event order or grounded JSON) for GRPO"
+        )
+    renderer = PromptRenderer(
+        loaded, max_frames=max_frames, system_prompt=system_prompt, vision_language=vision_language
+    )
+    return index.select(keep).with_transform(renderer), counts

@@ -1,0 +1,380 @@
+"""The GRPO recipe: each reward on hand-made completions against hand-computed values, ``mcq_accuracy`` against the
+evaluation's verdicts, and a tiny run on CPU (2 steps, 2 completions per prompt) from an SFT run's folder: it
+completes, logs every reward, writes the marker and card, resumes after a kill, gives the same rewards on two ranks
+as on one, and saves a model that ``sureon eval sureon`` loads."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+from huggingface_hub import ModelCard
+
+from builders.prompt import answer_target
+from recipes.evaluation.answers import parse_answer
+from recipes.evaluation.rewards import (
+    REWARDS,
+    box_iou,
+    format_reward,
+    label_accuracy,
+    matched_box_iou,
+    mcq_accuracy,
+    order_accuracy,
+    reward_functions,
+    temporal_iou,
+)
+from recipes.grpo import main, make_parser
+from recipes.training.grpo_data import REFERENCE_COLUMNS, grpo_dataset, reference_columns
+from recipes.training.mixture import build_mixture, parse_mixture, resolve_media
+from sureon.cli import main as cli_main
+
+
+TINY_RECIPE = REPO / "recipes" / "tiny" / "grpo" / "config_smoke.yaml"
+OPTIONS = ["Grasping the gallbladder", "Clipping the cystic duct", "Irrigating", "Suturing"]
+
+
+def said(*texts: str) -> list[list[dict]]:
+    """Completions as TRL passes them for conversational prompts."""
+    return [[{"role": "assistant", "content": text}] for text in texts]
+
+
+def columns(rows: list[dict]) -> dict[str, list]:
+    return {name: [row.get(name) for row in rows] for name in REFERENCE_COLUMNS}
+
+
+def mcq_row(answer: str = "B") -> dict:
+    return {"question_id": "q1", "question": "What is done?", "options": OPTIONS, "answer": answer,
+            "answer_format": "mcq"}  # fmt: skip
+
+
+def order_row(order=("B", "C", "A", "D")) -> dict:
+    question = "Order the events. A: clip the duct B: dissect the triangle C: retract D: extract"
+    return {"question_id": "t1", "question": question, "answer": ",".join(order), "answer_order": list(order),
+            "answer_format": "TO"}  # fmt: skip
+
+
+def grounded_row(shape: str, answer, key=None) -> dict:
+    return {"question_id": f"g-{shape}", "answer": json.dumps(answer), "answer_format": "json", "answer_shape": shape,
+            "answer_key": key}  # fmt: skip
+
+
+# --- each reward, by hand ------------------------------------------------------------------------------------------
+
+
+def test_mcq_accuracy_by_hand():
+    texts = ["B", "<think>A looks right, but no.</think> The answer is (B).", "A or B", "C", "", "**b.**",
+             "Clipping the cystic duct", "I cannot tell."]  # fmt: skip
+    rows = [mcq_row()] * len(texts)
+    assert mcq_accuracy(said(*texts), **columns(rows)) == [1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0]
+    assert mcq_accuracy(said("B"), **columns([order_row()])) == [None]
+
+
+def test_order_accuracy_by_hand():
+    # reference B, C, A, D; partial credit = the share of the 6 event pairs kept in order
+    texts = ["B, C, A, D", "<think>maybe A first</think>B -> C -> A -> D", "C, B, A, D", "D, A, C, B", "A, B",
+             "B, C"]  # fmt: skip
+    rows = [order_row()] * len(texts)
+    assert order_accuracy(said(*texts), **columns(rows)) == [1.0, 1.0, 5 / 6, 0.0, 0.0, 0.0]
+    assert order_accuracy(said("B, C, A, D"), **columns([mcq_row()])) == [None]
+
+
+def test_format_by_hand():
+    mcq = ["B", "(C)", "D.", "<think>long reasoning</think>A", "The answer is B", "A or B", "E"]
+    order = ["B, C, A, D", "B,C,A,D", "B -> C -> A -> D", "B, C, A"]
+    label = grounded_row("label", {"phase": "calot triangle dissection"}, "phase")
+    json_texts = ['{"phase": "clipping"}', '```json\n{"phase": "clipping"}\n```', '{"phase": clipping}',
+                  'Sure: {"phase": "clipping"}', '{"step": "clipping"}']  # fmt: skip
+    rows = [mcq_row()] * len(mcq) + [order_row()] * len(order) + [label] * len(json_texts)
+    rows.append({"question_id": "sm", "answer": "Dissection, then clipping.", "answer_format": "open"})
+    scores = format_reward(said(*mcq, *order, *json_texts, "Dissection."), **columns(rows))
+    assert scores == [1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0] + [1.0, 1.0, 0.0, 0.0] + [1.0, 1.0, 0.0, 0.0, 0.0] + [None]
+    assert format_reward.__name__ == "format"
+
+
+def test_label_accuracy_by_hand():
+    row = grounded_row("label", {"phase": "calot triangle dissection"}, "phase")
+    texts = ['{"phase": "calot triangle dissection"}', '{"phase": "CalotTriangleDissection"}',
+             '<think>{"phase": "preparation"}</think>{"phase": "calot_triangle_dissection"}',
+             'The phase is {"phase": "calot triangle dissection"} I think', '{"phase": "clipping and cutting"}',
+             '{"phase": calot}', "calot triangle dissection"]  # fmt: skip
+    assert label_accuracy(said(*texts), **columns([row] * len(texts))) == [1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+    assert label_accuracy(said("B"), **columns([mcq_row()])) == [None]
+
+
+def boxes(*items) -> list[dict]:
+    return [{"index": i, "label": label, "box": box} for i, (label, box) in enumerate(items, start=1)]
+
+
+def test_box_iou_by_hand():
+    reference = boxes(("grasper", [0, 0, 100, 100]), ("hook", [500, 500, 700, 700]))
+    row = grounded_row("boxes", reference)
+    exact = json.dumps(reference)
+    # the hook box shifted by half its width: intersection 100x200 = 20000, union 2 x 40000 - 20000 = 60000 -> 1/3
+    shifted = json.dumps(boxes(("hook", [600, 500, 800, 700]), ("grasper", [0, 0, 100, 100])))
+    missing = json.dumps(boxes(("grasper", [0, 0, 100, 100])))  # one of two matched: (1 + 0) / 2
+    extra = json.dumps(reference + [{"index": 3, "label": "clipper", "box": [0, 0, 10, 10]}])  # 2 / 3
+    wrong_label = json.dumps(boxes(("clipper", [0, 0, 100, 100]), ("hook", [500, 500, 700, 700])))  # (0 + 1) / 2
+    texts = [exact, shifted, missing, extra, wrong_label, "[{]", "no boxes here", "[]"]
+    scores = box_iou(said(*texts), **columns([row] * len(texts)))
+    assert scores == pytest.approx([1.0, (1 + 1 / 3) / 2, 0.5, 2 / 3, 0.5, 0.0, 0.0, 0.0])
+    empty = grounded_row("boxes", [])
+    assert box_iou(said("[]", exact), **columns([empty, empty])) == [1.0, 0.0]
+    assert box_iou(said(exact), **columns([mcq_row()])) == [None]
+
+
+def test_box_matching_is_one_to_one():
+    """Two predictions on one reference box: only one of them is matched (a greedy per-box max would count both)."""
+    reference = [{"label": "grasper", "bbox": [0, 0, 100, 100]}]
+    predicted = [{"label": "grasper", "bbox": [0, 0, 100, 100]}, {"label": "Grasper", "bbox": [0, 0, 100, 50]}]
+    assert matched_box_iou(predicted, reference) == 0.5
+
+
+def test_temporal_iou_by_hand():
+    row = grounded_row("window", {"start": 2.0, "end": 6.0})
+    texts = ['{"start": 2.0, "end": 6.0}', '{"start": 4, "end": 8}', '{"start": 7, "end": 9}',
+             '{"start": 6, "end": 2}', '{"begin": 2, "end": 6}', "from 2 to 6 s"]  # fmt: skip
+    # [4, 8] against [2, 6]: intersection 2, union 6
+    assert temporal_iou(said(*texts), **columns([row] * len(texts))) == pytest.approx([1.0, 1 / 3, 0.0, 0.0, 0.0, 0.0])
+
+
+def test_rewards_are_named_as_the_recipe_names_them():
+    assert sorted(REWARDS) == sorted(
+        ["mcq_accuracy", "order_accuracy", "format", "label_accuracy", "box_iou", "temporal_iou"]
+    )
+    assert [f.__name__ for f in REWARDS.values()] == list(REWARDS)
+    with pytest.raises(ValueError, match="unknown \\['accuracy'\\]"):
+        reward_functions(["accuracy"])
+
+
+# --- the data TRL samples ------------------------------------------------------------------------------------------
+
+
+def test_prompts_are_the_evaluation_prompts_and_open_rows_are_counted_out(sureon_build):
+    from datasets import load_dataset
+
+    from builders.prompt import format_messages
+    from recipes.training.chat_inputs import split_visuals
+
+    loaded, index, _ = build_mixture(parse_mixture([{"path": str(sureon_build.out), "name": "db"}]))
+    dataset, checkable = grpo_dataset(loaded, index, max_frames=3, system_prompt="Be brief.")
+    rows = load_dataset(str(sureon_build.out), "db", split="train")
+    open_rows = sum(1 for r in rows if not r["options"] and not r["answer_order"])
+    assert open_rows and checkable == [len(rows) - open_rows] == [len(dataset)]
+    by_id = {r["question_id"]: r for r in rows}
+    for sample in dataset.select(range(len(dataset))):
+        record = resolve_media(by_id[sample["question_id"]], loaded[0].media_root)
+        expected, images, _ = split_visuals(
+            format_messages(record, frames_as="images", system_prompt="Be brief."), max_frames=3
+        )
+        assert sample["prompt"] == expected and len(sample["images"]) == len(images) == 3
+        assert sample["answer"] == answer_target(record)
+        assert "Options:" in json.dumps(sample["prompt"]) or record["answer_order"]
+        assert answer_target(record) not in {p.get("text") for m in sample["prompt"] for p in m["content"]}
+    with pytest.raises(ValueError, match="frames_as: images"):
+        grpo_dataset(loaded, index, frames_as="video")
+
+
+def test_sources_without_a_checkable_reference_are_refused(sureon_build, tmp_path):
+    from test_sft import text_source
+
+    loaded, index, _ = build_mixture(parse_mixture([text_source(tmp_path)]))
+    with pytest.raises(ValueError, match="GRPO needs rows with a checkable reference"):
+        grpo_dataset(loaded, index)
+    summaries = [{"path": str(sureon_build.out), "name": "db", "exclude_categories": ["AD", "EE", "EA", "PAD", "IAI",
+                  "LAR", "SPI", "F", "TO"]}]  # fmt: skip
+    loaded, index, _ = build_mixture(parse_mixture(summaries))
+    with pytest.raises(ValueError, match="no row of the mixture has a checkable answer"):
+        grpo_dataset(loaded, index)
+
+
+def test_grounded_public_rows_carry_their_shape():
+    row = {"qa_id": "x", "question": "Where are the tools?", "grounded": True, "template_id": "grounded_phase",
+           "answer": '{"phase": "preparation"}', "answer_format": "json"}  # fmt: skip
+    assert reference_columns(row, row["answer"])["answer_shape"] == "label"
+    assert reference_columns(row, row["answer"])["answer_key"] == "phase"
+
+
+# --- a tiny run ----------------------------------------------------------------------------------------------------
+
+
+def tiny_config(tmp_path: Path, model: Path, build, name: str, **overrides) -> Path:
+    """The shipped tiny recipe, pointed at the test's model and build."""
+    config = yaml.safe_load(TINY_RECIPE.read_text())
+    config |= {
+        "model_name_or_path": str(model),
+        "dataset_mixture": [{"path": str(build.out), "name": "db", "split": "train"}],
+        "output_dir": str(tmp_path / name),
+        "max_steps": 2,
+        "save_steps": 1,
+        **overrides,
+    }
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def run_grpo(path: Path, *extra) -> tuple[Path, dict]:
+    args = make_parser().parse_args_and_config(["--config", str(path), *extra])
+    out = main(*args, recipe=str(path))
+    return out, json.loads((out / "training_complete.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def sft_folder(tiny_qwen3_vl, sureon_build, tmp_path_factory):
+    """A short SFT run with a system prompt (what GRPO starts from)."""
+    from recipes.sft import main as sft_main
+    from recipes.sft import make_parser as sft_parser
+
+    tmp = tmp_path_factory.mktemp("sft")
+    config = {
+        "model_name_or_path": str(tiny_qwen3_vl),
+        "dtype": "float32",
+        "dataset_mixture": [{"path": str(sureon_build.out), "name": "db"}],
+        "output_dir": str(tmp / "sft"),
+        "max_steps": 1,
+        "per_device_train_batch_size": 2,
+        "bf16": False,
+        "use_cpu": True,
+        "report_to": "none",
+        "activation_checkpointing": False,
+        "system_prompt": "You are a surgeon.",
+        "save_strategy": "no",
+    }
+    path = tmp / "sft.yaml"
+    path.write_text(json.dumps(config))
+    return sft_main(*sft_parser().parse_args_and_config(["--config", str(path)]))
+
+
+@pytest.fixture(scope="module")
+def grpo_run(sft_folder, sureon_build, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("grpo")
+    path = tiny_config(tmp, sft_folder, sureon_build, "grpo")
+    out, summary = run_grpo(path)
+    return tmp, path, out, summary
+
+
+def test_tiny_run_logs_every_reward_and_writes_marker_and_card(grpo_run, sft_folder):
+    _, _, out, summary = grpo_run
+    state = json.loads((out / "checkpoint-2" / "trainer_state.json").read_text())
+    logged = [entry for entry in state["log_history"] if "reward" in entry]
+    assert [entry["step"] for entry in logged] == [1, 2]
+    for name in ("mcq_accuracy", "order_accuracy", "format", "label_accuracy", "box_iou", "temporal_iou"):
+        assert all(f"rewards/{name}/mean" in entry for entry in logged), name
+    assert summary["stage"] == "grpo" and summary["global_step"] == 2
+    assert summary["rewards"] == list(REWARDS) and summary["reward_weights"] == [1.0, 1.0, 0.2, 1.0, 1.0, 1.0]
+    assert summary["system_prompt"] == "You are a surgeon." and summary["started_from_sft"]
+    assert summary["mixture"][0]["rows_checkable"] < summary["mixture"][0]["rows_used"]
+    card = ModelCard.load(out / "README.md")
+    assert "grpo" in card.data.tags and "recipes/grpo.py" in card.text
+    assert "| `format` | 0.2 |" in card.text and "| `mcq_accuracy` | 1.0 |" in card.text
+    assert "### Stage 1" in card.text and "### Stage 2: grpo" in card.text
+    checkable = summary["mixture"][0]
+    assert f"({checkable['name']}) {checkable['rows_checkable']} of {checkable['rows_used']}." in card.text
+
+
+def test_mcq_accuracy_agrees_with_the_evaluation_on_every_demo_prediction(grpo_run, sureon_build):
+    """``sureon eval sureon`` loads the GRPO model; on every prediction it scores (plus variants of each reference
+    answer a model could write), the reward equals the evaluation's verdict."""
+    from datasets import load_dataset
+
+    tmp, _, out, _ = grpo_run
+    run = tmp / "eval"
+    argv = ["eval", "sureon", "--model", str(out), "--dataset", str(sureon_build.out), "--mode", "visual",
+            "--frames-as", "images", "--max-new-tokens", "8", "--out", str(run)]  # fmt: skip
+    assert cli_main(argv) == 0
+    assert json.loads((run / "summary.json").read_text())["system_prompt"] == "You are a surgeon."
+    predictions = [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines()]
+    records = {r["question_id"]: r for r in load_dataset(str(sureon_build.out), "bench", split="test")}
+    texts, rows, verdicts = [], [], []
+    for prediction in predictions:
+        record = records[prediction["question_id"]]
+        if not record["options"]:
+            continue
+        target = answer_target(record)
+        wrong = "A" if target != "A" else "B"
+        candidates = [prediction["raw_output"], target, f"({target})", f"<think>{wrong}?</think>{target}",
+                      f"{wrong} or {target}", wrong, record["options"][record["answer_index"]]]  # fmt: skip
+        for position, text in enumerate(candidates):
+            texts.append(text)
+            rows.append(reference_columns(record, target))
+            verdict = prediction["correct"] if position == 0 else parse_answer(record, text, target).correct
+            verdicts.append(float(verdict))
+    assert len(rows) == 7 * sum(1 for r in records.values() if r["options"])
+    assert mcq_accuracy(said(*texts), **columns(rows)) == verdicts
+    assert 0 < sum(verdicts) < len(verdicts)
+
+
+def test_the_run_resumes_from_its_checkpoint_after_a_kill(sft_folder, sureon_build, tmp_path):
+    path = tiny_config(tmp_path, sft_folder, sureon_build, "killed", max_steps=3, save_steps=1)
+    out = tmp_path / "killed"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(
+        [sys.executable, "recipes/grpo.py", "--config", str(path)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 240
+    while not (out / "checkpoint-1" / "trainer_state.json").is_file():
+        assert process.poll() is None and time.monotonic() < deadline, "no checkpoint before the run ended"
+        time.sleep(0.5)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (out / "training_complete.json").exists()
+    _, summary = run_grpo(path)
+    assert summary["resumed_from"].endswith(tuple(f"checkpoint-{n}" for n in (1, 2)))
+    assert summary["global_step"] == 3
+    state = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())
+    assert [entry["step"] for entry in state["log_history"] if "reward" in entry] == [1, 2, 3]
+
+
+def letter_answers(model: Path) -> list:
+    """``sequence_bias`` making a random tiny model answer with one option letter and end its turn: the rewards are
+    then not all zero (and greedy, the completions depend on the prompt and the weights only)."""
+    from recipes.training.modeling import load_processor, tokenizer_of
+
+    tokenizer = tokenizer_of(load_processor(str(model)))
+    letters = [tokenizer.convert_tokens_to_ids(letter) for letter in "ABCDEFG"]
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    return [[[letter], 8.0] for letter in letters] + [[[letter, end], 50.0] for letter in letters]
+
+
+def test_two_ranks_give_the_same_rewards_as_one_process(sft_folder, sureon_build, tmp_path):
+    """The same global batch of prompts, answered greedily, scored on two gloo ranks and in one process."""
+    from test_recipes import free_port, run_process_group
+
+    generation = {"do_sample": False, "sequence_bias": letter_answers(sft_folder)}
+    mcq_only = [{"path": str(sureon_build.out), "name": "db", "exclude_categories": ["TO", "SM"]}]
+    path = tiny_config(tmp_path, sft_folder, sureon_build, "one", max_steps=1, per_device_train_batch_size=4,
+                       generation_kwargs=generation, dataset_mixture=mcq_only)  # fmt: skip
+    one, _ = run_grpo(path)
+    command = [
+        *(sys.executable, "-m", "accelerate.commands.launch"),
+        *("--multi_gpu", "--num_processes", "2", "--num_machines", "1"),
+        *("--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(free_port())),
+        str(REPO / "recipes" / "grpo.py"),
+        *("--config", str(path), "--per_device_train_batch_size", "2", "--output_dir", str(tmp_path / "two")),
+    ]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    returncode, stderr = run_process_group(command, cwd=tmp_path, env=env, timeout=420)
+    assert returncode == 0, stderr[-4000:]
+    two = tmp_path / "two"
+    assert json.loads((two / "training_complete.json").read_text())["world_size"] == 2
+
+    def logged(out: Path) -> dict:
+        state = json.loads((out / "checkpoint-1" / "trainer_state.json").read_text())
+        entry = next(entry for entry in state["log_history"] if "reward" in entry)
+        return {k: v for k, v in entry.items() if k.startswith(("rewards/", "reward", "completions/"))}
+
+    single, ranks = logged(one), logged(two)
+    assert set(single) == set(ranks)
+    for key, value in single.items():
+        assert ranks[key] == pytest.approx(value, nan_ok=True), key
+    assert single["rewards/format/mean"] == 1.0 and single["rewards/order_accuracy/mean"] is None
