@@ -48,10 +48,10 @@ def eval_args(model: Path, dataset: Path, out: Path, options) -> list[str]:
 
 def overhead(model: Path, dataset: Path, work: Path, options) -> tuple[float, float, int]:
     """(runner seconds per row, bare seconds per row, rows)."""
+    from builders.hub import resolve_frames
     from builders.prompt import format_messages
     from recipes.evaluation.inference import GenerationStats, TransformersBackend
     from recipes.evaluation.public.evaluate import RankCache, generate_shard, load_benchmark
-    from recipes.training.mixture import resolve_media
 
     backend = TransformersBackend(
         str(model), dtype="float32", device="cpu", batch_size=options.batch_size, max_new_tokens=options.max_new_tokens
@@ -61,7 +61,7 @@ def overhead(model: Path, dataset: Path, work: Path, options) -> tuple[float, fl
     rows = sum(len(b) for b in benchmarks)
     batches = []
     for bench in benchmarks:
-        conversations = [format_messages(resolve_media(r, dataset), frames_as="video") for r in bench.to_list()]
+        conversations = [format_messages(resolve_frames(r, dataset), frames_as="video") for r in bench.to_list()]
         batches += [
             conversations[i : i + options.batch_size] for i in range(0, len(conversations), options.batch_size)
         ]

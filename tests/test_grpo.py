@@ -16,6 +16,7 @@ import yaml
 from conftest import REPO
 from huggingface_hub import ModelCard
 
+from builders.hub import resolve_frames
 from builders.prompt import answer_target
 from recipes.evaluation.answers import parse_answer
 from recipes.evaluation.rewards import (
@@ -31,7 +32,7 @@ from recipes.evaluation.rewards import (
 )
 from recipes.grpo import main, make_parser
 from recipes.training.grpo_data import REFERENCE_COLUMNS, grpo_dataset, reference_columns
-from recipes.training.mixture import build_mixture, parse_mixture, resolve_media
+from recipes.training.mixture import build_mixture, parse_mixture
 from sureon.cli import main as cli_main
 
 
@@ -168,7 +169,7 @@ def test_prompts_are_the_evaluation_prompts_and_open_rows_are_counted_out(sureon
     assert open_rows and checkable == [len(rows) - open_rows] == [len(dataset)]
     by_id = {r["question_id"]: r for r in rows}
     for sample in dataset.select(range(len(dataset))):
-        record = resolve_media(by_id[sample["question_id"]], loaded[0].media_root)
+        record = resolve_frames(by_id[sample["question_id"]], loaded[0].media_root)
         expected, images, _ = split_visuals(
             format_messages(record, frames_as="images", system_prompt="Be brief."), max_frames=3
         )

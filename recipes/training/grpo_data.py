@@ -17,10 +17,11 @@ and counted per source (``rows_checkable`` next to ``rows_used``), never dropped
 from dataclasses import dataclass
 from typing import Any
 
+from builders.hub import resolve_frames
 from builders.sureon.categories import ORDERING
 from public_converters.templating import GROUNDED
 from recipes.training.chat_inputs import flatten_text, split_visuals
-from recipes.training.mixture import LoadedSource, resolve_media, to_example
+from recipes.training.mixture import LoadedSource, to_example
 
 
 # What every reward function receives, one list entry per completion (None where a row has no such field).
@@ -88,7 +89,7 @@ class PromptRenderer:
     def render(self, source: int, row_number: int) -> dict[str, Any]:
         item = self.sources[source]
         try:
-            row = resolve_media(item.dataset[row_number], item.media_root)
+            row = resolve_frames(item.dataset[row_number], item.media_root)
             example = to_example(
                 row, item.format, blind=not self.vision_language, frames_as="images", system_prompt=self.system_prompt
             )
