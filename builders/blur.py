@@ -10,10 +10,11 @@ at the surgery. The detectors here all work offline, with their weights inside p
   it says. It misses text lines smaller than about 1/60 of the frame height (7 px on a stored 768x432 frame) and
   stylised logos without letters.
 - ``faces``: OpenCV's bundled Haar cascades (frontal and profile; ``opencv-python-headless<5``, the 5.x wheels ship
-  none), run on the frame scaled to 288 px high, where their 24 px window is 1/12 of the height: they find upright
-  faces of about 1/12 of the frame height or more (60 px at 720p); they miss smaller picture-in-picture faces, faces
-  turned between frontal and profile, and faces behind masks and caps (common in operating-room footage). A missed
-  frame of a face seen in its neighbours happens too (about 1 frame in 30 in the tests).
+  none), frontal faces searched on the frame scaled to 360 px high, profiles (both ways) more coarsely at 288 px
+  (:data:`CASCADES`). They find upright faces of about 1/12 of the frame height or more (60 px at 720p); they miss
+  smaller picture-in-picture faces, faces turned between frontal and profile, and faces behind masks and caps
+  (common in operating-room footage). A missed frame of a face seen in its neighbours happens too (about 1 frame in
+  30 in the tests).
 - ``detector=PATH``: a local YOLO weights file (for example one of LEMON's curation models,
   ``visurg/LEMON_curation_models`` on the Hub), run with ultralytics (AGPL-3.0; the ``blur-yolo`` extra, imported
   only when a weights file is given). Every class it detects is blurred.
@@ -46,12 +47,12 @@ MAX_TEXT_LINE_HEIGHT = 0.25  # share of the frame height
 # line with capitals 5 px high or more (7 px with descenders, 1/60 of the frame height) was found at 512 as at 768;
 # lines with 4 px capitals, all found at 768, were found 4 times in 12.
 TEXT_SIDE = 512
-# Faces are searched on the frame scaled down (never up) to this height, where the cascades' 24 px window is 1/12 of
-# it: the smallest face they are documented to find, now at the cascades' own working size (2.8x less work than 360).
-DETECTION_HEIGHT = 288
-# Pyramid steps of 20% (half the levels of OpenCV's 10% default) with 3 neighbouring hits instead of 5: fewer levels
-# give each face fewer hits, so the bar is lowered to match; on H.264 frames it finds what (1.1, 5) found.
-SCALE_FACTOR, MIN_NEIGHBORS = 1.2, 3
+# Each Haar cascade: (file, the height the frame is scaled down to (never up), pyramid step, neighbouring hits).
+# Frontal faces keep OpenCV's fine search (10% steps, 5 hits) at 360 px, where the 24 px window finds faces of about
+# 1/15 of the height; a coarser search lost small frontal faces (1/10 of the height) on JPEG frames. The profile
+# cascade, twice the frontal's cost and run twice (mirrored for right-facing profiles), searches 288 px frames in 20%
+# steps with 3 hits (fewer levels give each face fewer hits): 2.8x less work; its window is 1/12 of the height there.
+CASCADES = (("haarcascade_frontalface_default.xml", 360, 1.1, 5), ("haarcascade_profileface.xml", 288, 1.2, 3))
 
 
 class BlurError(ValueError):
@@ -157,26 +158,25 @@ def onnx_provider() -> str:
 
 
 class FaceDetector:
-    """OpenCV's bundled Haar cascades: frontal faces, and profiles facing either way."""
+    """OpenCV's bundled Haar cascades: frontal faces, and profiles facing either way (:data:`CASCADES`)."""
 
     name = "faces"
-    CASCADES = ("haarcascade_frontalface_default.xml", "haarcascade_profileface.xml")
 
     def __init__(self):
         import cv2
 
         self._cv2 = cv2
         folder = Path(getattr(getattr(cv2, "data", None), "haarcascades", "") or "")
-        missing = [name for name in self.CASCADES if not (folder / name).is_file()]
+        missing = [name for name, *_ in CASCADES if not (folder / name).is_file()]
         if missing:
             raise BlurError(
                 f"OpenCV {cv2.__version__} ships no Haar cascades {missing} (the 5.x wheels dropped them); install "
                 "the version pyproject.toml pins: pip install 'opencv-python-headless>=4.8,<5'"
             )
-        self._paths = [str(folder / name) for name in self.CASCADES]
+        self._paths = [str(folder / name) for name, *_ in CASCADES]
         self._local = threading.local()  # a CascadeClassifier is not safe to share: one set per frame thread
-        digest = hashlib.sha256(b"".join((folder / name).read_bytes() for name in self.CASCADES)).hexdigest()[:12]
-        search = f"h{DETECTION_HEIGHT}-s{SCALE_FACTOR}-n{MIN_NEIGHBORS}"  # the search settings change what is found
+        digest = hashlib.sha256(b"".join((folder / name).read_bytes() for name, *_ in CASCADES)).hexdigest()[:12]
+        search = "-".join(f"h{h}s{step}n{hits}" for _, h, step, hits in CASCADES)  # the search changes what is found
         self.version = f"opencv-{cv2.__version__}+haar-{digest}+{search}"
 
     def _cascades(self) -> list:
@@ -186,16 +186,15 @@ class FaceDetector:
 
     def detect(self, rgb: np.ndarray) -> list[tuple[float, float, float, float]]:
         cv2 = self._cv2
-        cascades = self._cascades()
-        scale = min(1.0, DETECTION_HEIGHT / rgb.shape[0])  # a stored 768x432 frame is searched at 512x288
-        gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
-        if scale < 1.0:
-            gray = cv2.resize(gray, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        full = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
         found = []
-        for flip in (False, True):  # the profile cascade finds left-facing profiles only: also run it mirrored
-            image = np.ascontiguousarray(gray[:, ::-1]) if flip else gray
-            for cascade in cascades[1:] if flip else cascades:
-                for x, y, w, h in cascade.detectMultiScale(image, SCALE_FACTOR, MIN_NEIGHBORS, minSize=(24, 24)):
+        for cascade, (name, height, step, hits) in zip(self._cascades(), CASCADES, strict=True):
+            scale = min(1.0, height / full.shape[0])
+            gray = cv2.resize(full, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA) if scale < 1 else full
+            # the profile cascade finds left-facing profiles only: it also runs on the mirrored frame
+            for flip in (False, True) if "profile" in name else (False,):
+                image = np.ascontiguousarray(gray[:, ::-1]) if flip else gray
+                for x, y, w, h in cascade.detectMultiScale(image, step, hits, minSize=(24, 24)):
                     x0 = gray.shape[1] - (x + w) if flip else x
                     found.append(tuple(float(v) / scale for v in (x0, y, x0 + w, y + h)))
         return found
