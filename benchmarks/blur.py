@@ -89,14 +89,17 @@ def write_videos(folder: Path, height: int, fps_cap: int | None) -> Path:
     return folder
 
 
-def build_seconds(videos: Path, work: Path, blur: BlurSettings | None, repeats: int):
-    def build():
-        shutil.rmtree(work, ignore_errors=True)
+def build_seconds(videos: Path, work: Path, repeats: int) -> dict:
+    """Per variant (``plain``: ``--no-blur``, ``blurred``: the default), the best wall and CPU seconds of the build
+    from an empty frame cache, the variants interleaved so that a busy machine slows both alike."""
+
+    def build(blur: BlurSettings | None, folder: Path):
+        shutil.rmtree(folder, ignore_errors=True)
         options = BuildOptions(
             release=RELEASE,
-            out=work / "out",
+            out=folder / "out",
             videos=videos,
-            cache_dir=work / "cache",
+            cache_dir=folder / "cache",
             on_missing_video="skip",
             configs=["bench", "validation"],
             blur=blur,
@@ -104,14 +107,14 @@ def build_seconds(videos: Path, work: Path, blur: BlurSettings | None, repeats: 
         )
         return build_sureon(options)
 
-    if blur is not None:
-        blurrer_for(blur)  # the detectors are loaded once per process, outside the timing
-    runs = []
+    blurrer_for(BlurSettings())  # the detectors are loaded once per process, outside the timing
+    runs = {"plain": [], "blurred": []}
     for _ in range(repeats):
-        began, cpu = time.perf_counter(), cpu_seconds()
-        build()
-        runs.append((time.perf_counter() - began, cpu_seconds() - cpu))
-    return min(wall for wall, _ in runs), min(cpu for _, cpu in runs), work / "out"
+        for variant, blur in (("plain", None), ("blurred", BlurSettings())):
+            began, cpu = time.perf_counter(), cpu_seconds()
+            build(blur, work / variant)
+            runs[variant].append((time.perf_counter() - began, cpu_seconds() - cpu))
+    return {variant: (min(w for w, _ in times), min(c for _, c in times)) for variant, times in runs.items()}
 
 
 def cpu_seconds() -> float:
@@ -140,8 +143,8 @@ def found(out: Path) -> dict[str, tuple[int, int]]:
 
 
 def whole_build(videos: Path, work: Path, repeats: int) -> None:
-    plain, plain_cpu, _ = build_seconds(videos, work / "plain", None, repeats)
-    blurred, blurred_cpu, out = build_seconds(videos, work / "blurred", BlurSettings(), repeats)
+    times = build_seconds(videos, work, repeats)
+    (plain, plain_cpu), (blurred, blurred_cpu), out = times["plain"], times["blurred"], work / "blurred" / "out"
     print(f"part 1, the build (bench + validation, {RELEASE.name}, videos at {probe(videos)}), best of {repeats}")
     print(f"  {'':<32} {'wall s':>8} {'ratio':>7} {'CPU s':>8} {'ratio':>7}")
     print(f"  {'--no-blur, the baseline':<32} {plain:8.2f} {1:6.2f}x {plain_cpu:8.2f} {1:6.2f}x")

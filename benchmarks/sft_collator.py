@@ -73,6 +73,7 @@ def write_dataset(folder: Path, samples: int) -> Path:
                 "reasoning": "",
                 "frames": [{"bytes": jpeg(8 * i + k), "path": None} for k in range(8)],
                 "frame_timestamps": [start + 0.5 + k for k in range(8)],
+                "blurred_regions": [[] for _ in range(8)],  # the frame columns hold it since blurring (schema.py)
             }
         )
     path = folder / "bench-clips.parquet"
