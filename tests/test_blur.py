@@ -324,3 +324,20 @@ def test_every_frame_of_a_clip_that_shows_text_is_blurred_and_no_other(tmp_path,
             assert any(inside(r["box"], glyphs, 640, 360) for r in text), f"the caption at {stamp}s was not blurred"
         else:
             assert not text, f"a region was blurred at {stamp}s, before the caption appears"
+
+
+def test_the_gpu_onnx_provider_is_used_only_when_installed_and_a_gpu_is_seen(monkeypatch):
+    import onnxruntime
+    import torch
+
+    from builders.blur import onnx_provider
+
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert onnx_provider() == "cpu"  # the CPU wheel: never required, nothing to load
+    monkeypatch.setattr(
+        onnxruntime, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    )
+    assert onnx_provider() == "cuda"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert onnx_provider() == "cpu"  # onnxruntime-gpu on a machine without a GPU
