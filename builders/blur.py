@@ -107,7 +107,7 @@ class TextDetector:
         from rapidocr import RapidOCR  # heavy: onnxruntime sessions
 
         # "max" never upscales (the default "min" enlarges a small frame to 736 px, slow and prone to false boxes);
-        # 960 px keeps 720p overlay text legible to the detector.
+        # frames arrive already scaled to TEXT_SIDE (detect), so the 960 px limit never binds.
         params = {"Global.log_level": "error", "Det.limit_type": "max", "Det.limit_side_len": 960}
         # One thread per call: the build detects on several frames at once, a thread each (builders/sureon/frames.py),
         # which keeps every core busy without onnxruntime's threads spin-waiting on each other (40% of its CPU time
@@ -118,7 +118,7 @@ class TextDetector:
         if provider == "cuda":
             params["EngineConfig.onnxruntime.use_cuda"] = True
         # Only the detection model: RapidOCR's full call also crops every box for the recogniser and pads frames of
-        # extreme aspect ratios, work that detection alone never uses (a quarter of its time on a 768 px frame).
+        # extreme aspect ratios, work that detection alone never uses (a fifth of its time on a 768 px frame).
         self._detect = RapidOCR(params=params)._load_det_model()
         self.version = f"rapidocr-{version('rapidocr')}+onnxruntime-{version('onnxruntime')}+side{TEXT_SIDE}"
         if provider == "cuda":  # CUDA kernels round differently: boxes may move by a pixel, so the cache keeps apart
