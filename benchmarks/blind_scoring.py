@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.timing import best_of  # noqa: E402
+from benchmarks.timing import best_of, parse_with_quick  # noqa: E402
 from builders.prompt import format_messages  # noqa: E402
 from recipes.evaluation.inference import TransformersBackend  # noqa: E402
 
@@ -43,7 +43,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args(argv)
+    args = parse_with_quick(
+        parser, argv, {"questions": 4, "trials": 2, "batch_size": 2, "max_new_tokens": 2, "repeats": 1}
+    )
     with tempfile.TemporaryDirectory() as tmp:
         model = args.model
         if model is None:

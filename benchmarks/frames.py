@@ -49,6 +49,7 @@ from torchcodec.decoders import VideoDecoder
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.timing import parse_with_quick  # noqa: E402
 from builders.sureon.frames import (  # noqa: E402
     FrameCache,
     FramePolicy,
@@ -171,7 +172,7 @@ def sample_clip_before(decoder, start: float, end: float, policy: FramePolicy) -
     indices = plan_frame_indices(start, end, meta.average_fps, meta.num_frames, policy)
     unique = sorted(set(indices))
     batch = decoder.get_frames_at(unique)
-    jpegs = {index: encode_jpeg(batch.data[i], policy) for i, index in enumerate(unique)}
+    jpegs = {index: encode_jpeg(batch.data[i], policy)[0] for i, index in enumerate(unique)}  # (bytes, regions)
     return [jpegs[i] for i in indices]
 
 
@@ -329,7 +330,9 @@ def lecture(video: Path, args) -> None:
 
 
 def main(argv=None) -> None:
-    args = make_parser().parse_args(argv)
+    args = parse_with_quick(
+        make_parser(), argv, {"minutes": 0.5, "height": 144, "clips": 6, "repeats": 1, "decode_device": "cpu"}
+    )
     video = make_video(args.workdir, args.minutes, args.height)
     one_window(video, args)
     if args.clips:

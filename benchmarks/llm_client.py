@@ -28,6 +28,7 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.timing import parse_with_quick  # noqa: E402
 from builders.llm import ChatRequest, LLMClient  # noqa: E402
 
 
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.05, help="seconds the endpoint waits before each reply")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--workdir", type=Path, default=REPO / "build" / "bench" / "llm_client")
-    args = parser.parse_args(argv)
+    args = parse_with_quick(parser, argv, {"requests": 16, "latency": 0.005, "concurrency": 4})
     shutil.rmtree(args.workdir, ignore_errors=True)
     args.workdir.mkdir(parents=True)
 

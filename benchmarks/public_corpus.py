@@ -25,7 +25,7 @@ from PIL import Image
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.timing import best_of  # noqa: E402
+from benchmarks.timing import best_of, parse_with_quick  # noqa: E402
 from public_converters.build import BuildOptions, build_public, clip_items, context_for, image_items  # noqa: E402
 from public_converters.clips import SamplingConfig  # noqa: E402
 from public_converters.normalise import Normalised, convert_masks, normalise_source  # noqa: E402
@@ -123,7 +123,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frames", type=int, default=160)
     parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args(argv)
+    args = parse_with_quick(parser, argv, {"frames": 6, "repeats": 1})
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         root = work / "cholecseg8k"

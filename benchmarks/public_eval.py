@@ -13,7 +13,7 @@ prints
 
 The tiny model makes generation cheap, so the overhead ratio is an upper bound of what a real 8B model sees.
 
-    python benchmarks/public_eval.py [--rows 200] [--bench-fps 5] [--batch-size 8] [--max-new-tokens 32]
+    python benchmarks/public_eval.py [--rows 200] [--bench-fps 5] [--batch-size 8] [--max-new-tokens 32] [--no-ranks]
 """
 
 import argparse
@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.timing import best_of  # noqa: E402
+from benchmarks.timing import best_of, parse_with_quick  # noqa: E402
 from public_converters.build import BuildOptions, build_public  # noqa: E402
 from public_converters.spec import sample_module  # noqa: E402
 
@@ -107,14 +107,19 @@ def ranks(model: Path, dataset: Path, work: Path, options) -> list[tuple[float, 
     return times
 
 
-def main() -> int:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200, help="rows per benchmark (at most the grid's)")
     parser.add_argument("--bench-fps", type=float, default=5.0, help="grid of the sample's 40-s test video")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
-    options = parser.parse_args()
+    parser.add_argument("--no-ranks", action="store_true", help="leave out 1 process vs 2 ranks (3 fresh processes)")
+    options = parse_with_quick(
+        parser,
+        argv,
+        {"rows": 2, "bench_fps": 0.25, "batch_size": 2, "max_new_tokens": 2, "repeats": 1, "no_ranks": True},
+    )
     from recipes.training.tiny_models import build_tiny_qwen3_vl
 
     with tempfile.TemporaryDirectory() as folder:
@@ -130,6 +135,8 @@ def main() -> int:
         print(
             f"  runner: {ours * 1000:.1f} ms/row   bare generate: {bare * 1000:.1f} ms/row   ratio {ours / bare:.2f}x"
         )
+        if options.no_ranks:
+            return 0
         (one, one_generation), (two, two_generation) = ranks(model, dataset, work, options)
         print(f"whole command: 1 process {one:.1f} s, 2 ranks {two:.1f} s   speed-up {one / two:.2f}x")
         print(

@@ -26,6 +26,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.timing import parse_with_quick  # noqa: E402
 from builders.pipeline.radg import POOLS, AnswerIndex  # noqa: E402
 
 
@@ -123,7 +124,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> None:
-    args = make_parser().parse_args(argv)
+    args = parse_with_quick(make_parser(), argv, {"answers": 3000, "dim": 32, "queries": 10, "top_k": 10})
     vectors, meta = synthetic_answers(args.answers, args.dim)
     rng = np.random.default_rng(1)
     picks = rng.choice(args.answers, size=args.queries, replace=False)

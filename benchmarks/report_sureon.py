@@ -20,6 +20,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.timing import parse_with_quick  # noqa: E402
 from recipes.evaluation.sureon.metrics import parse_prediction  # noqa: E402
 from recipes.evaluation.sureon.report import build_report  # noqa: E402
 
@@ -84,7 +85,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> None:
-    args = make_parser().parse_args(argv)
+    args = parse_with_quick(make_parser(), argv, {"resamples": 200, "repeats": 1})
     models = synthetic_models()
     timings, baseline = [], []
     for _ in range(args.repeats):

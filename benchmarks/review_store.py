@@ -26,6 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.timing import parse_with_quick  # noqa: E402
 from builders.pipeline.review.store import Assignment, ReviewStore  # noqa: E402
 
 
@@ -72,8 +73,8 @@ def timed(store: ReviewStore, reviewers: list[str], samples: list[str], mode: st
     return elapsed
 
 
-def main() -> None:
-    args = make_parser().parse_args()
+def main(argv=None) -> None:
+    args = parse_with_quick(make_parser(), argv, {"reviewers": 3, "decisions": 4})
     args.workdir.mkdir(parents=True, exist_ok=True)
     reviewers = [f"r{i:02d}" for i in range(args.reviewers)]
     samples = [f"q{i:04d}" for i in range(args.decisions)]
@@ -83,7 +84,7 @@ def main() -> None:
         store = fresh_store(args.workdir / "review.sqlite", reviewers, samples)
         elapsed = timed(store, reviewers, samples, mode)
         baseline = baseline or elapsed
-        print(f"{mode:<10} {total} decisions in {elapsed:6.2f} s  {total / elapsed:8.0f}/s  x{baseline / elapsed:.2f}")
+        print(f"{mode:<10} {total} decisions in {elapsed:6.2f} s  {total / elapsed:8.0f}/s  {baseline / elapsed:.2f}x")
     shutil.rmtree(args.workdir)
 
 

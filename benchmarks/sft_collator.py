@@ -28,6 +28,7 @@ from PIL import Image
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.timing import parse_with_quick  # noqa: E402
 from builders.schema import video_qa_features  # noqa: E402
 from recipes.training.chat_inputs import media_kwargs, split_visuals  # noqa: E402
 from recipes.training.collator import SFTCollator  # noqa: E402
@@ -72,6 +73,7 @@ def write_dataset(folder: Path, samples: int) -> Path:
                 "reasoning": "",
                 "frames": [{"bytes": jpeg(8 * i + k), "path": None} for k in range(8)],
                 "frame_timestamps": [start + 0.5 + k for k in range(8)],
+                "blurred_regions": [[] for _ in range(8)],  # the frame columns hold it since blurring (schema.py)
             }
         )
     path = folder / "bench-clips.parquet"
@@ -97,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=REPO / "build" / "bench")
-    args = parser.parse_args(argv)
+    args = parse_with_quick(parser, argv, {"samples": 2, "batch_size": 2, "repeats": 1})
     args.workdir.mkdir(parents=True, exist_ok=True)
     data = write_dataset(args.workdir, args.samples)
     loaded, index, _ = build_mixture([MixtureSource(path="parquet", data_files=str(data), format="video_qa")])

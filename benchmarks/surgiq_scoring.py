@@ -26,7 +26,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.timing import best_of  # noqa: E402
+from benchmarks.timing import best_of, parse_with_quick  # noqa: E402
 from builders.surgiq.near_duplicates import NgramIndex, ngrams  # noqa: E402
 from recipes.evaluation.surgiq.evaluate import LabelScorer, ScoreCache, render_prompts, score_prompts  # noqa: E402
 from sample_data.make_surgiq_sample import surgiq_rows  # noqa: E402
@@ -174,7 +174,9 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = make_parser().parse_args(argv)
+    args = parse_with_quick(
+        make_parser(), argv, {"questions": 4, "batch_size": 2, "repeats": 1, "surgiq": 100, "external": 1000}
+    )
     if args.skip != "scoring":
         bench_scoring(args)
     if args.skip != "near-duplicates":

@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from fake_video_server import FakeVideoHost  # noqa: E402
 
-from benchmarks.timing import best_of  # noqa: E402
+from benchmarks.timing import best_of, parse_with_quick  # noqa: E402
 from builders.sureon.fetch import Fetcher, FetchOptions  # noqa: E402
 from sample_data.make_videos import write_sample_videos  # noqa: E402
 
@@ -71,7 +71,7 @@ def main(argv=None) -> None:
     parser.add_argument("--chunk-delay", type=float, default=0.02)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workdir", type=Path)
-    args = parser.parse_args(argv)
+    args = parse_with_quick(parser, argv, {"chunk_delay": 0.0, "repeats": 1})
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-videos-"))
     videos = workdir / "served"
     write_sample_videos(videos)

@@ -6,13 +6,15 @@ surgical videos (LEMON's curation models, its ref [12]), because VLMs read such 
 at the surgery. The detectors here all work offline, with their weights inside pip packages:
 
 - ``text``: the PP-OCR text *detector* that rapidocr ships as ONNX inside its wheel (onnxruntime). Only detection
-  runs (no recognition): any text-like region is blurred, whatever it says. It misses text smaller than about 8 px
-  high and stylised logos without letters.
+  runs (no recognition), on the frame scaled to 512 px on its longer side: any text-like region is blurred, whatever
+  it says. It misses text lines smaller than about 1/60 of the frame height (7 px on a stored 768x432 frame) and
+  stylised logos without letters.
 - ``faces``: OpenCV's bundled Haar cascades (frontal and profile; ``opencv-python-headless<5``, the 5.x wheels ship
-  none), run on the frame scaled to 360 px high. They find upright faces of about 1/12 of the frame height or more
-  (60 px at 720p); they miss smaller picture-in-picture faces, faces turned between frontal and profile, and faces
-  behind masks and caps (common in operating-room footage). A missed frame of a face seen in its neighbours happens
-  too (about 1 frame in 30 in the tests).
+  none), frontal faces searched on the frame scaled to 360 px high, profiles (both ways) more coarsely at 288 px
+  (:data:`CASCADES`). They find upright faces of about 1/12 of the frame height or more (60 px at 720p); they miss
+  smaller picture-in-picture faces, faces turned between frontal and profile, and faces behind masks and caps
+  (common in operating-room footage). A missed frame of a face seen in its neighbours happens too (about 1 frame in
+  30 in the tests).
 - ``detector=PATH``: a local YOLO weights file (for example one of LEMON's curation models,
   ``visurg/LEMON_curation_models`` on the Hub), run with ultralytics (AGPL-3.0; the ``blur-yolo`` extra, imported
   only when a weights file is given). Every class it detects is blurred.
@@ -28,6 +30,7 @@ either re-detects, and an unchanged rebuild detects nothing twice.
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -39,7 +42,17 @@ from PIL import Image, ImageFilter
 BLUR_TARGETS = ("text", "faces")
 GRID = 1000
 MAX_TEXT_LINE_HEIGHT = 0.25  # share of the frame height
-DETECTION_HEIGHT = 360  # faces are searched on the frame scaled down to this height (never up)
+# Text is detected on the frame scaled down (never up) to this longer side: a stored 768x432 frame at 512x288, 2.3x
+# fewer pixels for the detector. Measured on 768x432 JPEG frames of text lines drawn over a textured background: every
+# line with capitals 5 px high or more (7 px with descenders, 1/60 of the frame height) was found at 512 as at 768;
+# lines with 4 px capitals, all found at 768, were found 4 times in 12.
+TEXT_SIDE = 512
+# Each Haar cascade: (file, the height the frame is scaled down to (never up), pyramid step, neighbouring hits).
+# Frontal faces keep OpenCV's fine search (10% steps, 5 hits) at 360 px, where the 24 px window finds faces of about
+# 1/15 of the height; a coarser search lost small frontal faces (1/10 of the height) on JPEG frames. The profile
+# cascade, twice the frontal's cost and run twice (mirrored for right-facing profiles), searches 288 px frames in 20%
+# steps with 3 hits (fewer levels give each face fewer hits): 2.8x less work; its window is 1/12 of the height there.
+CASCADES = (("haarcascade_frontalface_default.xml", 360, 1.1, 5), ("haarcascade_profileface.xml", 288, 1.2, 3))
 
 
 class BlurError(ValueError):
@@ -86,7 +99,7 @@ class BlurSettings:
 
 
 class TextDetector:
-    """PP-OCR text detection (rapidocr, ONNX weights inside the wheel)."""
+    """PP-OCR text detection (rapidocr, ONNX weights inside the wheel), on onnxruntime's GPU provider when present."""
 
     name = "text"
 
@@ -94,53 +107,94 @@ class TextDetector:
         from rapidocr import RapidOCR  # heavy: onnxruntime sessions
 
         # "max" never upscales (the default "min" enlarges a small frame to 736 px, slow and prone to false boxes);
-        # 960 px keeps 720p overlay text legible to the detector.
-        self._ocr = RapidOCR(params={"Global.log_level": "error", "Det.limit_type": "max", "Det.limit_side_len": 960})
-        self.version = f"rapidocr-{version('rapidocr')}+onnxruntime-{version('onnxruntime')}"
+        # frames arrive already scaled to TEXT_SIDE (detect), so the 960 px limit never binds.
+        params = {"Global.log_level": "error", "Det.limit_type": "max", "Det.limit_side_len": 960}
+        # One thread per call: the build detects on several frames at once, a thread each (builders/sureon/frames.py),
+        # which keeps every core busy without onnxruntime's threads spin-waiting on each other (40% of its CPU time
+        # on a 768 px frame with two threads).
+        params["EngineConfig.onnxruntime.intra_op_num_threads"] = 1
+        params["EngineConfig.onnxruntime.inter_op_num_threads"] = 1
+        provider = onnx_provider()
+        if provider == "cuda":
+            params["EngineConfig.onnxruntime.use_cuda"] = True
+        # Only the detection model: RapidOCR's full call also crops every box for the recogniser and pads frames of
+        # extreme aspect ratios, work that detection alone never uses (a fifth of its time on a 768 px frame).
+        self._detect = RapidOCR(params=params)._load_det_model()
+        self.version = f"rapidocr-{version('rapidocr')}+onnxruntime-{version('onnxruntime')}+side{TEXT_SIDE}"
+        if provider == "cuda":  # CUDA kernels round differently: boxes may move by a pixel, so the cache keeps apart
+            self.version += "+cuda"
 
     def detect(self, rgb: np.ndarray) -> list[tuple[float, float, float, float]]:
-        boxes = self._ocr(rgb, use_det=True, use_cls=False, use_rec=False).boxes
+        import cv2
+
+        height, width = rgb.shape[:2]
+        image, sx, sy = rgb, 1.0, 1.0
+        if max(height, width) > TEXT_SIDE:  # area-averaged down to the working size (sides a multiple of 32)
+            scale = TEXT_SIDE / max(height, width)
+            size = (max(32, round(width * scale / 32) * 32), max(32, round(height * scale / 32) * 32))
+            image = cv2.resize(rgb, size, interpolation=cv2.INTER_AREA)
+            sx, sy = size[0] / width, size[1] / height
+        boxes = self._detect(image).boxes
         found = []
         for b in [] if boxes is None else boxes:
-            box = (float(b[:, 0].min()), float(b[:, 1].min()), float(b[:, 0].max()), float(b[:, 1].max()))
+            xs, ys = b[:, 0] / sx, b[:, 1] / sy  # back to the frame's pixels
+            box = (float(xs.min()), float(ys.min()), float(xs.max()), float(ys.max()))
             # PP-OCR boxes are text lines: one taller than a quarter of the frame is a textured region, not text.
             if box[3] - box[1] <= MAX_TEXT_LINE_HEIGHT * rgb.shape[0]:
                 found.append(box)
         return found
 
 
+def onnx_provider() -> str:
+    """``cuda`` when the installed onnxruntime has its CUDA provider (the ``onnxruntime-gpu`` wheel) and torch sees a
+    GPU, else ``cpu``: the GPU is used when present, never required."""
+    import onnxruntime
+
+    if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
+        return "cpu"
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 class FaceDetector:
-    """OpenCV's bundled Haar cascades: frontal faces, and profiles facing either way."""
+    """OpenCV's bundled Haar cascades: frontal faces, and profiles facing either way (:data:`CASCADES`)."""
 
     name = "faces"
-    CASCADES = ("haarcascade_frontalface_default.xml", "haarcascade_profileface.xml")
 
     def __init__(self):
         import cv2
 
         self._cv2 = cv2
         folder = Path(getattr(getattr(cv2, "data", None), "haarcascades", "") or "")
-        missing = [name for name in self.CASCADES if not (folder / name).is_file()]
+        missing = [name for name, *_ in CASCADES if not (folder / name).is_file()]
         if missing:
             raise BlurError(
-                f"OpenCV {cv2.__version__} ships no Haar cascades {missing} (the 5.x wheels dropped them); "
-                "install opencv-python-headless<5 (pip install -e '.[blur]')"
+                f"OpenCV {cv2.__version__} ships no Haar cascades {missing} (the 5.x wheels dropped them); install "
+                "the version pyproject.toml pins: pip install 'opencv-python-headless>=4.8,<5'"
             )
-        self._cascades = [cv2.CascadeClassifier(str(folder / name)) for name in self.CASCADES]
-        digest = hashlib.sha256(b"".join((folder / name).read_bytes() for name in self.CASCADES)).hexdigest()[:12]
-        self.version = f"opencv-{cv2.__version__}+haar-{digest}"
+        self._paths = [str(folder / name) for name, *_ in CASCADES]
+        self._local = threading.local()  # a CascadeClassifier is not safe to share: one set per frame thread
+        digest = hashlib.sha256(b"".join((folder / name).read_bytes() for name, *_ in CASCADES)).hexdigest()[:12]
+        search = "-".join(f"h{h}s{step}n{hits}" for _, h, step, hits in CASCADES)  # the search changes what is found
+        self.version = f"opencv-{cv2.__version__}+haar-{digest}+{search}"
+
+    def _cascades(self) -> list:
+        if not hasattr(self._local, "cascades"):
+            self._local.cascades = [self._cv2.CascadeClassifier(path) for path in self._paths]
+        return self._local.cascades
 
     def detect(self, rgb: np.ndarray) -> list[tuple[float, float, float, float]]:
         cv2 = self._cv2
-        scale = min(1.0, DETECTION_HEIGHT / rgb.shape[0])  # 720p is searched at 640x360: 4x faster, faces >= 60 px
-        gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
-        if scale < 1.0:
-            gray = cv2.resize(gray, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        full = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
         found = []
-        for flip in (False, True):  # the profile cascade finds left-facing profiles only: also run it mirrored
-            image = np.ascontiguousarray(gray[:, ::-1]) if flip else gray
-            for cascade in self._cascades[1:] if flip else self._cascades:
-                for x, y, w, h in cascade.detectMultiScale(image, scaleFactor=1.1, minNeighbors=5, minSize=(24, 24)):
+        for cascade, (name, height, step, hits) in zip(self._cascades(), CASCADES, strict=True):
+            scale = min(1.0, height / full.shape[0])
+            gray = cv2.resize(full, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA) if scale < 1 else full
+            # the profile cascade finds left-facing profiles only: it also runs on the mirrored frame
+            for flip in (False, True) if "profile" in name else (False,):
+                image = np.ascontiguousarray(gray[:, ::-1]) if flip else gray
+                for x, y, w, h in cascade.detectMultiScale(image, step, hits, minSize=(24, 24)):
                     x0 = gray.shape[1] - (x + w) if flip else x
                     found.append(tuple(float(v) / scale for v in (x0, y, x0 + w, y + h)))
         return found
@@ -160,11 +214,13 @@ class YoloDetector:
             self._model = YOLO(str(path))
         except Exception as err:
             raise BlurError(f"blur detector file {path} cannot be loaded by ultralytics: {err}") from err
+        self._lock = threading.Lock()  # ultralytics' predictors are not thread-safe; the frame threads take turns
         digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
         self.version = f"ultralytics-{version('ultralytics')}+{Path(path).name}-{digest}"
 
     def detect(self, rgb: np.ndarray) -> list[tuple[float, float, float, float]]:
-        result = self._model.predict(rgb[:, :, ::-1], verbose=False)[0]  # ultralytics takes BGR arrays
+        with self._lock:
+            result = self._model.predict(rgb[:, :, ::-1], verbose=False)[0]  # ultralytics takes BGR arrays
         return [tuple(float(v) for v in box) for box in result.boxes.xyxy.tolist()]
 
 

@@ -277,3 +277,67 @@ def test_a_training_config_blurred_on_request_keeps_its_frames_apart(overlay_bui
     assert paths and all(path.startswith("media/blurred/") for path in paths)  # never mixed with unblurred frames
     manifest = json.loads((asked.out / "build_manifest.json").read_text())
     assert manifest["frames"]["blur"]["configs"] == ["bench", "db"]
+
+
+# --- every frame of a clip, however its text comes and goes ---------------------------------------------------------
+
+
+CAPTION, CAPTION_AT = "CYSTIC ARTERY CLIPPED", (40, 280)
+
+
+def write_caption_video(path, text_from: float, seconds=10, fps=10):
+    """640x360 over a panning background (every pixel changes, as in surgical footage) with a caption drawn on the
+    frames from ``text_from`` seconds on: 0 gives a static overlay on every frame."""
+    import av
+
+    y, x = np.mgrid[0:360, 0 : 640 + 4 * seconds * fps]
+    red = 120 + 60 * np.sin(x / 48.0) * np.cos(y / 27.0)
+    field = np.stack([red, 0.35 * red, 0.3 * red], axis=-1).astype(np.uint8)
+    font = ImageFont.load_default(size=24)
+
+    def frames():
+        for index in range(seconds * fps):
+            image = Image.fromarray(np.ascontiguousarray(field[:, 4 * index : 4 * index + 640]))
+            if index / fps >= text_from:
+                ImageDraw.Draw(image).text(CAPTION_AT, CAPTION, fill="white", font=font)
+            yield av.VideoFrame.from_ndarray(np.asarray(image), format="rgb24")
+
+    encode_h264(path, frames(), fps, (640, 360), 50, {"crf": "20", "preset": "veryfast"})
+    return path
+
+
+@pytest.mark.parametrize("text_from", [0.0, 6.0], ids=["static overlay", "text from 6 s on"])
+def test_every_frame_of_a_clip_that_shows_text_is_blurred_and_no_other(tmp_path, text_from):
+    from builders.sureon.frames import FramePolicy, open_clip_decoder, sample_clip
+
+    video = write_caption_video(tmp_path / "caption.mp4", text_from)
+    policy = FramePolicy(blur=BlurSettings())
+    clip = sample_clip(open_clip_decoder(video, policy), 0.0, 9.9, policy)
+    glyphs = ImageDraw.Draw(Image.new("RGB", (1, 1))).textbbox(
+        CAPTION_AT, CAPTION, font=ImageFont.load_default(size=24)
+    )
+    shown = [stamp >= text_from for stamp in clip.timestamps]
+    assert len(clip.jpegs) == 8 and any(shown) and (text_from == 0 or not all(shown))
+    for stamp, regions, has_text in zip(clip.timestamps, clip.blurred_regions, shown, strict=True):
+        text = [r for r in regions if r["detector"] == "text"]
+        if has_text:
+            assert any(inside(r["box"], glyphs, 640, 360) for r in text), f"the caption at {stamp}s was not blurred"
+        else:
+            assert not text, f"a region was blurred at {stamp}s, before the caption appears"
+
+
+def test_the_gpu_onnx_provider_is_used_only_when_installed_and_a_gpu_is_seen(monkeypatch):
+    import onnxruntime
+    import torch
+
+    from builders.blur import onnx_provider
+
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert onnx_provider() == "cpu"  # the CPU wheel: never required, nothing to load
+    monkeypatch.setattr(
+        onnxruntime, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    )
+    assert onnx_provider() == "cuda"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert onnx_provider() == "cpu"  # onnxruntime-gpu on a machine without a GPU

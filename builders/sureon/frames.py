@@ -21,7 +21,8 @@ antialiasing, FFmpeg's and torchvision's alike. With a GPU, decoding runs on tor
 CPU-decoded ones and the cache keeps them apart.
 
 For the evaluation configs, on-screen text and faces are blurred in :func:`encode_jpeg` before encoding (the seed's
-D.1, :mod:`builders.blur`), on the frame at its stored size. A video downloaded as a section of its source
+D.1, :mod:`builders.blur`), on the frame at its stored size, the frames of each decoded chunk on a thread per core
+(detection is most of a blurred build's time). A video downloaded as a section of its source
 (``sureon videos fetch --sections``) has a sidecar saying where it starts (:mod:`builders.sureon.sections`): frames are
 planned on the source's frame grid and read at their place in the file, so frames and timestamps equal those of the
 whole video.
@@ -39,7 +40,7 @@ import os
 import tempfile
 from collections import defaultdict
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from multiprocessing import get_context
 from pathlib import Path
@@ -164,23 +165,24 @@ def encode_jpeg(frame_chw, policy: FramePolicy) -> tuple[bytes, list[dict]]:
     return buffer.getvalue(), regions
 
 
-def decode_in_order(decoder, indices: list[int]) -> Iterator[tuple[int, object, float]]:
-    """``(index, CHW frame, pts seconds)`` for each of the sorted, distinct ``indices``, decoded in time order."""
+def decode_in_order(decoder, indices: list[int]) -> Iterator[list[tuple[int, object, float]]]:
+    """Chunks of ``(index, CHW frame, pts seconds)`` for the sorted, distinct ``indices``, decoded in time order."""
     for begin in range(0, len(indices), DECODE_CHUNK):
         chunk = indices[begin : begin + DECODE_CHUNK]
         batch = decoder.get_frames_at(chunk)
-        for position, index in enumerate(chunk):
-            yield index, batch.data[position], round(float(batch.pts_seconds[position]), 6)
+        yield [(index, batch.data[i], round(float(batch.pts_seconds[i]), 6)) for i, index in enumerate(chunk)]
 
 
 def sample_clips(
-    decoder, plans: dict[Window, list[int]], policy: FramePolicy, first_index: int = 0
+    decoder, plans: dict[Window, list[int]], policy: FramePolicy, first_index: int = 0, threads: int = 1
 ) -> Iterator[tuple[Window, ClipFrames]]:
     """Sample every planned clip of one video in one pass; yield each clip as soon as its last frame is encoded.
 
     ``plans`` maps a window to its frame indices (:func:`plan_frame_indices`) on the source's frame grid; the file
     holds source frame ``i`` at ``i - first_index`` (non-zero for a section download). A frame shared by several clips
-    is decoded and encoded once; its JPEG is dropped as soon as no clip still waiting needs it."""
+    is decoded and encoded once; its JPEG is dropped as soon as no clip still waiting needs it. The frames of each
+    decoded chunk are blurred and encoded on ``threads`` threads at once, a frame each (onnxruntime, OpenCV and PIL's
+    JPEG encoder release the GIL), so that blurring uses every core; the output does not depend on ``threads``."""
     users: dict[int, list[Window]] = defaultdict(list)
     for window, indices in plans.items():
         for index in set(indices):
@@ -188,23 +190,28 @@ def sample_clips(
     waiting = {window: len(set(indices)) for window, indices in plans.items()}
     still_needed = {index: len(windows) for index, windows in users.items()}
     encoded: dict[int, tuple[bytes, list[dict], float]] = {}
-    for file_index, frame, pts in decode_in_order(decoder, [index - first_index for index in sorted(users)]):
-        index = file_index + first_index
-        encoded[index] = (*encode_jpeg(frame, policy), pts)
-        for window in users[index]:
-            waiting[window] -= 1
-            if waiting[window]:
-                continue
-            indices = plans[window]
-            regions = [encoded[i][1] for i in indices] if policy.blur is not None else None
-            yield (
-                window,
-                ClipFrames([encoded[i][0] for i in indices], [encoded[i][2] for i in indices], indices, regions),
-            )
-            for done in set(indices):
-                still_needed[done] -= 1
-                if not still_needed[done]:
-                    del encoded[done]
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        for chunk in decode_in_order(decoder, [index - first_index for index in sorted(users)]):
+            jpegs = pool.map(lambda item: encode_jpeg(item[1], policy), chunk)
+            for (file_index, _, pts), (jpeg, regions) in zip(chunk, jpegs, strict=True):
+                index = file_index + first_index
+                encoded[index] = (jpeg, regions, pts)
+                for window in users[index]:
+                    waiting[window] -= 1
+                    if waiting[window]:
+                        continue
+                    indices = plans[window]
+                    regions = [encoded[i][1] for i in indices] if policy.blur is not None else None
+                    yield (
+                        window,
+                        ClipFrames(
+                            [encoded[i][0] for i in indices], [encoded[i][2] for i in indices], indices, regions
+                        ),
+                    )
+                    for done in set(indices):
+                        still_needed[done] -= 1
+                        if not still_needed[done]:
+                            del encoded[done]
 
 
 def plan_in_file(decoder, start: float, end: float, policy: FramePolicy, section: Section | None = None) -> list[int]:
@@ -338,7 +345,7 @@ def extract_video_clips(
         except ClipError as err:
             outcome[window] = failed(window, err)
     try:
-        for window, frames in sample_clips(decoder, plans, policy, first):
+        for window, frames in sample_clips(decoder, plans, policy, first, num_threads):
             cache.put(cache.key(video, *window, policy, device), frames)
     except (RuntimeError, ValueError, IndexError, OSError):  # some frame failed: retry clip by clip to name which
         for window in plans:
