@@ -111,7 +111,13 @@ def test_ci_runs_the_readme_test_command():
 def test_console_script_and_packages():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert project["scripts"]["sureon"] == "sureon.cli:main"
-    assert {"gpu", "vllm", "dev"} <= set(project["optional-dependencies"])
+    extras = set(project["optional-dependencies"])
+    assert {"gpu", "dev"} <= extras
+    # vLLM pins its own torch and transformers: an extra would downgrade this environment (it lives in its own venv)
+    assert "vllm" not in extras
+    assert not any(
+        "vllm" in requirement for values in project["optional-dependencies"].values() for requirement in values
+    )
 
 
 @pytest.mark.parametrize("split", ["train", "validation", "test"])
