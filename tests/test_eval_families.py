@@ -186,4 +186,4 @@ def test_a_family_the_backend_cannot_serve_is_refused_by_name_before_loading(kin
         TransformersBackend(str(model))
     out = tmp_path / "eval"
     assert cli_main(["eval", "sureon", "--model", str(model), "--dataset", str(bench), "--out", str(out)]) == 2
-    assert not (out / "predictions.jsonl").exists()
+    assert not out.exists()  # nothing written, not even the run folder

@@ -220,6 +220,7 @@ def backend_from_args(args, max_frames: int):
             "max_images": max(max_frames, 1),
         }
     else:
+        args.out.mkdir(parents=True, exist_ok=True)  # the endpoint's reply cache lives in the run's folder
         options = {
             "base_url": args.base_url,
             "api_key": os.environ.get(args.api_key_env),

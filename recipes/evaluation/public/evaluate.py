@@ -262,10 +262,10 @@ def run(args) -> int:
         import torch
 
         args.device = f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu"
-    args.out.mkdir(parents=True, exist_ok=True)
     benchmarks = {name: load_benchmark(args.dataset, name, args.limit) for name in args.benchmarks}
     max_frames = max((len(r) for rows in benchmarks.values() for r in rows["frame_indices"]), default=1)
     backend = backend_from_args(args, max_frames)
+    args.out.mkdir(parents=True, exist_ok=True)
     system_prompt = system_prompt_of(args)
     cache = RankCache(args.out / "generations", rank, world_size)
     stats = GenerationStats()

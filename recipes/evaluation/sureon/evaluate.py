@@ -290,11 +290,11 @@ def run(args) -> int:
     model_name = args.model_name or args.model
     dataset = load_benchmark(args)
     check_frames(dataset, modes, f"{args.dataset} ({args.config}/{args.split})")
-    args.out.mkdir(parents=True, exist_ok=True)
     max_frames = (
         max(map(len, dataset["frame_timestamps"]), default=0) if "frame_timestamps" in dataset.column_names else 0
     )
     backend = backend_from_args(args, max_frames)
+    args.out.mkdir(parents=True, exist_ok=True)
     system_prompt = system_prompt_of(args)
     details = {}
     outputs, stats = generate_all(args, dataset, modes, backend, model_name, system_prompt, details)
