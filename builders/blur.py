@@ -55,6 +55,8 @@ TEXT_SIDE = 512
 # steps with 3 hits (fewer levels give each face fewer hits): 2.8x less work; its window is 1/12 of the height there.
 CASCADES = (("haarcascade_frontalface_default.xml", 360, 1.1, 5), ("haarcascade_profileface.xml", 288, 1.2, 3))
 
+SEEN_FRAMES = 64  # detections remembered by frame content (Blurrer.seen): a few decoded chunks' worth
+
 
 class BlurError(ValueError):
     """Blur settings that cannot be used (unknown target, missing or unreadable detector file)."""
@@ -250,6 +252,10 @@ class Blurrer:
 
     settings: BlurSettings
     detectors: list = field(default_factory=list)
+    # The detections of the last SEEN_FRAMES frames by content: a video holding still (a slide, a paused picture)
+    # decodes to byte-identical frames, and the detectors, deterministic, would find the same boxes again.
+    seen: dict = field(default_factory=dict, repr=False)
+    _seen_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # frames run on several threads
 
     @classmethod
     def load(cls, settings: BlurSettings) -> Blurrer:
@@ -276,12 +282,21 @@ class Blurrer:
     def apply(self, rgb: np.ndarray) -> tuple[np.ndarray, list[dict]]:
         """An HWC uint8 frame -> (the frame with every detected box blurred, the boxes on the 0-1000 grid)."""
         height, width = rgb.shape[:2]
-        regions = []
-        for detector in self.detectors:
-            for box in detector.detect(rgb):
-                grown = grow(box, self.settings.margin, width, height)
-                if grown is not None:
-                    regions.append({"detector": detector.name, "box": to_grid(grown, width, height), "pixels": grown})
+        key = (rgb.shape, hashlib.blake2b(np.ascontiguousarray(rgb).data, digest_size=16).digest())  # ~1 ms, GIL-free
+        with self._seen_lock:
+            regions = self.seen.get(key)
+        if regions is None:
+            regions = []
+            for detector in self.detectors:
+                for box in detector.detect(rgb):
+                    grown = grow(box, self.settings.margin, width, height)
+                    if grown is not None:
+                        box = to_grid(grown, width, height)
+                        regions.append({"detector": detector.name, "box": box, "pixels": grown})
+            with self._seen_lock:
+                self.seen[key] = regions
+                while len(self.seen) > SEEN_FRAMES:
+                    del self.seen[next(iter(self.seen))]  # the oldest
         if not regions:
             return rgb, []
         return blur_boxes(rgb, [r["pixels"] for r in regions], self.settings.radius), [

@@ -112,7 +112,9 @@ def test_a_frame_without_text_or_face_is_returned_untouched(blurrer):
 
 def test_blurring_is_deterministic(blurrer):
     frame = with_face(with_overlay_text(surgical_background()))[0]
-    first, second = blurrer.apply(frame), blurrer.apply(frame)
+    first = blurrer.apply(frame)
+    blurrer.seen.clear()  # detected afresh, not remembered
+    second = blurrer.apply(frame)
     assert first[1] == second[1] and np.array_equal(first[0], second[0])
 
 
@@ -134,6 +136,21 @@ def test_blurring_only_around_the_boxes_gives_the_bytes_of_the_whole_frame_blurr
             expected = Image.fromarray(frame)
             expected.paste(whole, (0, 0), mask)
             assert np.array_equal(blur_boxes(frame, boxes, radius), np.asarray(expected)), (boxes, radius)
+
+
+def test_a_frame_seen_before_is_not_detected_again_and_gets_the_same_pixels(monkeypatch):
+    blurrer = Blurrer.load(BlurSettings())
+    frame = with_face(with_overlay_text(surgical_background()))[0]
+    first = blurrer.apply(frame)
+    calls = []
+    for detector in blurrer.detectors:
+        monkeypatch.setattr(detector, "detect", lambda rgb, d=detector.detect: calls.append(1) or d(rgb))
+    again = blurrer.apply(frame.copy())  # the same bytes in another array, as a still video decodes them
+    assert calls == [] and again[1] == first[1] and np.array_equal(again[0], first[0])
+    changed = frame.copy()
+    changed[0, 0, 0] ^= 1  # one level of one pixel: detected afresh
+    blurrer.apply(changed)
+    assert len(calls) == len(blurrer.detectors)
 
 
 def test_settings_are_validated_before_any_work(tmp_path):
