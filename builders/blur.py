@@ -24,12 +24,22 @@ outside the boxes are untouched, and a frame with no detection is returned as th
 recorded on the 0-1000 grid of the frame (the public corpus's convention) with the detector that found them, so a
 user can audit what was hidden. Everything is deterministic: the detectors are, and the blur is a fixed kernel.
 ``Blurrer.fingerprint`` names the settings and the detectors' versions; the frame cache keys on it, so changing
-either re-detects, and an unchanged rebuild detects nothing twice.
+either re-detects, and an unchanged rebuild detects nothing twice; within a build, a frame byte-identical to one of
+the last :data:`SEEN_FRAMES` (a video holding still) reuses their detections.
+
+Cost (``benchmarks/blur.py``, 720p lecture videos, stored 768x432 frames, one thread per detector call, two frames
+at once on 2 cores): PP-OCR's network takes about 46 ms of CPU a frame at 512x288, the frontal cascade about 44 ms
+and each of the two profile passes about 28 ms; what was spent around them (RapidOCR's float64 normalisation,
+blurring the whole frame rather than the boxes, OpenCV's threads on top of the build's) is gone, at the same output
+bytes: 135-138 -> 108-112 ms of CPU per frame. The blurred build costs about 6x the CPU time of ``--no-blur``
+(4.3-4.8x wall clock) with every text (68/68) and face (32/32) frame of the benchmark found; the issue's 2x needs
+the detection off the CPU (onnxruntime's CUDA provider, a YOLO face model on a GPU), or searches that find less.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 from dataclasses import dataclass, field
 from importlib.metadata import version
@@ -53,6 +63,8 @@ TEXT_SIDE = 512
 # cascade, twice the frontal's cost and run twice (mirrored for right-facing profiles), searches 288 px frames in 20%
 # steps with 3 hits (fewer levels give each face fewer hits): 2.8x less work; its window is 1/12 of the height there.
 CASCADES = (("haarcascade_frontalface_default.xml", 360, 1.1, 5), ("haarcascade_profileface.xml", 288, 1.2, 3))
+
+SEEN_FRAMES = 64  # detections remembered by frame content (Blurrer.seen): a few decoded chunks' worth
 
 
 class BlurError(ValueError):
@@ -120,6 +132,11 @@ class TextDetector:
         # Only the detection model: RapidOCR's full call also crops every box for the recogniser and pads frames of
         # extreme aspect ratios, work that detection alone never uses (a fifth of its time on a 768 px frame).
         self._detect = RapidOCR(params=params)._load_det_model()
+        # RapidOCR normalises each frame in float64 and resizes it to the size it already has (3.0 ms of its 54 ms call
+        # on a 512x288 frame); the same values, bit for bit, come from a table of the 256 levels of each channel
+        # (0.8 ms), so the boxes found are exactly RapidOCR's (checked on the benchmark's frames).
+        levels = np.arange(256, dtype=np.float32)[:, None] * (1 / 255.0)
+        self._levels = ((levels - self._detect.mean) / self._detect.std).astype(np.float32).T.copy()
         self.version = f"rapidocr-{version('rapidocr')}+onnxruntime-{version('onnxruntime')}+side{TEXT_SIDE}"
         if provider == "cuda":  # CUDA kernels round differently: boxes may move by a pixel, so the cache keeps apart
             self.version += "+cuda"
@@ -134,15 +151,29 @@ class TextDetector:
             size = (max(32, round(width * scale / 32) * 32), max(32, round(height * scale / 32) * 32))
             image = cv2.resize(rgb, size, interpolation=cv2.INTER_AREA)
             sx, sy = size[0] / width, size[1] / height
-        boxes = self._detect(image).boxes
         found = []
-        for b in [] if boxes is None else boxes:
+        for b in self._boxes(image):
             xs, ys = b[:, 0] / sx, b[:, 1] / sy  # back to the frame's pixels
             box = (float(xs.min()), float(ys.min()), float(xs.max()), float(ys.max()))
             # PP-OCR boxes are text lines: one taller than a quarter of the frame is a textured region, not text.
             if box[3] - box[1] <= MAX_TEXT_LINE_HEIGHT * rgb.shape[0]:
                 found.append(box)
         return found
+
+    def _boxes(self, image: np.ndarray) -> np.ndarray:
+        """RapidOCR's detection of text-line quadrilaterals (N x 4 x 2, pixels of ``image``) as its own call finds
+        them, less its overhead: its rounding of the sides to multiples of 32, the network's input built from
+        :attr:`_levels`, then its post-processing."""
+        import cv2
+
+        height, width = image.shape[:2]
+        size = (round(width / 32) * 32, round(height / 32) * 32)
+        if 0 in size:
+            return np.zeros((0, 4, 2), np.float32)
+        net = cv2.resize(image, size) if size != (width, height) else image
+        chw = np.stack([self._levels[channel][net[:, :, channel]] for channel in range(3)])[None]
+        boxes, _ = self._detect.postprocess_op(self._detect.session(chw), (height, width))
+        return self._detect.sorted_boxes(boxes) if len(boxes) else boxes
 
 
 def onnx_provider() -> str:
@@ -165,6 +196,10 @@ class FaceDetector:
     def __init__(self):
         import cv2
 
+        # One thread per search, as for the text detector: the build already runs a frame per core
+        # (builders/sureon/frames.py), and OpenCV's own threads on top cost about 10% more CPU per search (768x432
+        # frames, quiet 2-core machine). The setting is OpenCV's, process-wide; nothing else in a build uses OpenCV.
+        cv2.setNumThreads(1)
         self._cv2 = cv2
         folder = Path(getattr(getattr(cv2, "data", None), "haarcascades", "") or "")
         missing = [name for name, *_ in CASCADES if not (folder / name).is_file()]
@@ -230,6 +265,10 @@ class Blurrer:
 
     settings: BlurSettings
     detectors: list = field(default_factory=list)
+    # The detections of the last SEEN_FRAMES frames by content: a video holding still (a slide, a paused picture)
+    # decodes to byte-identical frames, and the detectors, deterministic, would find the same boxes again.
+    seen: dict = field(default_factory=dict, repr=False)
+    _seen_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # frames run on several threads
 
     @classmethod
     def load(cls, settings: BlurSettings) -> Blurrer:
@@ -256,21 +295,52 @@ class Blurrer:
     def apply(self, rgb: np.ndarray) -> tuple[np.ndarray, list[dict]]:
         """An HWC uint8 frame -> (the frame with every detected box blurred, the boxes on the 0-1000 grid)."""
         height, width = rgb.shape[:2]
-        regions = []
-        for detector in self.detectors:
-            for box in detector.detect(rgb):
-                grown = grow(box, self.settings.margin, width, height)
-                if grown is not None:
-                    regions.append({"detector": detector.name, "box": to_grid(grown, width, height), "pixels": grown})
+        key = (rgb.shape, hashlib.blake2b(np.ascontiguousarray(rgb).data, digest_size=16).digest())  # ~1 ms, GIL-free
+        with self._seen_lock:
+            regions = self.seen.get(key)
+        if regions is None:
+            regions = []
+            for detector in self.detectors:
+                for box in detector.detect(rgb):
+                    grown = grow(box, self.settings.margin, width, height)
+                    if grown is not None:
+                        box = to_grid(grown, width, height)
+                        regions.append({"detector": detector.name, "box": box, "pixels": grown})
+            with self._seen_lock:
+                self.seen[key] = regions
+                while len(self.seen) > SEEN_FRAMES:
+                    del self.seen[next(iter(self.seen))]  # the oldest
         if not regions:
             return rgb, []
-        image = Image.fromarray(rgb)
-        blurred = image.filter(ImageFilter.GaussianBlur(self.settings.radius))
-        mask = Image.new("L", image.size, 0)
-        for region in regions:
-            mask.paste(255, region["pixels"])
-        image.paste(blurred, (0, 0), mask)
-        return np.asarray(image), [{"detector": r["detector"], "box": r["box"]} for r in regions]
+        return blur_boxes(rgb, [r["pixels"] for r in regions], self.settings.radius), [
+            {"detector": r["detector"], "box": r["box"]} for r in regions
+        ]
+
+
+def blur_boxes(rgb: np.ndarray, boxes: list[tuple[int, int, int, int]], radius: float) -> np.ndarray:
+    """A copy of ``rgb`` with each pixel box replaced by the Gaussian blur of the frame there.
+
+    Only the boxes and the reach of the blur around them are blurred, not the whole frame (15 ms on a 768x432 frame
+    for a text line and a face): PIL's Gaussian is three box blurs in integer arithmetic with edges extended, so a
+    pixel's blurred value depends only on the pixels within ``3 * (ceil(radius) + 2)`` of it and on the frame's edges,
+    and a crop keeping both gives the same bytes as the whole frame blurred (tests/test_blur.py checks it)."""
+    height, width = rgb.shape[:2]
+    reach = 3 * (math.ceil(radius) + 2)
+    crops = [
+        (max(0, x0 - reach), max(0, y0 - reach), min(width, x1 + reach), min(height, y1 + reach))
+        for x0, y0, x1, y1 in boxes
+    ]
+    if sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in crops) >= width * height:
+        crops = [(0, 0, width, height)] * len(boxes)  # crops as large as the frame together: blur it once
+    out, blurred = rgb.copy(), {}
+    for (x0, y0, x1, y1), crop in zip(boxes, crops, strict=True):
+        if crop not in blurred:
+            cx0, cy0, cx1, cy1 = crop
+            patch = Image.fromarray(np.ascontiguousarray(rgb[cy0:cy1, cx0:cx1]))
+            blurred[crop] = np.asarray(patch.filter(ImageFilter.GaussianBlur(radius)))
+        cx0, cy0 = crop[:2]
+        out[y0:y1, x0:x1] = blurred[crop][y0 - cy0 : y1 - cy0, x0 - cx0 : x1 - cx0]
+    return out
 
 
 def grow(box, margin: float, width: int, height: int) -> tuple[int, int, int, int] | None:

@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 from conftest import SAMPLE_RELEASE
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw, ImageFilter, ImageFont
 from skimage.data import astronaut
 
-from builders.blur import BlurError, Blurrer, BlurSettings, TextDetector, blurrer_for
+from builders.blur import BlurError, Blurrer, BlurSettings, TextDetector, blur_boxes, blurrer_for
 from builders.sureon.build import BuildOptions, build_sureon
 from sample_data.make_videos import encode_h264, paint_index
 from sureon.cli import main as cli_main
@@ -112,8 +112,45 @@ def test_a_frame_without_text_or_face_is_returned_untouched(blurrer):
 
 def test_blurring_is_deterministic(blurrer):
     frame = with_face(with_overlay_text(surgical_background()))[0]
-    first, second = blurrer.apply(frame), blurrer.apply(frame)
+    first = blurrer.apply(frame)
+    blurrer.seen.clear()  # detected afresh, not remembered
+    second = blurrer.apply(frame)
     assert first[1] == second[1] and np.array_equal(first[0], second[0])
+
+
+def test_blurring_only_around_the_boxes_gives_the_bytes_of_the_whole_frame_blurred():
+    rng = np.random.default_rng(7)
+    frame = np.asarray(Image.fromarray(rng.integers(0, 256, (54, 96, 3), dtype=np.uint8)).resize((768, 432)))
+    cases = [
+        [(30, 20, 400, 50)],  # a text line, far from the edges
+        [(30, 20, 400, 50), (540, 200, 768, 432)],  # and a face in the corner: crops reach the frame's edges
+        [(0, 0, 768, 432)],  # everything
+        [(100, 100, 300, 300), (200, 200, 700, 420), (10, 300, 60, 330)],  # overlapping boxes
+    ]
+    for boxes in cases:
+        for radius in (24.0, 5.0):
+            whole = Image.fromarray(frame).filter(ImageFilter.GaussianBlur(radius))
+            mask = Image.new("L", (768, 432), 0)
+            for box in boxes:
+                mask.paste(255, box)
+            expected = Image.fromarray(frame)
+            expected.paste(whole, (0, 0), mask)
+            assert np.array_equal(blur_boxes(frame, boxes, radius), np.asarray(expected)), (boxes, radius)
+
+
+def test_a_frame_seen_before_is_not_detected_again_and_gets_the_same_pixels(monkeypatch):
+    blurrer = Blurrer.load(BlurSettings())
+    frame = with_face(with_overlay_text(surgical_background()))[0]
+    first = blurrer.apply(frame)
+    calls = []
+    for detector in blurrer.detectors:
+        monkeypatch.setattr(detector, "detect", lambda rgb, d=detector.detect: calls.append(1) or d(rgb))
+    again = blurrer.apply(frame.copy())  # the same bytes in another array, as a still video decodes them
+    assert calls == [] and again[1] == first[1] and np.array_equal(again[0], first[0])
+    changed = frame.copy()
+    changed[0, 0, 0] ^= 1  # one level of one pixel: detected afresh
+    blurrer.apply(changed)
+    assert len(calls) == len(blurrer.detectors)
 
 
 def test_settings_are_validated_before_any_work(tmp_path):
