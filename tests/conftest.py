@@ -82,6 +82,28 @@ def sureon_build(sample_videos, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def bench(sample_videos, tmp_path_factory) -> Path:
+    """The demo benchmark, built once per session as `make demo` builds it (the sample release's bench config, the
+    missing video skipped); read-only for tests. A module may still define its own ``bench``."""
+    import datasets
+
+    from builders.sureon.build import BuildOptions, build_sureon
+
+    tmp = tmp_path_factory.mktemp("demo_bench")
+    with pytest.MonkeyPatch.context() as patch:  # datasets' cache out of the user's home for a session fixture
+        patch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp / "hf_datasets_cache")
+        options = BuildOptions(
+            release=SAMPLE_RELEASE,
+            out=tmp / "sureon",
+            videos=sample_videos,
+            configs=["bench"],
+            on_missing_video="skip",
+            cache_dir=tmp / "frame-cache",
+        )
+        return build_sureon(options).out
+
+
+@pytest.fixture(scope="session")
 def tiny_qwen3_vl(tmp_path_factory) -> Path:
     """A random 2-layer Qwen3-VL with its processor, saved once per session (read-only for tests)."""
     from recipes.training.tiny_models import build_tiny_qwen3_vl

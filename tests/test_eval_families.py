@@ -9,10 +9,8 @@ import math
 import re
 
 import pytest
-from conftest import SAMPLE_RELEASE
 
 from builders.prompt import format_messages
-from builders.sureon.build import BuildOptions, build_sureon
 from recipes.evaluation.answers import parse_answer
 from recipes.evaluation.inference import TransformersBackend, decode_generations
 from recipes.training.tiny_families import FAMILIES, build_tiny_family
@@ -33,21 +31,7 @@ def module_tmp(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def bench(module_tmp, sample_videos):
-    """The demo benchmark, built as `make demo` builds it (a missing video skipped)."""
-    options = BuildOptions(
-        release=SAMPLE_RELEASE,
-        out=module_tmp / "sureon",
-        videos=sample_videos,
-        configs=["bench"],
-        on_missing_video="skip",
-        cache_dir=module_tmp / "frame-cache",
-    )
-    return build_sureon(options).out
-
-
-@pytest.fixture(scope="module")
-def records(bench):
+def records(bench, module_tmp):  # module_tmp: load_dataset caches there
     from datasets import load_dataset
 
     return list(load_dataset(str(bench), "bench", split="test"))

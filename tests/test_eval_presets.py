@@ -9,10 +9,8 @@ import json
 
 import pytest
 import yaml
-from conftest import SAMPLE_RELEASE
 from fake_chat_server import FakeChatServer, Reply, last_user_text
 
-from builders.sureon.build import BuildOptions, build_sureon
 from recipes.evaluation import runner
 from recipes.evaluation.inference import OpenAIBackend
 from recipes.evaluation.presets import SETTINGS, load_all, load_preset
@@ -33,24 +31,6 @@ TABLE3_MODELS = {
     "GPT-5.1 (high)",
     "Gemini 3.1 Pro",
 }
-
-
-@pytest.fixture(scope="module")
-def bench(tmp_path_factory, sample_videos):
-    tmp = tmp_path_factory.mktemp("presets")
-    with pytest.MonkeyPatch.context() as patch:
-        import datasets
-
-        patch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp / "hf_datasets_cache")
-        options = BuildOptions(
-            release=SAMPLE_RELEASE,
-            out=tmp / "sureon",
-            videos=sample_videos,
-            configs=["bench"],
-            on_missing_video="skip",
-            cache_dir=tmp / "frame-cache",
-        )
-        yield build_sureon(options).out
 
 
 def read_predictions(out):

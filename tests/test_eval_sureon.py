@@ -8,11 +8,9 @@ import re
 import shutil
 
 import pytest
-from conftest import SAMPLE_RELEASE
 from fake_chat_server import FakeChatServer, Reply, last_user_text
 
 from builders.prompt import answer_target, format_messages
-from builders.sureon.build import BuildOptions, build_sureon
 from recipes.evaluation.answers import parse_answer
 from recipes.evaluation.inference import TransformersBackend
 from recipes.evaluation.sureon.evaluate import PREDICTION_FIELDS, check_frames
@@ -44,19 +42,6 @@ def module_tmp(tmp_path_factory):
 
         patch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp / "hf_datasets_cache")
         yield tmp
-
-
-@pytest.fixture(scope="module")
-def bench(module_tmp, sample_videos):
-    options = BuildOptions(
-        release=SAMPLE_RELEASE,
-        out=module_tmp / "sureon",
-        videos=sample_videos,
-        configs=["bench"],
-        on_missing_video="skip",
-        cache_dir=module_tmp / "frame-cache",
-    )
-    return build_sureon(options).out
 
 
 @pytest.fixture(scope="module")

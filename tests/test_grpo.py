@@ -312,11 +312,13 @@ def test_mcq_accuracy_agrees_with_the_evaluation_on_every_demo_prediction(grpo_r
 
 
 def test_the_run_resumes_from_its_checkpoint_after_a_kill(sft_folder, sureon_build, tmp_path):
-    path = tiny_config(tmp_path, sft_folder, sureon_build, "killed", max_steps=3, save_steps=1)
+    """Killed (SIGKILL) once its first checkpoint is written, far from its last step; rerun to 6 steps, the run
+    continues from its newest checkpoint and its log covers every step once."""
+    killed = tiny_config(tmp_path, sft_folder, sureon_build, "killed", max_steps=1000, save_steps=1)
     out = tmp_path / "killed"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
     process = subprocess.Popen(
-        [sys.executable, "recipes/grpo.py", "--config", str(path)],
+        [sys.executable, "recipes/grpo.py", "--config", str(killed)],
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -325,15 +327,18 @@ def test_the_run_resumes_from_its_checkpoint_after_a_kill(sft_folder, sureon_bui
     deadline = time.monotonic() + 240
     while not (out / "checkpoint-1" / "trainer_state.json").is_file():
         assert process.poll() is None and time.monotonic() < deadline, "no checkpoint before the run ended"
-        time.sleep(0.5)
+        time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert not (out / "training_complete.json").exists()
-    _, summary = run_grpo(path)
-    assert summary["resumed_from"].endswith(tuple(f"checkpoint-{n}" for n in (1, 2)))
-    assert summary["global_step"] == 3
-    state = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())
-    assert [entry["step"] for entry in state["log_history"] if "reward" in entry] == [1, 2, 3]
+    saved = max(int(path.parent.name.split("-")[1]) for path in out.glob("checkpoint-*/trainer_state.json"))
+    assert saved < 6, f"the killed run got to checkpoint-{saved} before the kill"
+    resumed = tiny_config(tmp_path, sft_folder, sureon_build, "killed", max_steps=6, save_steps=1)
+    _, summary = run_grpo(resumed)
+    assert summary["resumed_from"] == str(out / f"checkpoint-{saved}")
+    assert summary["global_step"] == 6
+    state = json.loads((out / "checkpoint-6" / "trainer_state.json").read_text())
+    assert [entry["step"] for entry in state["log_history"] if "reward" in entry] == [1, 2, 3, 4, 5, 6]
 
 
 def letter_answers(model: Path) -> list:

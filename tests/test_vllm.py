@@ -28,9 +28,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLE_RELEASE
+from conftest import REPO
 
-from builders.sureon.build import BuildOptions, build_sureon
 from recipes.training.tiny_models import build_tiny_qwen3_vl
 from sureon.cli import main as cli_main
 
@@ -59,20 +58,6 @@ def module_tmp(tmp_path_factory):
 
         patch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp / "hf_datasets_cache")
         yield tmp
-
-
-@pytest.fixture(scope="module")
-def bench(module_tmp, sample_videos) -> Path:
-    """The demo benchmark (`make demo`'s build: sample release and videos, the missing video skipped)."""
-    options = BuildOptions(
-        release=SAMPLE_RELEASE,
-        out=module_tmp / "sureon",
-        videos=sample_videos,
-        configs=["bench"],
-        on_missing_video="skip",
-        cache_dir=module_tmp / "frame-cache",
-    )
-    return build_sureon(options).out
 
 
 @pytest.fixture(scope="module")
