@@ -68,7 +68,6 @@ def test_tool_rows_past_the_last_phase_frame_are_clipped_and_counted(roots):
     }
 
 
-@pytest.mark.slow
 def test_the_build_manifest_counts_the_clipped_rows(roots, tmp_path):
     out = tmp_path / "public"
     options = BuildOptions(
