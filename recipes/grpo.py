@@ -149,12 +149,28 @@ def reward_means(log_history: list[dict], names: list[str]) -> dict[str, float |
     return means
 
 
+def check_vllm(training_args: GRPOConfig) -> None:
+    """Refuse ``use_vllm`` before any weights load when vLLM cannot be imported here. TRL 1.16 generates with vLLM
+    0.22-0.31 inside the training processes (``colocate``) or through ``trl vllm-serve`` (``server``; the trainer
+    still imports vLLM to send it the weights), and each vLLM release pins its own torch and transformers, so vLLM is
+    not in the project's environment: such a run needs an environment built around a vLLM release."""
+    import importlib.util
+
+    if training_args.use_vllm and importlib.util.find_spec("vllm") is None:
+        raise ValueError(
+            "use_vllm: true, but vLLM is not installed in this environment (TRL 1.16 supports vLLM 0.22-0.31, each "
+            "pinning its own torch and transformers): set use_vllm: false to generate with transformers, or run "
+            "in an environment built around a supported vLLM release"
+        )
+
+
 def main(
     script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig, recipe: str | None = None
 ) -> Path:
     """Train (resuming from the last checkpoint), write the marker and card, push if asked; returns the folder."""
     if not model_args.model_name_or_path:
         raise ValueError("model_name_or_path is required (an SFT run's folder or a base model)")
+    check_vllm(training_args)
     # As in recipes/sft.py: pushing is ours (once, with our card), and the token never reaches a pickled checkpoint.
     push, token = training_args.push_to_hub, training_args.hub_token
     set_fields(training_args, push_to_hub=False, hub_token=None)

@@ -3,6 +3,7 @@ evaluation's verdicts, and a tiny run on CPU (2 steps, 2 completions per prompt)
 completes, logs every reward, writes the marker and card, resumes after a kill, gives the same rewards on two ranks
 as on one, and saves a model that ``sureon eval sureon`` loads."""
 
+import importlib.util
 import json
 import os
 import signal
@@ -384,3 +385,11 @@ def test_two_ranks_give_the_same_rewards_as_one_process(sft_folder, sureon_build
     for key, value in single.items():
         assert ranks[key] == pytest.approx(value, nan_ok=True), key
     assert single["rewards/format/mean"] == 1.0 and single["rewards/order_accuracy/mean"] is None
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")
+def test_use_vllm_without_vllm_is_refused_before_any_weights_load(sureon_build, tmp_path):
+    path = tiny_config(tmp_path, tmp_path / "no-such-model", sureon_build, "vllm", use_vllm=True)
+    with pytest.raises(ValueError, match="use_vllm: true, but vLLM is not installed"):
+        run_grpo(path)
+    assert not (tmp_path / "vllm").exists()
