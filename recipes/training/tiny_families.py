@@ -19,7 +19,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from recipes.training.tiny_models import CORPUS, trl_chat_template
+from recipes.training.tiny_models import CORPUS, tiny_text_config, trl_chat_template
 
 
 QWEN_CHAT_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -136,20 +136,15 @@ def _tokenizer(special: list[str], *, eos: str, pad: str, bos: str | None = None
 
 
 def _text(tokenizer, **overrides) -> dict:
-    config = {
-        "vocab_size": len(tokenizer),
-        "hidden_size": 32,
-        "intermediate_size": 64,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 2,
-        "num_key_value_heads": 1,
-        "head_dim": 16,
-        "max_position_embeddings": 8192,
-        "eos_token_id": tokenizer.eos_token_id,
-        "pad_token_id": tokenizer.pad_token_id,
-        "bos_token_id": tokenizer.bos_token_id,
-    }
-    return config | overrides
+    """``tiny_models``' text tower with the family tokenizer's own end and start tokens and room for Gemma 4's 70+
+    tokens per frame; tying is left to the family's default unless given."""
+    return tiny_text_config(
+        tokenizer,
+        max_position_embeddings=8192,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        **overrides,
+    )
 
 
 def _qwen_vl(*, version: str, thinking: bool = False):

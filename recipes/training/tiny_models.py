@@ -111,7 +111,8 @@ def train_tokenizer(corpus: list[str] | None = None, vocab_size: int = 640, chat
     )
 
 
-def _text_config(tokenizer, **overrides) -> dict:
+def tiny_text_config(tokenizer, **overrides) -> dict:
+    """The tiny text tower every stand-in shares (here and in ``tiny_families``); callers state how it ties."""
     config = {
         "vocab_size": len(tokenizer),
         "hidden_size": 32,
@@ -124,7 +125,6 @@ def _text_config(tokenizer, **overrides) -> dict:
         "bos_token_id": None,
         "eos_token_id": tokenizer.convert_tokens_to_ids("<|im_end|>"),
         "pad_token_id": tokenizer.pad_token_id,
-        "tie_word_embeddings": True,
     }
     config.update(overrides)
     return config
@@ -159,7 +159,9 @@ def build_tiny_qwen3_vl(
     # (without it vLLM rotates image tokens by the chunked layout and answers differently from transformers)
     rope_parameters = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope_section}
     rope_parameters["mrope_interleaved"] = True
-    text_config = _text_config(tokenizer, head_dim=head_dim, rope_parameters=rope_parameters)
+    text_config = tiny_text_config(
+        tokenizer, head_dim=head_dim, rope_parameters=rope_parameters, tie_word_embeddings=True
+    )
     vision_config = {
         "depth": 2,
         "hidden_size": 32,
@@ -212,7 +214,7 @@ def build_tiny_causal_lm(out: Path, *, seed: int = 0) -> Path:
 
     tokenizer = train_tokenizer(chat_template=QWEN3_TEMPLATE)
     torch.manual_seed(seed)
-    model = Qwen3ForCausalLM(Qwen3Config(**_text_config(tokenizer)))
+    model = Qwen3ForCausalLM(Qwen3Config(**tiny_text_config(tokenizer, tie_word_embeddings=True)))
     out = Path(out)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
