@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from builders.sureon.release import RELEASE_OPTIONS_TYPE
+from builders.sureon.release import RELEASE_SCHEMA
 
 
 LETTERS = "ABCDEFG"
@@ -194,22 +194,7 @@ def release_rows() -> dict[str, list[dict]]:
 
 
 REASONING = "The events are ordered by when each is first seen in the clip."
-SCHEMA = pa.schema(
-    [
-        ("question_id", pa.string()),
-        ("clip_id", pa.string()),
-        ("question", pa.string()),
-        ("answer", pa.string()),
-        ("options", RELEASE_OPTIONS_TYPE),
-        ("category", pa.string()),
-        ("specialty", pa.string()),
-        ("subject", pa.string()),
-        ("procedure", pa.string()),
-        ("transcript", pa.string()),
-        ("reasoning", pa.string()),
-        ("passes_blind_curation", pa.bool_()),
-    ]
-)
+SCHEMA = RELEASE_SCHEMA
 
 
 def write_release(out: Path, rows: dict[str, list[dict]] | None = None, schema: pa.Schema | None = SCHEMA) -> Path:

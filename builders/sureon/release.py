@@ -35,6 +35,24 @@ from builders.sureon.clips import ClipIdError, parse_clip_id, parse_seconds
 # The release's option layout as inferred from the project website: one struct per option, the correct one flagged
 # (docs/release_format.md; the other layouts builders/options.py reads stay accepted).
 RELEASE_OPTIONS_TYPE = pa.list_(pa.struct([("letter", pa.string()), ("text", pa.string()), ("correct", pa.bool_())]))
+# The columns a release is written with by the project's own release writers (the sample release, the synthetic
+# world): the confirmed three plus the website's display fields, in the layout above.
+RELEASE_SCHEMA = pa.schema(
+    [
+        ("question_id", pa.string()),
+        ("clip_id", pa.string()),
+        ("question", pa.string()),
+        ("answer", pa.string()),
+        ("options", RELEASE_OPTIONS_TYPE),
+        ("category", pa.string()),
+        ("specialty", pa.string()),
+        ("subject", pa.string()),
+        ("procedure", pa.string()),
+        ("transcript", pa.string()),
+        ("reasoning", pa.string()),
+        ("passes_blind_curation", pa.bool_()),
+    ]
+)
 
 
 SPLITS = ("train", "validation", "test")

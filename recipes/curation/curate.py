@@ -9,8 +9,9 @@
   Sequence summaries (SM) have no options: they pass through, flagged as passing.
 - **Training split**: video-level folds stratified by subject (:func:`builders.sureon.folds.assign_folds`, the function
   the guesser recipe ``recipes/sft.py --fold k`` trains with); fold f is scored only by guessers that held fold f out,
-  plus off-the-shelf guessers. A guesser's ``folds.json`` (written next to its weights) is checked against the
-  curation's folds: scoring a video the guesser trained on raises :class:`FoldLeakError`.
+  plus off-the-shelf guessers. The folds are the ones the guessers trained with (each writes its ``folds.json`` next
+  to its weights, whatever seed its recipe used; they must agree with each other, :func:`curation_folds`); scoring a
+  video a guesser trained on raises :class:`FoldLeakError`.
 - **Validation split**: scored by guessers trained on the whole training split (a guesser whose ``folds.json`` names
   a validation video is refused).
 - **Hardening** (Algorithm 1, B.4.3): for each retained question, up to M = 32 configurations are drawn from its
@@ -271,7 +272,7 @@ def check_fold_rule(guesser: Guesser, fold: int, source_ids: set[str]) -> None:
             raise FoldLeakError(
                 f"guesser {guesser.name} trained on {len(leaked)} video(s) of fold {fold} "
                 f"(e.g. {', '.join(leaked[:3])}): its folds.json disagrees with the curation's folds; "
-                "use the same --num-folds and --fold-seed"
+                "the guessers were trained on another split or with other folds"
             )
 
 
@@ -293,6 +294,48 @@ def video_subjects(records: list[dict]) -> dict[str, str]:
     return {r["source_id"]: r.get("subject") or "unknown" for r in records}
 
 
+def curation_folds(
+    records: list[dict], guessers: list[Guesser], num_folds: int, fold_seed: int | None = None
+) -> dict[str, int]:
+    """The training split's folds: the assignment the fold guessers were trained with (each ``folds.json`` records
+    it, whatever seed their recipe used), which must be one assignment for all of them; without such guessers,
+    :func:`assign_folds` with ``fold_seed`` (default 42). A ``fold_seed`` given explicitly must agree with the
+    guessers' folds, since it then says what the user believes they were trained with."""
+    recorded = [g for g in guessers if g.trained_folds]
+    if not recorded:
+        return assign_folds(video_subjects(records), num_folds=num_folds, seed=42 if fold_seed is None else fold_seed)
+    reference = recorded[0]
+    for other in recorded[1:]:
+        shared = reference.trained_folds.keys() & other.trained_folds.keys()
+        differ = sorted(v for v in shared if reference.trained_folds[v] != other.trained_folds[v])
+        if differ or reference.trained_folds.keys() != other.trained_folds.keys():
+            example = differ[0] if differ else sorted(reference.trained_folds.keys() ^ other.trained_folds.keys())[0]
+            raise FoldLeakError(
+                f"guessers {reference.name} and {other.name} were trained on different folds (e.g. video {example}): "
+                "train every fold guesser with the same --num_folds, seed and training split"
+            )
+    folds = dict(reference.trained_folds)
+    count = len(set(folds.values()))
+    if count != num_folds:
+        raise FoldLeakError(
+            f"the guessers were trained with {count} folds (their folds.json), not --num-folds {num_folds}"
+        )
+    missing = sorted({r["source_id"] for r in records if r.get("source_id")} - folds.keys())
+    if missing:
+        raise FoldLeakError(
+            f"{len(missing)} video(s) of the split are in no guesser's folds.json (e.g. {missing[0]}): the guessers "
+            "were trained on another training split"
+        )
+    if fold_seed is not None:
+        expected = assign_folds(video_subjects(records), num_folds=num_folds, seed=fold_seed)
+        if any(expected[v] != folds[v] for v in expected):
+            raise FoldLeakError(
+                f"--fold-seed {fold_seed} gives other folds than the guessers were trained with (their folds.json); "
+                "leave --fold-seed out to use the guessers' own folds"
+            )
+    return folds
+
+
 def decide(curation: Curation, records: list[dict], scores_by_guesser: dict[str, dict], tau: float) -> None:
     for record in records:
         qid = record["question_id"]
@@ -309,7 +352,7 @@ def curate(
     sampling: Sampling = Sampling(),
     tau: float = DEFAULT_TAU,
     num_folds: int | None = None,
-    fold_seed: int = 42,
+    fold_seed: int | None = None,
 ) -> Curation:
     """Score every eligible question and decide. ``num_folds`` set: training-split curation by cross-validation;
     ``None``: every guesser scores every question (validation), after checking none trained on these videos."""
@@ -323,7 +366,7 @@ def curate(
             check_validation_rule(guesser, source_ids)
         decide(curation, scored, {g.name: score_records(g, scored, sampling, cache) for g in guessers}, tau)
         return curation
-    curation.folds = assign_folds(video_subjects(records), num_folds=num_folds, seed=fold_seed)
+    curation.folds = curation_folds(records, guessers, num_folds, fold_seed)
     for fold in range(num_folds):
         in_fold = [r for r in scored if curation.folds[r["source_id"]] == fold]
         eligible = [g for g in guessers if g.held_out_fold in (None, fold)]
@@ -630,7 +673,12 @@ def add_arguments(parser) -> None:
         "[,system_prompt_file=PATH]; repeatable",
     )
     parser.add_argument("--num-folds", type=int, help="cross-validated training curation (4 in the seed)")
-    parser.add_argument("--fold-seed", type=int, default=42, help="the seed the guessers' --fold runs used")
+    parser.add_argument(
+        "--fold-seed",
+        type=int,
+        help="folds for guessers without a folds.json (default 42); by default the fold guessers' own folds.json "
+        "(what their --fold runs trained with, whatever their seed) decides",
+    )
     parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS, help="R answers per question")
     parser.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE)
     parser.add_argument("--tau", type=float, default=DEFAULT_TAU, help="removed when any guesser's S >= tau")

@@ -130,8 +130,43 @@ def tiny_text_config(tokenizer, **overrides) -> dict:
     return config
 
 
+def read_corpus(path: Path | None) -> list[str] | None:
+    """The tokenizer's training text: :data:`CORPUS` plus the lines of ``path`` (e.g. a synthetic world's
+    ``corpus.txt``), so that the words a tiny model is trained on are whole tokens rather than bytes."""
+    if path is None:
+        return None
+    lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not lines:
+        raise ValueError(f"{path}: the corpus file is empty")
+    return CORPUS + lines
+
+
+def width_overrides(hidden_size: int) -> dict:
+    """The text tower at another width: the MLP twice as wide and one attention head (and key/value head) per 32
+    channels. The default 32 is the smallest stand-in; the learning checks on a synthetic world take 128, with which
+    a two-layer model learns on a CPU in minutes to point at an option by its content (at 32 it does not)."""
+    if hidden_size == 32:
+        return {}
+    if hidden_size % 32:
+        raise ValueError(f"hidden_size must be a multiple of 32, got {hidden_size}")
+    heads = max(2, hidden_size // 32)
+    return {
+        "hidden_size": hidden_size,
+        "intermediate_size": 2 * hidden_size,
+        "num_attention_heads": heads,
+        "num_key_value_heads": heads,
+    }
+
+
 def build_tiny_qwen3_vl(
-    out: Path, *, seed: int = 0, max_pixels: int = 64 * 64, weight_std: float | None = None, head_dim: int = 16
+    out: Path,
+    *,
+    seed: int = 0,
+    max_pixels: int = 64 * 64,
+    weight_std: float | None = None,
+    head_dim: int = 16,
+    corpus: Path | None = None,
+    hidden_size: int = 32,
 ) -> Path:
     """Write a random 2-layer Qwen3-VL and its processor to ``out``; frames are resized to at most ``max_pixels``.
 
@@ -139,7 +174,8 @@ def build_tiny_qwen3_vl(
     redraws every weight matrix from N(0, std) (seeded) so that greedy outputs depend on the prompt and the frames,
     which is what a test comparing two harnesses' outputs needs (0.3 does). ``head_dim`` is the text attention's
     head size (a multiple of 16; the M-RoPE sections keep the 2:1:1 split and sum to half of it): vLLM's CPU
-    attention refuses 16, so a stand-in served by ``vllm serve`` takes 64.
+    attention refuses 16, so a stand-in served by ``vllm serve`` takes 64. ``corpus``: extra tokenizer text
+    (:func:`read_corpus`); ``hidden_size``: the text width (:func:`width_overrides`).
     """
     import torch
     from transformers import (
@@ -150,7 +186,7 @@ def build_tiny_qwen3_vl(
         Qwen3VLVideoProcessor,
     )
 
-    tokenizer = train_tokenizer()
+    tokenizer = train_tokenizer(read_corpus(corpus), vocab_size=1024 if corpus else 640)
     token_id = tokenizer.convert_tokens_to_ids
     if head_dim % 16:
         raise ValueError(f"head_dim must be a multiple of 16 (the M-RoPE sections split it 2:1:1), got {head_dim}")
@@ -160,7 +196,11 @@ def build_tiny_qwen3_vl(
     rope_parameters = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope_section}
     rope_parameters["mrope_interleaved"] = True
     text_config = tiny_text_config(
-        tokenizer, head_dim=head_dim, rope_parameters=rope_parameters, tie_word_embeddings=True
+        tokenizer,
+        head_dim=head_dim,
+        rope_parameters=rope_parameters,
+        tie_word_embeddings=True,
+        **width_overrides(hidden_size),
     )
     vision_config = {
         "depth": 2,
@@ -207,14 +247,18 @@ def build_tiny_qwen3_vl(
     return out
 
 
-def build_tiny_causal_lm(out: Path, *, seed: int = 0) -> Path:
-    """Write a random 2-layer text-only Qwen3 and its tokenizer to ``out`` (blind guessers, SurgiQ scoring)."""
+def build_tiny_causal_lm(
+    out: Path, *, seed: int = 0, corpus: Path | None = None, hidden_size: int = 32, head_dim: int = 16
+) -> Path:
+    """Write a random 2-layer text-only Qwen3 and its tokenizer to ``out`` (blind guessers, SurgiQ scoring).
+    ``corpus``: extra tokenizer text (:func:`read_corpus`); ``hidden_size``: the width (:func:`width_overrides`)."""
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    tokenizer = train_tokenizer(chat_template=QWEN3_TEMPLATE)
+    tokenizer = train_tokenizer(read_corpus(corpus), vocab_size=1024 if corpus else 640, chat_template=QWEN3_TEMPLATE)
     torch.manual_seed(seed)
-    model = Qwen3ForCausalLM(Qwen3Config(**tiny_text_config(tokenizer, tie_word_embeddings=True)))
+    text_config = tiny_text_config(tokenizer, tie_word_embeddings=True, head_dim=head_dim, **width_overrides(hidden_size))
+    model = Qwen3ForCausalLM(Qwen3Config(**text_config))
     out = Path(out)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
@@ -229,15 +273,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--kind", choices=list(BUILDERS), default="qwen3-vl")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--head-dim", type=int, help="qwen3-vl only: text attention head size (vLLM on CPU: 64)")
+    parser.add_argument("--head-dim", type=int, help="text attention head size (default 16; vLLM on CPU: 64)")
     parser.add_argument("--weight-std", type=float, help="qwen3-vl only: redraw weights from N(0, std)")
     parser.add_argument("--max-pixels", type=int, help="qwen3-vl only: the processor's largest frame, in pixels")
+    parser.add_argument("--hidden-size", type=int, help="the text width (default 32; a multiple of 32)")
+    parser.add_argument("--corpus", type=Path, help="extra tokenizer text, one line each (a world's corpus.txt)")
     args = parser.parse_args(argv)
-    options = {"head_dim": args.head_dim, "weight_std": args.weight_std, "max_pixels": args.max_pixels}
+    options = {"weight_std": args.weight_std, "max_pixels": args.max_pixels}
     options = {key: value for key, value in options.items() if value is not None}
     if options and args.kind != "qwen3-vl":
         parser.error(f"--{next(iter(options)).replace('_', '-')} applies to --kind qwen3-vl only")
-    print(BUILDERS[args.kind](args.out, seed=args.seed, **options))
+    options |= {k: v for k, v in (("hidden_size", args.hidden_size), ("head_dim", args.head_dim)) if v is not None}
+    print(BUILDERS[args.kind](args.out, seed=args.seed, corpus=args.corpus, **options))
     return 0
 
 

@@ -1,0 +1,197 @@
+"""The synthetic world (builders/sureon/world.py): a release in the official layout whose answers lie in the frames.
+
+What a user relies on: the release builds with `sureon build sureon`; each answer is drawn into its clip (read back
+from the built frames, so a frame/label misalignment anywhere between the world and the build fails here); the
+planted shortcuts are where the ground truth says and nowhere else; two worlds with the same settings are
+byte-identical.
+"""
+
+import hashlib
+import json
+import re
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from builders.options import LETTERS
+from builders.sureon import world
+from sureon.cli import main as sureon
+
+
+SMALL = {
+    "videos": {"train": 6, "validation": 2, "test": 3},
+    "questions_per_video": {"train": 10, "validation": 10, "test": 10},
+    "shortcuts": {
+        "train": {"length": 0.25, "position": 0.25, "wording": 0.25, "procedure": 0.25},
+        "validation": {"length": 0.5},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def small_world(tmp_path_factory):
+    out = tmp_path_factory.mktemp("world")
+    summary = world.write_world(out, world.WorldConfig.from_dict(SMALL))
+    return out, summary
+
+
+@pytest.fixture(scope="module")
+def built(small_world, tmp_path_factory):
+    out, _ = small_world
+    build = tmp_path_factory.mktemp("world_build") / "build"
+    code = sureon(
+        ["build", "sureon", "--release", str(out / "release"), "--videos", str(out / "videos"), "--out", str(build),
+         "--configs", "bench", "train_all", "validation", "--max-frames", "4", "--min-frames", "4",
+         "--cache-dir", str(build.parent / "cache")]
+    )
+    assert code == 0
+    return build
+
+
+def rows(build, config):
+    """The config's records with their frames as images (the training configs store them as files)."""
+    from datasets import load_dataset
+    from PIL import Image
+
+    from builders.hub import resolve_frames
+
+    split = {"bench": "test", "train_all": "train"}.get(config, config)
+    records = [resolve_frames(r, build) for r in load_dataset(str(build), config, split=split)]
+    return [r | {"frames": [Image.open(f) if isinstance(f, str) else f for f in r["frames"]]} for r in records]
+
+
+def digest(folder):
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_two_worlds_with_the_same_settings_are_byte_identical(small_world, tmp_path):
+    out, _ = small_world
+    again = tmp_path / "again"
+    world.write_world(again, world.WorldConfig.from_dict(SMALL))
+    assert digest(out) == digest(again)
+    other = tmp_path / "other"
+    world.write_world(other, world.WorldConfig.from_dict(SMALL | {"seed": 1}), videos=False)
+    assert (other / "release" / "data" / "train-00000-of-00001.parquet").read_bytes() != (
+        out / "release" / "data" / "train-00000-of-00001.parquet"
+    ).read_bytes()
+
+
+def test_the_release_builds_with_every_category_and_the_option_counts_of_the_release(built):
+    bench, train = rows(built, "bench"), rows(built, "train_all")
+    assert len(bench) == 30 and len(train) == 60
+    assert {r["category"] for r in train} == set(world.ALL_CODES)
+    for record in bench + train:
+        if record["category"] in world.MCQ_CODES:
+            assert len(record["options"]) == (7 if record in bench else 4)
+            assert record["options"][record["answer_index"]] == record["answer"]
+        elif record["category"] == "TO":
+            assert sorted(record["answer_order"]) == ["A", "B", "C"]
+        assert len(record["frames"]) == 4
+
+
+def mean_colour(frame):
+    pixels = np.asarray(frame.convert("RGB")).reshape(-1, 3).astype(float)
+    bright = pixels[pixels.max(axis=1) > 100]  # the square, not the dark field
+    return bright.mean(axis=0) if len(bright) else None
+
+
+def nearest_colour(rgb):
+    return int(np.argmin([np.abs(np.array(c) - rgb).sum() for c in world.COLOURS]))
+
+
+def test_each_answer_is_in_its_frames(built):
+    """Read the answer back from the built frames: the colour for EE, the phase order for TO, the next phase for F,
+    the square's travel for AD."""
+    checked = Counter()
+    for record in rows(built, "bench") + rows(built, "train_all"):
+        code, frames = record["category"], record["frames"]
+        truth = record["answer"].split(world.ELABORATION)[0]
+        if code == "EE":
+            assert world.INSTRUMENTS[nearest_colour(mean_colour(frames[1]))] == truth
+        elif code == "TO":
+            events = dict(re.findall(r"([ABC]): (.+?)(?= [ABC]: |$)", record["question"]))
+            shown = []
+            for frame in frames:
+                phase = world.PHASES[nearest_colour(mean_colour(frame))].lower()
+                if not shown or shown[-1] != phase:
+                    shown.append(phase)
+            assert [events[letter] for letter in record["answer_order"]] == shown
+        elif code == "F":
+            last = nearest_colour(mean_colour(frames[-1]))
+            assert truth == world.PHASES[(last + 1) % 7]
+        elif code == "AD" and truth in ("Retracting to the right", "Retracting to the left"):
+            xs = [np.nonzero(np.asarray(f.convert("L")).max(axis=0) > 100)[0].mean() for f in frames]
+            assert (xs[-1] > xs[0]) == (truth == "Retracting to the right")
+        else:
+            continue
+        checked[code] += 1
+    assert min(checked[c] for c in ("EE", "TO", "F")) >= 3
+
+
+def test_shortcuts_are_planted_where_the_ground_truth_says(small_world):
+    out, summary = small_world
+    truth = world.read_shortcuts(out)
+    import pyarrow.parquet as pq
+
+    by_id = {}
+    for split in world.SPLITS:
+        for row in pq.read_table(out / "release" / "data" / f"{split}-00000-of-00001.parquet").to_pylist():
+            by_id[row["question_id"]] = row | {"split": split}
+    assert set(by_id) == set(truth)
+    counts = summary["counts"]
+    mcq_train = sum(counts["train"]["categories"][c] for c in world.MCQ_CODES)
+    assert counts["train"]["shortcuts"] == {k: round(0.25 * mcq_train) for k in world.SHORTCUT_KINDS}
+    assert counts["test"]["shortcuts"] == {}
+    for qid, kind in truth.items():
+        row = by_id[qid]
+        correct = [o for o in row["options"] if o["correct"]]
+        long_option = any(world.ELABORATION in o["text"] for o in row["options"])
+        assert long_option == (kind == "length"), qid
+        assert (world.NARRATOR_REMARK.split(":")[0] in row["question"]) == (kind == "wording"), qid
+        if kind == "position":
+            assert correct[0]["letter"] == "A"
+        if kind == "procedure":
+            code = next(c.code for c in world.BY_CODE.values() if c.slug == row["category"])
+            prior = world.procedure_prior(world.WorldConfig.from_dict(SMALL), row["procedure"].lower(), code)
+            assert correct[0]["text"] == world.VOCABULARY[code][prior]
+        if kind is None and row["options"]:
+            assert len({len(o["text"]) > 40 for o in row["options"]}) == 1  # no option stands out by length
+
+
+def test_answer_positions_are_shuffled_by_a_seeded_rng(small_world):
+    out, _ = small_world
+    import pyarrow.parquet as pq
+
+    test_rows = pq.read_table(out / "release" / "data" / "test-00000-of-00001.parquet").to_pylist()
+    letters = Counter(o["letter"] for r in test_rows for o in r["options"] if o["correct"])
+    assert len(letters) >= 4, letters
+    assert set(letters) <= set(LETTERS[:7])
+
+
+def test_bad_settings_are_refused_with_the_key_to_fix():
+    with pytest.raises(ValueError, match="unknown kind"):
+        world.WorldConfig.from_dict({"shortcuts": {"train": {"verbosity": 0.5}}})
+    with pytest.raises(ValueError, match="sum to at most 1"):
+        world.WorldConfig.from_dict({"shortcuts": {"train": {"length": 0.7, "wording": 0.6}}})
+    with pytest.raises(ValueError, match="unknown key"):
+        world.WorldConfig.from_dict({"colours": 3})
+    with pytest.raises(ValueError, match="categories"):
+        world.WorldConfig.from_dict({"categories": ["XX"]})
+
+
+def test_the_command_writes_a_world_and_its_settings_file_remakes_it(tmp_path, capsys):
+    out = tmp_path / "w"
+    argv = ["world", "--out", str(out), "--no-videos", "--videos-per-split", "train=4", "validation=1", "test=2",
+            "--shortcut", "train:wording=0.5"]
+    assert sureon(argv) == 0
+    summary = json.loads((out / "world.json").read_text())
+    assert summary["config"]["shortcuts"]["train"] == {"wording": 0.5}
+    assert "train: 48 questions over 4 videos" in capsys.readouterr().out
+    again = tmp_path / "again"
+    assert sureon(["world", "--out", str(again), "--no-videos", "--config", str(out / "world.json")]) == 0
+    assert (again / "shortcuts.jsonl").read_bytes() == (out / "shortcuts.jsonl").read_bytes()
