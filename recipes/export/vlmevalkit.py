@@ -7,9 +7,9 @@
 VLMEvalKit (PyPI ``ms-vlmeval`` 0.0.20; ``make vlmevalkit_venv`` builds it in an environment of its own) reads each
 dataset from a TSV (``vlmeval/dataset/image_base.py``: ``index``, ``question``, option columns ``A``..., ``answer``,
 ``category``, ``l2-category``, ``split``, then ``image`` in base64 or ``image_path``). An unregistered TSV would be
-loaded as VLMEvalKit's custom MCQ dataset, with its own prompt and its own answer matching (exact letter matching,
-else an LLM judge, with a silent fallback when none is reachable: VLMEvalKit issue 305): not the paper's protocol.
-So the export registers a dataset class of its own, the smallest registration VLMEvalKit has: ``run_vlmevalkit.py``
+loaded as VLMEvalKit's custom MCQ dataset, with its own prompt and its own answer matching (an LLM judge that falls
+back to exact matching, with a warning, when unreachable: ``vlmeval/dataset/image_mcq.py``, VLMEvalKit issue 305):
+not the paper's protocol. So the export registers a dataset class of its own, the smallest registration VLMEvalKit has: ``run_vlmevalkit.py``
 in the export folder (a generated shim) adds :func:`register`'s class to ``vlmeval.dataset`` (its
 ``DATASET_CLASSES``, which ``build_dataset`` and ``--config``'s ``"class"`` look up) and then runs VLMEvalKit's own
 ``vlmeval.run.main`` with every argument it was given. Nothing of VLMEvalKit is copied or changed.
