@@ -9,10 +9,11 @@ dataset from a TSV (``vlmeval/dataset/image_base.py``: ``index``, ``question``, 
 ``category``, ``l2-category``, ``split``, then ``image`` in base64 or ``image_path``). An unregistered TSV would be
 loaded as VLMEvalKit's custom MCQ dataset, with its own prompt and its own answer matching (an LLM judge that falls
 back to exact matching, with a warning, when unreachable: ``vlmeval/dataset/image_mcq.py``, VLMEvalKit issue 305):
-not the paper's protocol. So the export registers a dataset class of its own, the smallest registration VLMEvalKit has: ``run_vlmevalkit.py``
-in the export folder (a generated shim) adds :func:`register`'s class to ``vlmeval.dataset`` (its
-``DATASET_CLASSES``, which ``build_dataset`` and ``--config``'s ``"class"`` look up) and then runs VLMEvalKit's own
-``vlmeval.run.main`` with every argument it was given. Nothing of VLMEvalKit is copied or changed.
+not the paper's protocol. So the export registers a dataset class of its own, the smallest registration VLMEvalKit
+has: ``run_vlmevalkit.py`` in the export folder (a generated shim) adds :func:`register`'s class to
+``vlmeval.dataset`` (its ``DATASET_CLASSES``, which ``build_dataset`` and ``--config``'s ``"class"`` look up) and then
+runs VLMEvalKit's own ``vlmeval.run.main`` with every argument it was given; nothing of VLMEvalKit is copied or
+changed.
 
 The datasets (``--name`` prefixes them, default ``Sureon``):
 
@@ -220,7 +221,8 @@ def score_predictions(eval_file: str | Path, dataset: str, entry: dict) -> dict:
     rows = read_table(path)
     if len(rows) != entry["rows"]:
         raise ValueError(
-            f"{path}: {len(rows)} predictions for the {entry['rows']} rows of {dataset}; rerun VLMEvalKit"
+            f"{path}: {len(rows)} predictions for the {entry['rows']} rows of {dataset}; the scores need every row "
+            "(rerun VLMEvalKit without --limit)"
         )
     if entry["kind"] == SUREON:
         records = [record for _, record in sureon_records(path, model, rows)]
