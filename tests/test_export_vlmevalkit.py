@@ -30,6 +30,8 @@ from sureon.cli import main as cli_main
 
 CONDITIONS = {"Sureon_visual": ["visual"], "Sureon_blind": ["blind"], "Sureon": ["visual", "blind"]}
 MODEL = "tiny-qwen3-vl"
+PUBLIC_BENCHMARK = "bench-cholec80-phase-frame"
+PUBLIC_DATASET = f"Sureon_{PUBLIC_BENCHMARK}"
 
 
 @pytest.fixture(scope="module")
@@ -260,7 +262,7 @@ def test_a_public_table_is_scored_as_sureon_report_public_scores_the_runners_rec
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-def test_vlmevalkit_runs_the_export_like_sureon_eval_sureon(bench, tmp_path):
+def test_vlmevalkit_runs_the_export_like_sureon_eval_sureon(bench, public_export, tmp_path):
     from recipes.training.tiny_models import build_tiny_qwen3_vl
 
     venv = Path(os.environ.get("SUREON_VLMEVALKIT_VENV") or REPO / "build" / "vlmevalkit-venv")
@@ -272,8 +274,10 @@ def test_vlmevalkit_runs_the_export_like_sureon_eval_sureon(bench, tmp_path):
         timeout=3000,
     )
     model = build_tiny_qwen3_vl(tmp_path / "tiny-vl", max_pixels=256 * 256, weight_std=0.3)
+    public_build, _ = public_export
     out = tmp_path / "export"
-    assert cli_main(["export", "vlmevalkit", "--dataset", str(bench), "--out", str(out)]) == 0
+    argv = ["export", "vlmevalkit", "--dataset", str(bench), "--public", str(public_build), "--out", str(out)]
+    assert cli_main(argv + ["--benchmark", PUBLIC_BENCHMARK]) == 0
 
     ours_dir = tmp_path / "ours"
     argv = ["eval", "sureon", "--model", str(model), "--model-name", MODEL, "--dataset", str(bench)]
@@ -284,7 +288,7 @@ def test_vlmevalkit_runs_the_export_like_sureon_eval_sureon(bench, tmp_path):
 
     config = {  # greedy: the tiny model's generation config does not sample; 16 new tokens as ours
         "model": {MODEL: {"class": "Qwen3VLChat", "model_path": str(model), "max_new_tokens": 16}},
-        "data": {"Sureon": {"class": export.CLASS_NAME, "dataset": "Sureon"}},
+        "data": {name: {"class": export.CLASS_NAME, "dataset": name} for name in ("Sureon", PUBLIC_DATASET)},
     }
     (tmp_path / "config.json").write_text(json.dumps(config))
     work = tmp_path / "vlmeval"
@@ -324,7 +328,22 @@ def test_vlmevalkit_runs_the_export_like_sureon_eval_sureon(bench, tmp_path):
         assert cli_main(["report", "sureon", source, "--out", str(report_dir), "--resamples", "500"]) == 0
         reports.append(json.loads((report_dir / "report.json").read_text())["models"])
     assert reports[0] == reports[1]
+    # a public benchmark, as `sureon eval public` shows it with frames as images
+    public_dir = tmp_path / "ours_public"
+    argv = ["eval", "public", "--model", str(model), "--model-name", MODEL, "--dataset", str(public_build)]
+    argv += ["--benchmark", PUBLIC_BENCHMARK, "--frames-as", "images", "--max-new-tokens", "16", "--batch-size", "1"]
+    assert cli_main(argv + ["--device", "cpu", "--out", str(public_dir)]) == 0
+    ours_public = [json.loads(line) for line in (public_dir / "predictions.jsonl").open()]
+    public_table = work / MODEL / f"{MODEL}_{PUBLIC_DATASET}.xlsx"
+    written = public_table.with_name(f"{public_table.stem}_sureon_predictions.jsonl")
+    assert [json.loads(line) for line in written.open()] == ours_public  # every output, parsed answer and field
+    public_reports = []
+    for source in (str(public_table), str(public_dir / "predictions.jsonl")):
+        report_dir = tmp_path / f"public-report-{len(public_reports)}"
+        assert cli_main(["report", "public", source, "--out", str(report_dir), "--no-paper"]) == 0
+        public_reports.append(json.loads((report_dir / "report.json").read_text())["results"])
+    assert public_reports[0] == public_reports[1]
     print(
         f"\nVLMEvalKit vs sureon eval sureon: {len(ours)} outputs identical; mu visual {score['mu_visual']}, "
-        f"blind {score['mu_blind']}, MG {score['mg']}"
+        f"blind {score['mu_blind']}, MG {score['mg']}; {PUBLIC_BENCHMARK}: {len(ours_public)} outputs identical"
     )
