@@ -11,7 +11,7 @@ DEMO_DIR := build/demo
 SURGIQ_SAMPLE := sample_data/surgiq
 CHECK_DIRS := sureon builders public_converters recipes model_cards tests benchmarks sample_data
 
-.PHONY: setup system-deps demo test slow_test vllm_venv quality style bench clean
+.PHONY: setup system-deps demo test slow_test vllm_venv vlmevalkit_venv quality style bench clean
 
 setup: $(STAMP)
 
@@ -85,6 +85,12 @@ slow_test: $(STAMP)
 # reused while its pins are current. tests/test_vllm.py builds it too.
 vllm_venv:
 	PYTHON=$(PYTHON) bash tests/vllm_venv.sh build/vllm-venv
+
+# VLMEvalKit (PyPI: ms-vlmeval) in an environment of its own (it pulls ~170 packages, decord, opencv-python and an
+# omegaconf pre-release among them); built once, reused while its pins are current. tests/test_export_vlmevalkit.py
+# builds it too. Run an export with it: build/vlmevalkit-venv/bin/python EXPORT/run_vlmevalkit.py ...
+vlmevalkit_venv:
+	PYTHON=$(PYTHON) bash tests/vlmevalkit_venv.sh build/vlmevalkit-venv
 
 quality: $(STAMP)
 	$(VENV)/bin/ruff check $(CHECK_DIRS)

@@ -14,6 +14,7 @@
     sureon shortcuts surgiq --dataset DIR_OR_ID [--config default] [--out DIR]
     sureon export lm-eval --dataset SURGIQ_BUILD --out DIR
     sureon export lmms-eval --dataset SUREON_BUILD --out DIR
+    sureon export vlmevalkit [--dataset SUREON_BUILD] [--public PUBLIC_BUILD] --out DIR
     sureon export sft --format swift|llava --dataset BUILD [--config db] --out FILE
     sureon pipeline split|stage1|stage2 ...  (the construction pipeline, see sureon/pipeline.py)
     sureon curate --dataset DIR_OR_ID --config train_all|validation --guesser SPEC [...] --out DIR
@@ -310,6 +311,14 @@ def add_exports(commands) -> None:
         "recipes.export.lmms_eval",
         help="the Sureon benchmark as lmms-eval 0.7 tasks (visual, blind, both with MG) over a local build",
         description="Export the Sureon benchmark as lmms-eval tasks (see recipes/export/lmms_eval.py).",
+    )
+    add_module_command(
+        targets,
+        "vlmevalkit",
+        "recipes.export.vlmevalkit",
+        help="the Sureon benchmark (visual, blind, both) and the public benchmarks as VLMEvalKit datasets",
+        description="Export the Sureon and public benchmarks as VLMEvalKit datasets scored by the project's own code "
+        "(see recipes/export/vlmevalkit.py).",
     )
     add_module_command(
         targets,

@@ -139,20 +139,24 @@ def results_for(metrics: list[str]):
 
 def aggregation(metric: str):
     """The aggregation of one metric: ``mu_visual``, ``blind_EE``, ``mg``, ``mg_TO``, ... from :func:`summarize`."""
-    kind, _, category = metric.partition("_")
 
     def aggregate(predictions: list[dict]) -> float | None:
         modes = sorted({p["mode"] for p in predictions}, key=["visual", "blind"].index)
-        summary = summarize(predictions, modes)
-        if kind == "mg":
-            gain = summary["multimodal_gain"]
-            return gain["mu"] if not category else gain["per_category"].get(category)
-        if kind == "mu":
-            return summary["modes"][category]["mu"]
-        return summary["modes"][kind]["per_category"].get(category, {}).get("accuracy")
+        return metric_value(summarize(predictions, modes), metric)
 
     aggregate.__name__ = f"aggregate_{metric}"
     return aggregate
+
+
+def metric_value(summary: dict, metric: str) -> float | None:
+    """One metric named as :func:`metric_names` names them, read from :func:`summarize`'s summary."""
+    kind, _, category = metric.partition("_")
+    if kind == "mg":
+        gain = summary["multimodal_gain"]
+        return gain["mu"] if not category else gain["per_category"].get(category)
+    if kind == "mu":
+        return summary["modes"][category]["mu"]
+    return summary["modes"][kind]["per_category"].get(category, {}).get("accuracy")
 
 
 # --- the export -----------------------------------------------------------------------------------------------------
@@ -268,23 +272,14 @@ def readme(dataset: str, config: str, tasks: dict[str, list[str]], rows: int, ma
     )
 
 
-def export_lmms_eval(
-    dataset: str,
-    out: Path,
-    *,
-    config: str = "bench",
-    split: str = "test",
-    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
-    overwrite: bool = False,
-) -> dict:
+def load_sureon_split(dataset: str, config: str, split: str, harness: str):
+    """``(absolute build folder, split)`` of a local Sureon build with frames for every question; anything else (a
+    Hub id, a public-corpus build, an annotation-only build) is refused with what to do instead."""
     from datasets import load_dataset
 
-    from builders.hub import media_root, staged_output
-
-    check_counts(max_new_tokens=max_new_tokens)
     source = Path(dataset).resolve()
     if not source.is_dir():
-        raise FileNotFoundError(f"{dataset}: not a local build folder (lmms-eval reads the build by path)")
+        raise FileNotFoundError(f"{dataset}: not a local build folder ({harness} reads the build by path)")
     docs = load_dataset(str(source), config, split=split)
     missing = [column for column in REQUIRED_COLUMNS if column not in docs.column_names]
     if "question_id" in missing or "category" in missing or "answer_format" in missing:
@@ -298,10 +293,26 @@ def export_lmms_eval(
             f"{dataset} ({config}/{split}) has no frames (an annotation-only build): rebuild it with `sureon build "
             "sureon --videos ...`"
         )
-    root = media_root(source, docs)
     empty = [qid for qid, ts in zip(docs["question_id"], docs["frame_timestamps"], strict=True) if not ts]
     if empty:
         raise ValueError(f"{dataset}: {len(empty)} question(s) without frames, e.g. {empty[:3]}: rebuild with videos")
+    return source, docs
+
+
+def export_lmms_eval(
+    dataset: str,
+    out: Path,
+    *,
+    config: str = "bench",
+    split: str = "test",
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+    overwrite: bool = False,
+) -> dict:
+    from builders.hub import media_root, staged_output
+
+    check_counts(max_new_tokens=max_new_tokens)
+    source, docs = load_sureon_split(dataset, config, split, "lmms-eval")
+    root = media_root(source, docs)
     categories = accuracy_categories(docs)
     tasks = {task: metric_names(modes, categories) for task, modes in TASK_MODES.items()}
     out = Path(out)

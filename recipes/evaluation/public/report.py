@@ -23,7 +23,9 @@ One JSON object per line, one line per query (the public-benchmark runner writes
      "reference_boxes": [{"label": "Grasper", "bbox": [x1, y1, x2, y2]}],  # tool_localization: ground truth
      "raw_output": "..."}                # optional, kept by the runner for inspection
 
-``sureon eval public`` writes this format from the ``bench-*`` configs of a public build. The report prints the seed's
+``sureon eval public`` writes this format from the ``bench-*`` configs of a public build. VLMEvalKit's prediction
+tables (``.xlsx`` / ``.tsv``) of the benchmarks ``sureon export vlmevalkit`` writes are read as well, each output
+parsed as ``sureon eval public`` parses it (``recipes/evaluation/prediction_tables.py``). The report prints the seed's
 Table 5 first: (a) video-averaged macro-F1 on Cholec80 phase, HeiChole phase and HeiChole action per model and input
 mode ("Model (clip)" rows), (b) Cholec80's accuracy, precision and recall, and beside it, labelled, precision, recall
 and Jaccard in the Cholec80 / M2CAI challenge script's convention (the script many published Cholec80 tables use;
@@ -45,6 +47,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from recipes.evaluation.prediction_tables import is_prediction_table, records_of
 from recipes.evaluation.public.metrics import cvs_accuracy, map50, parse_yes_no, read_video_list, video_averaged_scores
 from recipes.evaluation.reporting import load_run_settings, markdown_table, named_path, pct, runs_table, write_report
 from recipes.evaluation.sureon.metrics import PredictionError, read_jsonl
@@ -171,7 +174,8 @@ def load_groups(specs: list[str], exclusions: dict) -> dict[tuple[str, str, str,
     seen: dict[tuple, str] = {}
     for spec in specs:
         name, path = named_path(spec)
-        for where, row in read_jsonl(path):
+        rows = records_of(path, name, "public") if is_prediction_table(path) else read_jsonl(path)
+        for where, row in rows:
             record = validate(row, where)
             model = name or row.get("model")
             if not model:

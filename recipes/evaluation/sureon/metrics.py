@@ -123,11 +123,21 @@ def read_jsonl(path: str | Path) -> Iterable[tuple[str, dict]]:
                 ) from None
 
 
+def prediction_rows(path: str | Path, model: str | None = None) -> Iterable[tuple[str, dict]]:
+    """``("where", record)`` of a ``predictions.jsonl``, or of a VLMEvalKit prediction table (``.xlsx`` / ``.tsv``)
+    of a dataset ``sureon export vlmevalkit`` wrote, scored into the same records (``model``: its name, else the one
+    VLMEvalKit gave the file)."""
+    from recipes.evaluation.prediction_tables import is_prediction_table, records_of
+
+    return records_of(path, model, "sureon") if is_prediction_table(path) else read_jsonl(path)
+
+
 def read_predictions(path: str | Path, model: str | None = None) -> dict[str, list[Prediction]]:
-    """Records of one file grouped by model; ``model`` renames them all (the file must then hold one model)."""
+    """Records of one file (``predictions.jsonl`` or a VLMEvalKit table) grouped by model; ``model`` renames them all
+    (the file must then hold one model)."""
     by_model: dict[str, list[Prediction]] = defaultdict(list)
     seen: dict[tuple[str, str, str], str] = {}
-    for where, row in read_jsonl(path):
+    for where, row in prediction_rows(path, model):
         prediction = parse_prediction(row, where)
         key = (prediction.model, prediction.question_id, prediction.mode)
         if key in seen:

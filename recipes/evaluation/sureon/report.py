@@ -4,6 +4,9 @@
         --human human_baseline.jsonl --out reports/sureon
 
 A file may hold several models (named by its ``model`` field) or be named on the command line (``NAME=PATH``).
+VLMEvalKit's prediction tables of the datasets ``sureon export vlmevalkit`` writes (``MODEL/MODEL_Sureon.xlsx`` or
+``.tsv``) are read as well: each row's output is parsed and scored as ``sureon eval sureon`` scores it
+(``recipes/evaluation/prediction_tables.py``), the model named after the file unless ``NAME=PATH`` says otherwise.
 The human baseline is a prediction file too (visual mode, no sequence summaries). The report folder holds
 ``report.md`` (the Table 3 layout, confidence-interval tables in the style of Tables 14-17, the pairwise McNemar
 table in the style of Table 18, sequence summaries, unparseable answers, the runs' settings), ``report.json`` (every

@@ -1,0 +1,533 @@
+"""``sureon export vlmevalkit``: the Sureon benchmark and the public benchmarks (Table 5) as VLMEvalKit datasets.
+
+    sureon export vlmevalkit --dataset data/sureon --public data/public --out vlmeval_sureon
+    python vlmeval_sureon/run_vlmevalkit.py --config my_models_and_sureon.json --work-dir runs/vlmeval
+    sureon report sureon runs/vlmeval/MODEL/MODEL_Sureon.xlsx --out reports/sureon
+
+VLMEvalKit (PyPI ``ms-vlmeval`` 0.0.20; ``make vlmevalkit_venv`` builds it in an environment of its own) reads each
+dataset from a TSV (``vlmeval/dataset/image_base.py``: ``index``, ``question``, option columns ``A``..., ``answer``,
+``category``, ``l2-category``, ``split``, then ``image`` in base64 or ``image_path``). An unregistered TSV would be
+loaded as VLMEvalKit's custom MCQ dataset, with its own prompt and its own answer matching (an LLM judge that falls
+back to exact matching, with a warning, when unreachable: ``vlmeval/dataset/image_mcq.py``, VLMEvalKit issue 305):
+not the paper's protocol. So the export registers a dataset class of its own, the smallest registration VLMEvalKit
+has: ``run_vlmevalkit.py`` in the export folder (a generated shim) adds :func:`register`'s class to
+``vlmeval.dataset`` (its ``DATASET_CLASSES``, which ``build_dataset`` and ``--config``'s ``"class"`` look up) and then
+runs VLMEvalKit's own ``vlmeval.run.main`` with every argument it was given; nothing of VLMEvalKit is copied or
+changed.
+
+The datasets (``--name`` prefixes them, default ``Sureon``):
+
+- ``Sureon_visual``, ``Sureon_blind`` and ``Sureon`` (every question in both conditions, with the multimodal gain):
+  the Sureon build's split (``--config bench``), all its categories. A row's prompt is the project's one formatter
+  (:func:`builders.prompt.format_messages`, frames as tagged images): the clip's time range, each of the build's
+  frames after its ``Frame at HH:MM:SS.ss:`` tag, the question, the lettered options and the instruction; the blind
+  rows are the same call with ``blind=True`` and hold no frame. The dataset sets ``force_use_dataset_prompt``, so
+  no model replaces the prompt with its own.
+- ``Sureon_bench-<source>-<task>-<mode>``, one per ``bench-*`` config of a public build (``--public``), prompted as
+  ``sureon eval public`` prompts them (a frame row shows its frame, a clip row its 8 tagged frames).
+
+Frames are the build's own files, never re-sampled: a dataset is an image dataset whose rows hold the frames the
+build sampled (``image_path``, relative to the dataset's frame folder), not a video dataset (VLMEvalKit's video
+datasets sample ``nframe`` frames or ``fps`` themselves). Frames embedded in the build are written once, byte for
+byte, under ``frames/``; frames the build stores as files (a public build's ``media/``, a ``files``-layout config)
+are read from the build folder by absolute path (export again after moving it). The TSVs keep VLMEvalKit's columns
+for people who read them, and add ``question_id``, ``mode``, ``answer_format``, ``frame_timestamps`` and
+``sureon_record`` (the build's row as JSON, every field but the frames), which is what scoring reads.
+
+Scoring is the project's: the dataset's ``evaluate`` reads VLMEvalKit's prediction table
+(:mod:`recipes.evaluation.prediction_tables`, the reader ``sureon report`` uses too) and scores each output as
+``sureon eval`` does: Sureon answers by :func:`recipes.evaluation.sureon.evaluate.score_all` (option letter, exact
+temporal order) and :func:`summarize` (μ over the accuracy-scored questions, each category, MG = μ_visual − μ_blind in
+points), named as the lmms-eval export names them (``mu_visual``, ``visual_AD``, ``mg``, ``mg_TO``, ...); public
+answers by :func:`recipes.evaluation.public.evaluate.prediction_record` and Table 5's metrics
+(:func:`recipes.evaluation.public.report.score_group`). Beside the table it writes
+``MODEL_DATASET_sureon_predictions.jsonl`` (``sureon eval``'s records) and ``MODEL_DATASET_score.json`` (what it
+returns, which VLMEvalKit prints). Sequence summaries (SM) are generated but not judged here: their grade is our strict
+LLM judge's (``sureon eval sureon --judge-model``), and ``sureon report sureon`` lists them as not judged.
+
+What equals ``sureon eval sureon`` and what does not: the prompt text, the frames, the parser and the metrics are the
+same code. The model call is VLMEvalKit's: its Qwen3-VL class (``Qwen3VLChat``) resizes images with
+``qwen_vl_utils`` before its processor (ours lets the processor resize), sends a system message only when its config
+sets ``system_prompt`` (ours sends the one a model was trained with) and samples with its config's ``temperature``,
+``top_p``, ``top_k`` (ours decodes greedily); compare with ``sureon eval sureon --frames-as images``, which shows
+frames as VLMEvalKit does (our runner's default for Qwen3-VL is one video with the true timestamps). On the sample
+build's 192x108 frames the slow test (``tests/test_export_vlmevalkit.py``) found every output identical.
+"""
+
+import argparse
+import io
+import json
+from pathlib import Path
+
+from builders.options import LETTERS
+from builders.prompt import answer_target, format_messages, question_text
+from builders.sureon.categories import BY_CODE, MCQ, OPEN, ORDERING
+from recipes.evaluation.prediction_tables import (
+    MODE_COLUMN,
+    RECORD_COLUMN,
+    public_records,
+    read_table,
+    sureon_records,
+    table_model_name,
+)
+from recipes.export.task_files import PROJECT_ROOT, write_json
+
+
+COMMAND = "sureon export vlmevalkit"
+LAUNCHER = "run_vlmevalkit.py"
+MANIFEST = "manifest.json"
+FRAMES = "frames"
+CLASS_NAME = "SureonDataset"
+SUREON, PUBLIC = "sureon", "public"
+CONDITIONS = {"visual": ("visual",), "blind": ("blind",), "": ("visual", "blind")}  # dataset name suffix -> modes
+IMAGE_EXTENSIONS = {"JPEG": ".jpg", "PNG": ".png", "WEBP": ".webp"}
+BASE_COLUMNS = ["index", "question"]
+TAIL_COLUMNS = ["answer", "category", "l2-category", "split", "question_id", MODE_COLUMN, "answer_format"]
+TAIL_COLUMNS += ["frame_timestamps", "image_path", RECORD_COLUMN]
+
+
+# --- frames ---------------------------------------------------------------------------------------------------------
+
+
+def _extension(data: bytes, where: str) -> str:
+    from PIL import Image
+
+    try:
+        kind = Image.open(io.BytesIO(data)).format
+    except (OSError, ValueError) as err:  # PIL's UnidentifiedImageError is an OSError
+        raise ValueError(f"{where}: a frame is not a readable image ({err})") from None
+    if kind not in IMAGE_EXTENSIONS:
+        raise ValueError(
+            f"{where}: frame format {kind} is not one VLMEvalKit's models read ({', '.join(IMAGE_EXTENSIONS)})"
+        )
+    return IMAGE_EXTENSIONS[kind]
+
+
+def frame_files(docs, build: Path, out: Path, folder: str) -> tuple[str, list[list[str]]]:
+    """Where each row's frames lie: ``(root, relative paths per row)``. Frames stored as files stay in the build
+    (root: its absolute path; a missing file is an error naming it); embedded frames are written, byte for byte, to
+    ``out/folder`` (root: ``folder``, relative to the export)."""
+    from datasets import Image, List
+
+    from builders.hub import frames_are_files, resolve_frames
+
+    if frames_are_files(docs.features):
+        paths = docs["frames"]
+        for row in docs.select_columns(["question_id", "frames"]):
+            resolve_frames(row, build)
+        return str(build), [list(p) for p in paths]
+    docs = docs.select_columns(["question_id", "frames"]).cast_column("frames", List(Image(decode=False)))
+    written = []
+    for number, row in enumerate(docs):
+        names = []
+        for k, frame in enumerate(row["frames"]):
+            data = frame["bytes"] if frame.get("bytes") is not None else Path(frame["path"]).read_bytes()
+            name = f"{number:05d}-{k}{_extension(data, row['question_id'])}"
+            path = out / folder / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            names.append(name)
+        written.append(names)
+    return folder, written
+
+
+def frames_root(export: Path, entry: dict) -> Path:
+    """A dataset's frame folder: absolute (the build's) or relative to the export folder."""
+    root = Path(entry["frames_root"])
+    return root if root.is_absolute() else export / root
+
+
+# --- rows and prompts -----------------------------------------------------------------------------------------------
+
+
+def _text_record(row: dict) -> dict:
+    return {key: value for key, value in row.items() if key != "frames"}
+
+
+def _json(value) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def tsv_row(index: int, record: dict, mode: str, frames: list[str], options_width: int) -> dict:
+    """One TSV row: VLMEvalKit's columns, then ours (``sureon_record`` is what the prompt and the scoring read)."""
+    options = list(record.get("options") or [])
+    category = record.get("category") or record.get("task") or ""
+    known = BY_CODE.get(category)
+    visual = mode == "visual"
+    row = {"index": str(index), "question": question_text(record)}
+    row |= {LETTERS[k]: (str(options[k]) if k < len(options) else "") for k in range(options_width)}
+    row |= {
+        "answer": answer_target(record),
+        "category": category,
+        "l2-category": known.group if known else str(record.get("benchmark") or ""),
+        "split": str(record.get("split") or "test"),
+        "question_id": record["question_id"],
+        MODE_COLUMN: mode,
+        "answer_format": str(record.get("answer_format") or ""),
+        "frame_timestamps": _json(list(record.get("frame_timestamps") or []) if visual else []),
+        "image_path": _json(frames if visual else []),
+        RECORD_COLUMN: _json(record),
+    }
+    return row
+
+
+def write_tsv(path: Path, rows: list[dict], columns: list[str]) -> None:
+    """Tab-separated, every field quoted (as VLMEvalKit's own ``dump`` writes TSVs; newlines stay inside quotes)."""
+    import csv
+
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, delimiter="\t", quoting=csv.QUOTE_ALL, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows([[row.get(column, "") for column in columns] for row in rows])
+
+
+def frame_paths(row: dict, root: Path) -> list[str]:
+    """A TSV row's frames as absolute paths (none for a blind row)."""
+    return [str(root / name) for name in json.loads(row["image_path"] or "[]")]
+
+
+def vlmevalkit_message(row: dict, root: Path) -> list[dict]:
+    """A TSV row's prompt in VLMEvalKit's message format (``[{"type": "text"|"image", "value": ...}]``, in order):
+    :func:`format_messages` of the build's record with the row's frames, blind for a blind row."""
+    record = json.loads(row[RECORD_COLUMN]) | {"frames": frame_paths(row, root)}
+    blind = row[MODE_COLUMN] == "blind"
+    (message,) = format_messages(record, blind=blind, frames_as="images")
+    return [
+        {"type": "image", "value": part["image"]}
+        if part["type"] == "image"
+        else {"type": "text", "value": part["text"]}
+        for part in message["content"]
+    ]
+
+
+# --- scoring (the dataset class's evaluate) --------------------------------------------------------------------------
+
+
+def _table_model(path: Path, dataset: str) -> str:
+    name = table_model_name(path)
+    if name is None:
+        stem = path.stem
+        name = stem[: -len(dataset) - 1] if stem.endswith(f"_{dataset}") else stem
+    return name
+
+
+def score_predictions(eval_file: str | Path, dataset: str, entry: dict) -> dict:
+    """Score VLMEvalKit's prediction table of one exported dataset with the project's parser and metrics; write the
+    prediction records (``*_sureon_predictions.jsonl``) and the returned metrics (``*_score.json``) beside it."""
+    from recipes.evaluation.runner import write_atomically
+
+    path = Path(eval_file)
+    model = _table_model(path, dataset)
+    rows = read_table(path)
+    if len(rows) != entry["rows"]:
+        raise ValueError(
+            f"{path}: {len(rows)} predictions for the {entry['rows']} rows of {dataset}; the scores need every row "
+            "(rerun VLMEvalKit without --limit)"
+        )
+    if entry["kind"] == SUREON:
+        records = [record for _, record in sureon_records(path, model, rows)]
+        metrics = sureon_metrics(records, entry)
+    else:
+        records = [record for _, record in public_records(path, model, rows)]
+        metrics = public_metrics(records, str(path))
+    lines = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    write_atomically(path.with_name(f"{path.stem}_sureon_predictions.jsonl"), lines)
+    write_atomically(path.with_name(f"{path.stem}_score.json"), json.dumps(metrics, indent=2) + "\n")
+    return metrics
+
+
+def sureon_metrics(records: list[dict], entry: dict) -> dict:
+    """μ per condition, accuracy per category and (both conditions) MG, as ``sureon eval sureon`` summarises them."""
+    from recipes.evaluation.sureon.evaluate import PREDICTION_FIELDS, summarize
+    from recipes.export.lmms_eval import metric_names, metric_value
+
+    modes = tuple(entry["modes"])
+    seen = {(r["question_id"], r["mode"]) for r in records}
+    if len(seen) != len(records) or {r["mode"] for r in records} != set(modes):
+        raise ValueError(f"the predictions do not hold each question once per condition {', '.join(modes)}")
+    for record in records:
+        missing = [name for name in PREDICTION_FIELDS if name not in record]
+        if missing:
+            raise ValueError(f"{record['question_id']}: prediction record without {', '.join(missing)}")
+    summary = summarize(records, list(modes))
+    return {name: metric_value(summary, name) for name in metric_names(modes, entry["categories"])}
+
+
+def public_metrics(records: list[dict], where: str) -> dict:
+    """The benchmark's Table 5 metrics (video-averaged F1 and the challenge convention, CVS accuracy, or mAP50)."""
+    from recipes.evaluation.public.report import CVS, LOCALISATION, score_group, validate
+
+    validated = [validate(record, f"{where}:{record['question_id']}") for record in records]
+    task = validated[0]["task"]
+    scores = score_group(task, validated)
+    if task == LOCALISATION:
+        return {key: scores[key] for key in ("map50", "images", "predicted_boxes", "misses")}
+    if task == CVS:
+        return scores["per_criterion"] | {"mean": scores["macro"], "misses": scores["misses"]}
+    flat = {key: scores[key] for key in ("f1", "accuracy", "precision", "recall", "videos", "frames", "misses")}
+    return flat | {f"challenge_{key}": scores["challenge"][key] for key in ("precision", "recall", "jaccard")}
+
+
+# --- registration (run inside VLMEvalKit's environment) --------------------------------------------------------------
+
+
+def register(folder: str | Path) -> type:
+    """Add the export's dataset class to ``vlmeval.dataset``: found by ``build_dataset`` (``--data NAME``) and by a
+    ``--config`` entry ``{"class": "SureonDataset", "dataset": NAME}``. Idempotent."""
+    import pandas as pd
+    import vlmeval.dataset as registry
+    from vlmeval.dataset.image_base import ImageBaseDataset
+
+    folder = Path(folder).resolve()
+    manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    entries = manifest["datasets"]
+
+    class SureonDataset(ImageBaseDataset):
+        """The datasets of one ``sureon export vlmevalkit`` folder; prompts and scores are the project's."""
+
+        TYPE = "VQA"  # free-form outputs, parsed by our own code (no VLMEvalKit MCQ matching or judge)
+        MODALITY = "IMAGE"
+        force_use_dataset_prompt = True  # VLMEvalKit's inference then never asks a model for its own prompt
+
+        def __init__(self, dataset: str = next(iter(entries)), **kwargs):
+            if dataset not in entries:
+                raise ValueError(f"{dataset}: not a dataset of {folder} ({', '.join(entries)})")
+            self.dataset_name = dataset
+            self.entry = entries[dataset]
+            self.frames_root = frames_root(folder, self.entry)
+            self.img_root = str(self.frames_root)
+            self.data_path = str(folder / self.entry["tsv"])
+            data = pd.DataFrame(read_table(self.data_path), dtype=object)
+            data["index"] = [int(index) for index in data["index"]]
+            self.data = data
+            self.skip_noimg = False
+            self.meta_only = True
+            self.post_build(dataset)
+
+        @classmethod
+        def supported_datasets(cls):
+            return list(entries)
+
+        def dump_image(self, line):
+            return frame_paths(dict(line), self.frames_root)
+
+        def build_prompt(self, line):
+            if isinstance(line, int):
+                line = self.data.iloc[line]
+            return vlmevalkit_message(dict(line), self.frames_root)
+
+        def evaluate(self, eval_file, **judge_kwargs):
+            return score_predictions(eval_file, self.dataset_name, self.entry)
+
+        @classmethod
+        def report_primary_metric(cls, metrics):
+            """The first metric (μ of the first condition, a public benchmark's headline score) in VLMEvalKit's
+            run summary, rather than its name-based guess."""
+            first = next(iter(metrics or {}), None)
+            return {first: metrics[first]} if first is not None and metrics[first] is not None else {}
+
+    for old in [c for c in registry.DATASET_CLASSES if c.__name__ == CLASS_NAME]:
+        registry.DATASET_CLASSES.remove(old)
+    registry.DATASET_CLASSES.append(SureonDataset)
+    registry.SUPPORTED_DATASETS.extend(name for name in entries if name not in registry.SUPPORTED_DATASETS)
+    setattr(registry, CLASS_NAME, SureonDataset)
+    return SureonDataset
+
+
+# --- the export ------------------------------------------------------------------------------------------------------
+
+
+def launcher() -> str:
+    return (
+        f'"""Generated by `{COMMAND}`: VLMEvalKit\'s run.py with this folder\'s datasets registered.\n\n'
+        f"    python {LAUNCHER} --data Sureon --model MODEL          (any argument of VLMEvalKit's run.py)\n"
+        f"    python {LAUNCHER} --config config.json --work-dir outputs\n"
+        f"    torchrun --nproc-per-node 8 {LAUNCHER} --config config.json\n\n"
+        "The datasets' prompts and scoring are the project's (recipes/export/vlmevalkit.py). When the project is not\n"
+        'installed here, the checkout it was exported from is put on sys.path."""\n\n'
+        "import importlib.util\n"
+        "import sys\n"
+        "from pathlib import Path\n\n\n"
+        'if importlib.util.find_spec("recipes") is None:\n'
+        f"    sys.path.insert(0, {str(PROJECT_ROOT)!r})\n\n"
+        "from recipes.export.vlmevalkit import register  # noqa: E402\n\n\n"
+        "register(Path(__file__).resolve().parent)\n\n"
+        "from vlmeval.run import load_env, main  # noqa: E402\n\n\n"
+        'if __name__ == "__main__":\n'
+        "    load_env()\n"
+        "    main()\n"
+    )
+
+
+def export_sureon(dataset: str, out: Path, name: str, config: str, split: str) -> dict[str, dict]:
+    """The three Sureon datasets (visual, blind, both); returns their manifest entries."""
+    from recipes.export.lmms_eval import accuracy_categories, load_sureon_split
+
+    source, docs = load_sureon_split(dataset, config, split, "VLMEvalKit")
+    root, frames = frame_files(docs, source, out, f"{FRAMES}/{name}")
+    records = [_text_record(row) for row in docs.select_columns([c for c in docs.column_names if c != "frames"])]
+    categories = accuracy_categories(docs)
+    width = max((len(r.get("options") or []) for r in records), default=0)
+    columns = BASE_COLUMNS + list(LETTERS[:width]) + TAIL_COLUMNS
+    entries = {}
+    for suffix, modes in CONDITIONS.items():
+        dataset_name = f"{name}_{suffix}" if suffix else name
+        shown = [(mode, record, listed) for mode in modes for record, listed in zip(records, frames, strict=True)]
+        rows = [tsv_row(index, record, mode, listed, width) for index, (mode, record, listed) in enumerate(shown)]
+        write_tsv(out / f"{dataset_name}.tsv", rows, columns)
+        entries[dataset_name] = {
+            "kind": SUREON,
+            "tsv": f"{dataset_name}.tsv",
+            "frames_root": root,
+            "modes": list(modes),
+            "rows": len(rows),
+            "questions": len(records),
+            "accuracy_scored": sum(r["answer_format"] in (MCQ, ORDERING) for r in records),
+            "judged_not_scored": sum(r["answer_format"] == OPEN for r in records),
+            "categories": categories,
+            "source": {"dataset": str(source), "config": config, "split": split},
+        }
+    return entries
+
+
+def public_benchmarks(build: Path) -> list[str]:
+    """The ``bench-*`` configs a public build lists in its manifest.json."""
+    manifest = build / "manifest.json"
+    if not manifest.is_file():
+        raise FileNotFoundError(f"{build}: no manifest.json; is it a folder written by `sureon build public`?")
+    configs = [c["config_name"] for c in json.loads(manifest.read_text(encoding="utf-8")).get("configs", [])]
+    benchmarks = [c for c in configs if c.startswith("bench-")]
+    if not benchmarks:
+        raise ValueError(f"{build}: no bench-* configs (built with --no-benchmarks?)")
+    return benchmarks
+
+
+def export_public(build: str, out: Path, name: str, benchmarks: list[str] | None) -> dict[str, dict]:
+    """One dataset per public benchmark config; returns their manifest entries."""
+    from recipes.evaluation.public.evaluate import load_benchmark
+
+    source = Path(build).resolve()
+    entries = {}
+    for benchmark in benchmarks or public_benchmarks(source):
+        docs = load_benchmark(source, benchmark, None)
+        root, frames = frame_files(docs, source, out, f"{FRAMES}/{benchmark}")
+        records = [_text_record(row) for row in docs.select_columns([c for c in docs.column_names if c != "frames"])]
+        rows = [
+            tsv_row(index, record, "visual", frame_list, 0)
+            for index, (record, frame_list) in enumerate(zip(records, frames, strict=True))
+        ]
+        dataset_name = f"{name}_{benchmark}"
+        write_tsv(out / f"{dataset_name}.tsv", rows, BASE_COLUMNS + TAIL_COLUMNS)
+        entries[dataset_name] = {
+            "kind": PUBLIC,
+            "tsv": f"{dataset_name}.tsv",
+            "frames_root": root,
+            "modes": ["visual"],
+            "rows": len(rows),
+            "task": records[0]["task"] if records else None,
+            "source": {"dataset": str(source), "config": benchmark, "split": "test"},
+        }
+    return entries
+
+
+def readme(manifest: dict) -> str:
+    rows = [
+        f"| `{name}` | {entry['kind']} | {', '.join(entry['modes'])} | {entry['rows']} |"
+        for name, entry in manifest["datasets"].items()
+    ]
+    first = next(iter(manifest["datasets"]))
+    return "\n".join(
+        [
+            "# Sureon datasets for VLMEvalKit",
+            "",
+            (
+                f"Exported by `{COMMAND}`. Run them with VLMEvalKit's own `run.py` through the launcher here, which "
+                "registers the datasets (class `SureonDataset`) first:"
+            ),
+            "",
+            "```bash",
+            f"python {LAUNCHER} --data {first} --model MODEL --work-dir OUT",
+            f"python {LAUNCHER} --config config.json --work-dir OUT",
+            f'# config.json: "data": {{"{first}": {{"class": "{CLASS_NAME}", "dataset": "{first}"}}}}, "model": ...',
+            "```",
+            "",
+            "| dataset | benchmark | conditions | rows |",
+            "| --- | --- | --- | --- |",
+            *rows,
+            "",
+            (
+                "Prompts are the project's formatter over the build's own frames (tagged with their timestamps; "
+                "the blind condition shows none), and each dataset's `evaluate` scores VLMEvalKit's predictions with "
+                "the project's parser and metrics: μ per condition, accuracy per category and MG (`mu_visual`, "
+                "`visual_AD`, `mg`, ...) for Sureon, Table 5's metrics for a public benchmark. Sequence summaries "
+                "are generated but left to the project's judge. Beside each prediction table it writes "
+                "`*_sureon_predictions.jsonl` (what `sureon eval` writes) and `*_score.json`; `sureon report "
+                "sureon|public` reads either file, or the table itself, for intervals, McNemar and the paper's tables."
+            ),
+            "",
+            "Frames stored as files are read from the build by absolute path: export again after moving it.",
+            "",
+        ]
+    )
+
+
+def export_vlmevalkit(
+    out: Path,
+    *,
+    dataset: str | None = None,
+    public: str | None = None,
+    benchmarks: list[str] | None = None,
+    name: str = "Sureon",
+    config: str = "bench",
+    split: str = "test",
+    overwrite: bool = False,
+) -> dict:
+    from builders.hub import staged_output
+
+    if dataset is None and public is None:
+        raise ValueError("nothing to export: give --dataset (a Sureon build), --public (a public build) or both")
+    if benchmarks and public is None:
+        raise ValueError("--benchmark names configs of a public build: give --public too")
+    if not name.replace("_", "").replace("-", "").isalnum():
+        raise ValueError(f"--name {name!r}: letters, digits, - and _ only (it names files and VLMEvalKit datasets)")
+    out = Path(out)
+    with staged_output(out, overwrite) as staging:
+        entries = export_sureon(dataset, staging, name, config, split) if dataset is not None else {}
+        if public is not None:
+            entries |= export_public(public, staging, name, benchmarks)
+        manifest = {"command": COMMAND, "vlmevalkit": "ms-vlmeval 0.0.20", "datasets": entries}
+        write_json(staging / MANIFEST, manifest)
+        (staging / LAUNCHER).write_text(launcher(), encoding="utf-8")
+        (staging / "README.md").write_text(readme(manifest), encoding="utf-8")
+    return manifest
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("--dataset", help="a local Sureon build with frames (`sureon build sureon --videos`)")
+    parser.add_argument("--config", default="bench", help="the Sureon build's config")
+    parser.add_argument("--split", default="test", help="the Sureon build's split")
+    parser.add_argument("--public", help="a local public build (`sureon build public`): its bench-* configs")
+    parser.add_argument(
+        "--benchmark", dest="benchmarks", nargs="+", metavar="NAME", help="bench-* configs (default: all of them)"
+    )
+    parser.add_argument("--name", default="Sureon", help="dataset name prefix (default Sureon)")
+    parser.add_argument("--out", required=True, type=Path, help="the export folder (TSVs, frames, launcher)")
+    parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    manifest = export_vlmevalkit(
+        args.out,
+        dataset=args.dataset,
+        public=args.public,
+        benchmarks=args.benchmarks,
+        name=args.name,
+        config=args.config,
+        split=args.split,
+        overwrite=args.overwrite,
+    )
+    for dataset_name, entry in manifest["datasets"].items():
+        print(f"{dataset_name}: {entry['rows']} rows ({', '.join(entry['modes'])})")
+    print(f"Wrote {args.out}; run: python {args.out / LAUNCHER} --data DATASET --model MODEL")
+    return 0
