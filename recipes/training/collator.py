@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import torch
 
 from builders.hub import resolve_frames
-from recipes.training.chat_inputs import flatten_text, media_kwargs, render_chat, split_visuals
+from recipes.training.chat_inputs import VISUAL_KEYS, flatten_text, processor_inputs, render_chat, split_visuals
 from recipes.training.mixture import Example, LoadedSource, to_example
 from recipes.training.modeling import tokenizer_of
 
@@ -75,25 +75,19 @@ class SFTCollator:
         return target + (self.tokenizer.eos_token or "")
 
     def encode(self, example: Example) -> EncodedExample:
+        """The prompt as evaluation and GRPO encode it (:func:`recipes.training.chat_inputs.processor_inputs`), then
+        the tokenized answer."""
         messages, images, videos = split_visuals(example.prompt, self.max_frames)
         if not self.is_vlm:
             messages = flatten_text(messages)
         prompt_text = render_chat(self.processor, messages, add_generation_prompt=True)
         completion = self.completion_text(messages, prompt_text, example.target)
         completion_ids = self.tokenizer(completion, add_special_tokens=False)["input_ids"]
-        if self.is_vlm:
-            encoded = self.processor(text=[prompt_text], return_tensors="pt", **media_kwargs(images, videos))
-            prompt_ids = encoded["input_ids"][0].tolist()
-            token_types = encoded.get("mm_token_type_ids")
-            token_types = token_types[0].tolist() + [0] * len(completion_ids) if token_types is not None else None
-            visual = {
-                key: encoded[key]
-                for key in ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw")
-                if key in encoded
-            }
-        else:
-            prompt_ids = self.tokenizer(prompt_text, add_special_tokens=False)["input_ids"]
-            token_types, visual = None, {}
+        encoded = processor_inputs(self.processor, [messages], [images], videos)
+        prompt_ids = encoded["input_ids"][0].tolist()
+        token_types = encoded.get("mm_token_type_ids") if self.is_vlm else None
+        token_types = token_types[0].tolist() + [0] * len(completion_ids) if token_types is not None else None
+        visual = {key: encoded[key] for key in VISUAL_KEYS if key in encoded}
         input_ids = prompt_ids + completion_ids
         if self.max_length is not None and len(input_ids) > self.max_length:
             raise ValueError(
@@ -107,7 +101,7 @@ class SFTCollator:
     def __call__(self, index_rows: list[dict]) -> dict[str, torch.Tensor]:
         encoded = [self.encode(self.example(index_row)) for index_row in index_rows]
         batch = self.pad(encoded)
-        for key in ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw"):
+        for key in VISUAL_KEYS:
             parts = [item.visual[key] for item in encoded if key in item.visual]
             if parts:
                 batch[key] = torch.cat(parts)

@@ -36,7 +36,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from builders.hub import check_build_path, frames_are_files, media_root, resolve_frames
-from builders.prompt import answer_target, format_messages
+from builders.prompt import answer_target, format_messages, protocol_label
 from builders.sureon.categories import CATEGORIES, MCQ, ORDERING
 from recipes.evaluation.answers import parse_answer
 from recipes.evaluation.inference import (
@@ -155,7 +155,13 @@ def generate_all(args, dataset, modes, backend, model_name, system_prompt=None, 
             GenerationItem(
                 row["question_id"],
                 mode,
-                format_messages(row, blind=mode == "blind", frames_as=frames_as, system_prompt=system_prompt),
+                format_messages(
+                    row,
+                    blind=mode == "blind",
+                    frames_as=frames_as,
+                    system_prompt=system_prompt,
+                    max_frames=args.max_frames,
+                ),
             )
             for mode in modes
             for row in rows
@@ -311,7 +317,7 @@ def run(args) -> int:
         "frames_as": backend.frames_as,
         "system_prompt": system_prompt,
         "questions": len(records),
-        "run_settings": run_settings(args),
+        "run_settings": run_settings(args, max_frames),
     }
     summary |= summarize(predictions, modes)
     summary["generation"] = {"generated": stats.generated, "cached": stats.cached}
@@ -337,7 +343,10 @@ def run(args) -> int:
 
 
 def render_summary(summary: dict) -> str:
-    lines = [f"{summary['model']} on {summary['dataset']} ({summary['config']}, {summary['questions']} questions)"]
+    frames = protocol_label(summary["run_settings"].get("frames"))
+    lines = [
+        f"{summary['model']} on {summary['dataset']} ({summary['config']}, {summary['questions']} questions){frames}"
+    ]
     for mode, entry in summary["modes"].items():
         categories = " ".join(f"{code} {c['accuracy']}" for code, c in entry["per_category"].items())
         lines.append(f"  {mode:6s} mu {entry['mu']} over {entry['scored']} items | {categories}")

@@ -1,0 +1,183 @@
+"""TRL's ``GRPOTrainer`` whose prompts carry their frames as SFT and evaluation encode them: images, one video per
+clip (``frames_as: video``), or none, mixed in one batch.
+
+TRL 1.16 reads image parts only (``GRPOTrainer._tokenize_prompts``; its ``images`` column), and its log-probability
+pass forwards ``pixel_values`` / ``image_grid_thw`` but no ``pixel_values_videos`` / ``video_grid_thw``
+(huggingface/trl#4144 is the open request; #4529 tried a Qwen3-VL video trainer and was closed unmerged). This
+subclass changes three hooks and nothing else of TRL's loop (sampling, rewards, advantages, loss, logging, resume):
+
+- ``_generate_and_score_completions``: before TRL's own, each row of the local generation batch is encoded once by
+  :func:`recipes.training.chat_inputs.processor_inputs`, the encoding the SFT collator and ``sureon eval sureon``
+  use (the same token ids, pixel values, grids and Qwen3-VL video metadata, never re-sampled). A prompt repeated
+  over ``num_generations`` (TRL's ``RepeatSampler`` puts the copies in the batch) is encoded once and shared.
+  After it, the per-row visual tensors are added to TRL's output as a list, one entry per completion, so TRL's
+  ``shuffle_sequence_dict`` and ``split_tensor_dict`` permute and cut them with the rows: each micro-batch (and each
+  rank, which holds its own slice of the generation batch) gets exactly its rows' frames.
+- ``_tokenize_prompts``: returns those token ids and the batch's visual tensors, which TRL's transformers generation
+  passes to ``generate`` (``mm_token_type_ids`` left-padded with the ids).
+- ``_get_per_token_logps_and_entropies``: the policy, old-policy and reference log-probabilities of a chunk of rows
+  run one forward with the chunk's own ``pixel_values`` / ``image_grid_thw`` / ``pixel_values_videos`` /
+  ``video_grid_thw`` and ``mm_token_type_ids`` (the prompt's, zeros over the completion); otherwise TRL's forward,
+  unchanged (labels, ``fused_lm_head``, autocast).
+
+The video pad token is suppressed in generation as TRL suppresses the image pad token: a sampled one would leave
+the video tokens and features out of step. vLLM generation is TRL's own for image and text rows; video rows under
+vLLM are described in ``recipes/grpo.py`` (``check_vllm``). Not handled: ZeRO-3 with ranks drawing different
+modalities (a rank whose micro-batch has no image runs the vision tower fewer times than one that has one, and
+ZeRO-3's gathers then wait on each other); the SFT collator's ``uniform_vision_calls`` has no GRPO counterpart yet,
+so such a run keeps one modality per source weight or uses ZeRO-2.
+"""
+
+from dataclasses import dataclass, field
+
+import torch
+from trl import GRPOTrainer
+
+from recipes.training.chat_inputs import VISUAL_KEYS, processor_inputs
+from recipes.training.grpo_data import VISUALS_COLUMN
+
+
+BATCH_VISUALS = "visual_inputs"  # TRL's generation batch: one entry per completion, shuffled and split with it
+
+
+@dataclass
+class EncodedPrompt:
+    """One prompt as the model sees it: token ids, their modality types (Qwen-VL: 0 text, 1 image, 2 video) and the
+    visual tensors of its frames."""
+
+    input_ids: list[int]
+    token_types: list[int] | None = None
+    visual: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+def encode_row(processor, row: dict) -> EncodedPrompt:
+    """A GRPO row (``recipes.training.grpo_data``) -> its encoded prompt, by the one encoding of SFT and evaluation."""
+    visuals = row.get(VISUALS_COLUMN) or {}
+    encoded = processor_inputs(processor, [row["prompt"]], [visuals.get("images") or []], visuals.get("videos") or [])
+    token_types = encoded.get("mm_token_type_ids")
+    return EncodedPrompt(
+        input_ids=encoded["input_ids"][0].tolist(),
+        token_types=token_types[0].tolist() if token_types is not None else None,
+        visual={key: encoded[key] for key in VISUAL_KEYS if key in encoded},
+    )
+
+
+def merge_visuals(prompts: list[EncodedPrompt]) -> dict[str, torch.Tensor]:
+    """The visual tensors of several prompts as one batch (rows of pixels and grids concatenated in prompt order)."""
+    merged = {}
+    for key in VISUAL_KEYS:
+        parts = [prompt.visual[key] for prompt in prompts if key in prompt.visual]
+        if parts:
+            merged[key] = torch.cat(parts)
+    return merged
+
+
+def token_types_for(prompts: list[EncodedPrompt], input_ids: torch.Tensor, prompt_width: int) -> torch.Tensor:
+    """``mm_token_type_ids`` for rows of left-padded prompts (``prompt_width`` columns) followed by completions:
+    each prompt's own types, right-aligned, and zeros over the padding and the completion."""
+    types = torch.zeros_like(input_ids, dtype=torch.int)
+    for row, prompt in enumerate(prompts):
+        if prompt.token_types:
+            width = len(prompt.token_types)
+            types[row, prompt_width - width : prompt_width] = torch.tensor(prompt.token_types, dtype=torch.int)
+    return types
+
+
+class VisualGRPOTrainer(GRPOTrainer):
+    """``GRPOTrainer`` for rows with a ``visuals`` column (see the module docstring)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._batch_prompts: list[EncodedPrompt] | None = None  # the rows being generated for, in order
+        self._forward_prompts: list[EncodedPrompt] | None = None  # the rows of the next log-probability pass
+        video_token = getattr(self.processing_class, "video_token", None)
+        if not self.use_vllm and video_token is not None and self.generation_config is not None:
+            video_id = self._tokenizer.convert_tokens_to_ids(video_token)
+            suppressed = list(self.generation_config.suppress_tokens or [])
+            if video_id not in suppressed:
+                suppressed.append(video_id)
+            self.generation_config.suppress_tokens = suppressed
+            self.generation_kwargs["suppress_tokens"] = suppressed
+
+    def encode_batch(self, inputs: list[dict]) -> list[EncodedPrompt]:
+        """Each row's encoded prompt; copies of one prompt (the group of ``num_generations``) share one encoding."""
+        encoded, seen = [], {}
+        for row in inputs:
+            key = (row.get("question_id") or str(id(row)), repr(row["prompt"]))
+            if key not in seen:
+                seen[key] = encode_row(self.processing_class, row)
+            encoded.append(seen[key])
+        return encoded
+
+    def _generate_and_score_completions(self, inputs):
+        prompts = self.encode_batch(inputs)
+        self._batch_prompts = self._forward_prompts = prompts
+        try:
+            output = super()._generate_and_score_completions(inputs)
+        finally:
+            self._batch_prompts = self._forward_prompts = None
+        output[BATCH_VISUALS] = prompts
+        return output
+
+    def _tokenize_prompts(self, prompts: list):
+        encoded = self._batch_prompts
+        if encoded is None or len(encoded) != len(prompts):
+            raise RuntimeError("VisualGRPOTrainer: prompts reached generation without their encoded rows")
+        fields = merge_visuals(encoded)
+        if any(prompt.token_types for prompt in encoded):
+            fields["mm_token_type_ids"] = [prompt.token_types or [0] * len(prompt.input_ids) for prompt in encoded]
+        return [prompt.input_ids for prompt in encoded], None, fields
+
+    def _compute_loss(self, model, inputs):
+        self._forward_prompts = inputs.get(BATCH_VISUALS)
+        try:
+            return super()._compute_loss(model, inputs)
+        finally:
+            self._forward_prompts = None
+
+    def _get_per_token_logps_and_entropies(
+        self,
+        model,
+        input_ids,
+        attention_mask,
+        logits_to_keep,
+        batch_size=None,
+        compute_entropy=False,
+        compute_aux_loss=False,
+        **image_kwargs,
+    ):
+        prompts = self._forward_prompts
+        if prompts is None:
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, compute_aux_loss,
+                **image_kwargs,
+            )  # fmt: skip
+        if len(prompts) != input_ids.size(0):
+            raise RuntimeError(f"VisualGRPOTrainer: {len(prompts)} encoded prompts for {input_ids.size(0)} rows")
+        batch_size = batch_size or input_ids.size(0)
+        prompt_width = input_ids.size(1) - logits_to_keep
+        with_types = any(prompt.token_types for prompt in prompts)
+        all_logps, all_entropies, all_aux_losses = [], [], []
+        for start in range(0, input_ids.size(0), batch_size):
+            end = min(start + batch_size, input_ids.size(0))
+            chunk = prompts[start:end]
+            ids, mask = input_ids[start:end], attention_mask[start:end]
+            model_inputs = {"input_ids": ids, "attention_mask": mask}
+            model_inputs |= {key: value.to(ids.device) for key, value in merge_visuals(chunk).items()}
+            if with_types:
+                model_inputs["mm_token_type_ids"] = token_types_for(chunk, ids, prompt_width)
+            if compute_aux_loss:
+                model_inputs["output_router_logits"] = True
+            labels = ids.masked_fill(mask == 0, -100)  # only the completion tokens are scored (as TRL's)
+            labels[:, :-logits_to_keep] = -100
+            with self.accelerator.autocast():
+                outputs = model(**model_inputs, labels=labels, fused_lm_head=True)
+            all_logps.append(outputs.log_probs[:, -logits_to_keep:])
+            if compute_entropy:
+                all_entropies.append(outputs.entropy[:, -logits_to_keep:])
+            if compute_aux_loss:
+                all_aux_losses.append(outputs.aux_loss)
+        logps = torch.cat(all_logps, dim=0)
+        entropies = torch.cat(all_entropies, dim=0) if compute_entropy else None
+        aux_loss = torch.stack(all_aux_losses).mean() if compute_aux_loss else None
+        return logps, entropies, aux_loss
