@@ -23,8 +23,9 @@ default, as in SFT) gives each prompt its clip as one video (the frames and time
 ``max_frames`` of them chosen as SFT and evaluation choose them, Qwen3-VL's ``<t seconds>`` markers and temporal
 patches), through ``recipes.training.grpo_trainer.VisualGRPOTrainer``, TRL's GRPOTrainer with three hooks; image and
 text-only rows mix in. Generation runs with transformers on any machine; vLLM (``use_vllm``) needs an environment
-built around a vLLM release TRL supports and, in TRL 1.16, takes image and text prompts only: a video recipe with
-``use_vllm: true`` is refused before any weights load (``check_vllm``).
+built around a vLLM release TRL supports, and takes video rows in ``colocate`` mode only (the clip handed to vLLM
+as a pre-sampled video with the same frames and metadata, and every prompt vLLM tokenises checked against the
+trainer's; TRL 1.16's ``server`` mode sends image features only, so a video recipe with it is refused up front).
 """
 
 import json
@@ -162,22 +163,21 @@ def reward_means(log_history: list[dict], names: list[str]) -> dict[str, float |
 
 
 def check_vllm(training_args: GRPOConfig, script_args: GRPOScriptArguments) -> None:
-    """Refuse ``use_vllm`` before any weights load when vLLM cannot be imported here, or for clips as video.
+    """Refuse ``use_vllm`` before any weights load when vLLM cannot be imported here, or in a mode that cannot take
+    the clips as video.
 
     TRL 1.16 generates with vLLM 0.22-0.31 inside the training processes (``colocate``) or through ``trl vllm-serve``
     (``server``; the trainer still imports vLLM to send it the weights), and each vLLM release pins its own torch and
     transformers, so vLLM is not in the project's environment: such a run needs an environment built around a vLLM
-    release. Its vLLM paths take images only (``VLLMGeneration.generate(prompts, images, ...)``; the server's
-    ``image_features``): a video would reach vLLM as its placeholder tokens without its frames. Handing vLLM the
-    same frames and metadata (``multi_modal_data={"video": ...}`` with ``do_sample_frames: False``) needs a vLLM to
-    test it against, which this project's environment cannot hold, so it is refused rather than guessed."""
+    release. In ``server`` mode TRL sends the server token ids and image features only
+    (``VLLMClient.image_features``), so a video would reach it as placeholder tokens without frames."""
     import importlib.util
 
-    if training_args.use_vllm and script_args.frames_as == "video":
+    if training_args.use_vllm and training_args.vllm_mode == "server" and script_args.frames_as == "video":
         raise ValueError(
-            "use_vllm: true with frames_as: video: TRL 1.16's vLLM generation takes images only, so the clips would "
-            "reach vLLM without their frames; set use_vllm: false (transformers generates the clip as a video, as "
-            "SFT and evaluation show it) or frames_as: images"
+            "use_vllm: true, vllm_mode: server with frames_as: video: TRL 1.16's vLLM server takes image features "
+            "only, so the clips would reach it without their frames; use vllm_mode: colocate, use_vllm: false "
+            "(transformers generates), or frames_as: images"
         )
     if training_args.use_vllm and importlib.util.find_spec("vllm") is None:
         raise ValueError(

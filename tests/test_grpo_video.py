@@ -3,6 +3,7 @@ exports, one function encodes a prompt for all three (token ids, ``pixel_values_
 off the benchmark's 8-frame protocol says so, the GRPO trainer's log-probabilities of a batch mixing video, image
 and text rows equal a direct forward of each row, and a tiny GRPO run mixes the three kinds of rows."""
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -253,11 +254,62 @@ def sft_folder(tiny_qwen3_vl, sureon_build, tmp_path_factory):
     return sft_main(*sft_parser().parse_args_and_config(["--config", str(path)]))
 
 
-def test_video_with_vllm_is_refused_before_any_weights_load(sureon_build, tmp_path):
-    """TRL 1.16's vLLM generation takes images only: a video recipe asking for it is refused up front."""
+def test_video_through_the_vllm_server_is_refused_before_any_weights_load(sureon_build, tmp_path):
+    """TRL 1.16's vLLM server takes image features only: a video recipe asking for it is refused up front."""
     from recipes.grpo import main, make_parser
 
-    path = mixed_config(tmp_path, tmp_path / "no-such-model", sureon_build, "vllm", use_vllm=True)
-    with pytest.raises(ValueError, match="use_vllm: true with frames_as: video"):
+    path = mixed_config(tmp_path, tmp_path / "no-such-model", sureon_build, "vllm", use_vllm=True, vllm_mode="server")
+    with pytest.raises(ValueError, match="vllm_mode: server with frames_as: video"):
         main(*make_parser().parse_args_and_config(["--config", str(path)]))
     assert not (tmp_path / "vllm").exists()
+
+
+def test_vllm_gets_the_clip_with_the_frames_and_metadata_of_training():
+    """What colocated vLLM is handed for a clip: the very frames, and the metadata the processor gets in SFT and
+    evaluation (millisecond ticks, so vLLM's <t seconds> markers are the frames' times), never re-sampled."""
+    import numpy as np
+    from PIL import Image
+
+    from recipes.training.chat_inputs import video_metadata
+    from recipes.training.grpo_trainer import videos_for_vllm, vllm_video
+
+    frames = [Image.new("RGB", (32, 24), (10 * i, 0, 0)) for i in range(4)]
+    clip = {"frames": frames, "timestamps": [12.5, 13.0, 14.25, 16.0]}
+    array, metadata = vllm_video(clip)
+    assert array.shape == (4, 24, 32, 3) and array.dtype == np.uint8 and array[2, 0, 0, 0] == 20
+    assert {k: metadata[k] for k in video_metadata(clip["timestamps"])} == video_metadata(clip["timestamps"])
+    assert metadata["frames_indices"] == [12500, 13000, 14250, 16000] and metadata["do_sample_frames"] is False
+
+    class Output:
+        def __init__(self, ids):
+            self.prompt_token_ids = ids
+
+    class FakeLLM:  # stands in for vllm.LLM: echoes the ids, or drops one token of every video prompt
+        drop = False
+
+        def generate(self, prompts, sampling_params=None, use_tqdm=False):
+            self.prompts = prompts
+            return [Output(p["prompt_token_ids"][: -1 if self.drop and "multi_modal_data" in p else None])
+                    for p in prompts]  # fmt: skip
+
+    llm = FakeLLM()
+    with videos_for_vllm(llm, [[clip], []], [[1, 2, 3], [4, 5]]):
+        llm.generate([{"prompt_token_ids": [1, 2, 3]}, {"prompt_token_ids": [4, 5]}])
+    assert "multi_modal_data" not in llm.prompts[1] and len(llm.prompts[0]["multi_modal_data"]["video"]) == 1
+    assert llm.generate.__func__ is FakeLLM.generate  # restored
+    llm.drop = True
+    mismatch = "vLLM tokenised video prompt 0 into 2 tokens where the trainer has 3"
+    with pytest.raises(RuntimeError, match=mismatch), videos_for_vllm(llm, [[clip], []], [[1, 2, 3], [4, 5]]):
+        llm.generate([{"prompt_token_ids": [1, 2, 3]}, {"prompt_token_ids": [4, 5]}])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="no vLLM here (TRL 1.16 takes 0.22-0.31)")
+def test_colocated_vllm_generates_from_the_trainers_video_tokens(sft_folder, sureon_build, tmp_path):
+    """One GRPO step with colocated vLLM on video rows: vLLM's prompt token ids are checked against the trainer's in
+    every generation (``videos_for_vllm``), so the step completing is the check."""
+    from recipes.grpo import main, make_parser
+
+    path = mixed_config(tmp_path, sft_folder, sureon_build, "colocate", use_vllm=True, vllm_mode="colocate",
+                        vllm_gpu_memory_utilization=0.2, max_steps=1, per_device_train_batch_size=6)  # fmt: skip
+    out = main(*make_parser().parse_args_and_config(["--config", str(path)]), recipe=str(path))
+    assert json.loads((out / "training_complete.json").read_text())["global_step"] == 1

@@ -81,6 +81,26 @@ def checkable_rows(item: LoadedSource) -> list[bool]:
     return [is_checkable({c: table[c][i] for c in columns}) for i in range(len(dataset))]
 
 
+def grpo_row(
+    row: dict,
+    fmt: str = "video_qa",
+    *,
+    frames_as: str = "video",
+    max_frames: int | None = 8,
+    system_prompt: str | None = None,
+    vision_language: bool = True,
+) -> dict[str, Any]:
+    """One mixture row (frames resolved) -> the GRPO row the trainer draws: ``prompt``, ``visuals``, references."""
+    example = to_example(row, fmt, blind=not vision_language, frames_as=frames_as, system_prompt=system_prompt)
+    messages, images, videos = split_visuals(example.prompt, max_frames)
+    if not vision_language:
+        messages = flatten_text(messages)
+    rendered = {"prompt": messages, **reference_columns(row, example.target)}
+    if vision_language:
+        rendered[VISUALS_COLUMN] = {"images": images, "videos": videos}
+    return rendered
+
+
 @dataclass
 class PromptRenderer:
     """The ``datasets`` transform: index rows ``{"source", "row"}`` -> GRPO rows (a class: workers pickle it)."""
@@ -94,23 +114,16 @@ class PromptRenderer:
     def render(self, source: int, row_number: int) -> dict[str, Any]:
         item = self.sources[source]
         try:
-            row = resolve_frames(item.dataset[row_number], item.media_root)
-            example = to_example(
-                row,
+            return grpo_row(
+                resolve_frames(item.dataset[row_number], item.media_root),
                 item.format,
-                blind=not self.vision_language,
                 frames_as=self.frames_as,
+                max_frames=self.max_frames,
                 system_prompt=self.system_prompt,
+                vision_language=self.vision_language,
             )
         except (KeyError, ValueError) as err:
             raise ValueError(f"{item.source.label} row {row_number}: {err}") from err
-        messages, images, videos = split_visuals(example.prompt, self.max_frames)
-        if not self.vision_language:
-            messages = flatten_text(messages)
-        rendered = {"prompt": messages, **reference_columns(row, example.target)}
-        if self.vision_language:
-            rendered[VISUALS_COLUMN] = {"images": images, "videos": videos}
-        return rendered
 
     def __call__(self, batch: dict[str, list]) -> dict[str, list]:
         rows = [self.render(s, r) for s, r in zip(batch["source"], batch["row"], strict=True)]

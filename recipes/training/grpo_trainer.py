@@ -21,19 +21,28 @@ subclass changes three hooks and nothing else of TRL's loop (sampling, rewards, 
   unchanged (labels, ``fused_lm_head``, autocast).
 
 The video pad token is suppressed in generation as TRL suppresses the image pad token: a sampled one would leave
-the video tokens and features out of step. vLLM generation is TRL's own for image and text rows; video rows under
-vLLM are described in ``recipes/grpo.py`` (``check_vllm``). Not handled: ZeRO-3 with ranks drawing different
+the video tokens and features out of step.
+
+vLLM generation (``use_vllm``), a fourth hook, ``_generate_single_turn``: image rows go to TRL's own vLLM path with
+their images; in ``colocate`` mode each video row's ``multi_modal_data`` gets its clip as vLLM takes a pre-sampled
+video, ``(frames as a T x H x W x 3 array, metadata)`` with the same millisecond ``frames_indices`` and ``fps`` as
+the processor's ``video_metadata`` and ``do_sample_frames: False`` (:func:`vllm_video`), added to the prompts TRL
+hands ``LLM.generate``. Whether vLLM expands the video as transformers does is not assumed: every prompt vLLM
+returns must hold exactly the trainer's token ids (the same ``<t seconds>`` markers and video tokens), else the run
+stops with the row named. TRL 1.16's ``server`` mode sends the server image features only, so video rows are refused
+there (``recipes/grpo.py``'s ``check_vllm``). Not handled: ZeRO-3 with ranks drawing different
 modalities (a rank whose micro-batch has no image runs the vision tower fewer times than one that has one, and
 ZeRO-3's gathers then wait on each other); the SFT collator's ``uniform_vision_calls`` has no GRPO counterpart yet,
 so such a run keeps one modality per source weight or uses ZeRO-2.
 """
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
 from trl import GRPOTrainer
 
-from recipes.training.chat_inputs import VISUAL_KEYS, processor_inputs
+from recipes.training.chat_inputs import VISUAL_KEYS, processor_inputs, video_metadata
 from recipes.training.grpo_data import VISUALS_COLUMN
 
 
@@ -83,6 +92,51 @@ def token_types_for(prompts: list[EncodedPrompt], input_ids: torch.Tensor, promp
     return types
 
 
+def vllm_video(video: dict) -> tuple:
+    """A clip (``{"frames", "timestamps"}``, as :func:`recipes.training.chat_inputs.split_visuals` gives it) as vLLM's
+    Qwen3-VL takes a pre-sampled video: ``(frames, metadata)``, the metadata the processor gets in training and
+    evaluation (:func:`recipes.training.chat_inputs.video_metadata`) plus the keys vLLM's own dummy videos carry."""
+    import numpy as np
+
+    metadata = video_metadata(video["timestamps"])
+    metadata |= {
+        "duration": metadata["total_num_frames"] / metadata["fps"],
+        "video_backend": "opencv",  # what vLLM's dummy videos name; the frames are decoded already
+        "do_sample_frames": False,
+    }
+    return np.stack([np.asarray(frame.convert("RGB")) for frame in video["frames"]]), metadata
+
+
+@contextmanager
+def videos_for_vllm(llm, videos: list[list[dict]], expected_ids: list[list[int]]):
+    """While active, ``llm.generate`` adds each prompt's videos to its ``multi_modal_data`` and checks that vLLM
+    tokenised every video prompt exactly as the trainer did (``videos`` and ``expected_ids``: one entry per prompt,
+    in the order TRL builds them)."""
+    original = llm.generate
+
+    def generate(prompts, *args, **kwargs):
+        if len(prompts) != len(videos):
+            raise RuntimeError(f"vLLM got {len(prompts)} prompts for {len(videos)} rows")
+        for prompt, clips in zip(prompts, videos, strict=True):
+            if clips:
+                prompt.setdefault("multi_modal_data", {})["video"] = [vllm_video(clip) for clip in clips]
+        outputs = original(prompts, *args, **kwargs)
+        for row, (output, clips, ids) in enumerate(zip(outputs, videos, expected_ids, strict=True)):
+            if clips and list(output.prompt_token_ids) != list(ids):
+                raise RuntimeError(
+                    f"vLLM tokenised video prompt {row} into {len(output.prompt_token_ids)} tokens where the trainer "
+                    f"has {len(ids)}: its video expansion (frames, timestamps or pixel caps) differs from the one SFT "
+                    "and evaluation use; generate with transformers (use_vllm: false) or with frames_as: images"
+                )
+        return outputs
+
+    llm.generate = generate
+    try:
+        yield
+    finally:
+        del llm.generate  # the bound method of the class again
+
+
 class VisualGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` for rows with a ``visuals`` column (see the module docstring)."""
 
@@ -90,6 +144,7 @@ class VisualGRPOTrainer(GRPOTrainer):
         super().__init__(*args, **kwargs)
         self._batch_prompts: list[EncodedPrompt] | None = None  # the rows being generated for, in order
         self._forward_prompts: list[EncodedPrompt] | None = None  # the rows of the next log-probability pass
+        self._batch_visuals: list[dict] | None = None  # the frames of the rows being generated for (vLLM)
         video_token = getattr(self.processing_class, "video_token", None)
         if not self.use_vllm and video_token is not None and self.generation_config is not None:
             video_id = self._tokenizer.convert_tokens_to_ids(video_token)
@@ -112,10 +167,11 @@ class VisualGRPOTrainer(GRPOTrainer):
     def _generate_and_score_completions(self, inputs):
         prompts = self.encode_batch(inputs)
         self._batch_prompts = self._forward_prompts = prompts
+        self._batch_visuals = [row.get(VISUALS_COLUMN) or {} for row in inputs]
         try:
             output = super()._generate_and_score_completions(inputs)
         finally:
-            self._batch_prompts = self._forward_prompts = None
+            self._batch_prompts = self._forward_prompts = self._batch_visuals = None
         output[BATCH_VISUALS] = prompts
         return output
 
@@ -127,6 +183,37 @@ class VisualGRPOTrainer(GRPOTrainer):
         if any(prompt.token_types for prompt in encoded):
             fields["mm_token_type_ids"] = [prompt.token_types or [0] * len(prompt.input_ids) for prompt in encoded]
         return [prompt.input_ids for prompt in encoded], None, fields
+
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        def turn(images):
+            return super(VisualGRPOTrainer, self)._generate_single_turn(
+                prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+            )
+
+        visuals = self._batch_visuals
+        if not self.use_vllm or not visuals:
+            return turn(images)
+        row_images = [v.get("images") or None for v in visuals]
+        images = row_images if any(row_images) else None  # TRL's own vLLM path for the images
+        videos = [v.get("videos") or [] for v in visuals]
+        expected = list(prompt_ids)
+        generation = self.vllm_generation
+        if generation.mode == "colocate" and generation.tensor_parallel_size > 1:  # TRL gathers the group's prompts
+            videos, expected = (self._gather_in_tp_group(values) for values in (videos, expected))
+        if not any(videos):
+            return turn(images)
+        if generation.mode != "colocate":
+            raise ValueError(
+                "vllm_mode: server takes image features only in TRL 1.16: generate video rows with vllm_mode: "
+                "colocate or with transformers (use_vllm: false)"
+            )
+        with videos_for_vllm(generation.llm, videos, expected):
+            return turn(images)
+
+    def _gather_in_tp_group(self, values: list) -> list:
+        gathered = [None] * self.vllm_generation.tensor_parallel_size
+        torch.distributed.all_gather_object(gathered, values, group=self.vllm_generation.tp_group)
+        return [value for part in gathered for value in part]
 
     def _compute_loss(self, model, inputs):
         self._forward_prompts = inputs.get(BATCH_VISUALS)
