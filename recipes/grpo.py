@@ -80,6 +80,10 @@ class GRPOScriptArguments:
     max_frames: int | None = field(default=8, metadata={"help": "frames per clip (evenly subsampled above it)"})
     image_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per image"})
     video_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per clip (all its frames)"})
+    uniform_vision_calls: bool | None = field(
+        default=None,
+        metadata={"help": "run the vision tower on every log-probability pass (masked dummies); default: on for VLMs"},
+    )
     system_prompt: str | None = field(
         default=None,
         metadata={"help": "system message of every prompt; default: the one the starting SFT run was trained with"},
@@ -133,7 +137,9 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: GRPOConfig, m
     )
     mixture = [{**summary, "rows_checkable": n} for summary, n in zip(mixture_summary(loaded), checkable, strict=True)]
     logger.info("GRPO rows with a checkable answer: %d of %d", len(dataset), len(index))
+    uniform = vision_language if script_args.uniform_vision_calls is None else script_args.uniform_vision_calls
     trainer = VisualGRPOTrainer(
+        uniform_vision_calls=uniform and vision_language,
         model=model,
         reward_funcs=rewards,
         args=training_args,
@@ -229,6 +235,7 @@ def main(
         "system_prompt": built["system_prompt"],
         "frames_as": script_args.frames_as,
         "max_frames": script_args.max_frames,
+        "uniform_vision_calls": trainer.uniform_vision_calls,
         "vision_language": built["vision_language"],
         "trainable": {"all": {"trainable": sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)}},
         "resumed_from": resume,

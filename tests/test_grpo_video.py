@@ -172,7 +172,8 @@ def mixed_config(tmp_path: Path, model: Path, build, name: str, **overrides) -> 
 
 def test_trainer_log_probabilities_equal_a_direct_forward_of_each_row(tiny_qwen3_vl, sureon_build, tmp_path):
     """A batch of a video, an image and a text row (left-padded together, in one forward) scored by the trainer's
-    log-probability pass: each completion token's log-probability equals a forward of that row alone (float32)."""
+    log-probability pass: each completion token's log-probability equals a forward of that row alone (float32); so
+    it does one row per forward, where ``uniform_vision_calls`` appends the masked dummy image or video a row lacks."""
     from recipes.grpo import build_trainer, make_parser
     from recipes.training.grpo_trainer import encode_row
 
@@ -195,10 +196,13 @@ def test_trainer_log_probabilities_equal_a_direct_forward_of_each_row(tiny_qwen3
         ids[i, width : width + len(completion)] = torch.tensor(completion)
         mask[i, width - len(prompt.input_ids) : width + len(completion)] = 1
     model = trainer.model.eval()
+    assert trainer.uniform_vision_calls
     trainer._forward_prompts = prompts
     with torch.no_grad():
         logps, _, _ = trainer._get_per_token_logps_and_entropies(model, ids, mask, length, batch_size=3)
+        one_by_one, _, _ = trainer._get_per_token_logps_and_entropies(model, ids, mask, length, batch_size=1)
     trainer._forward_prompts = None
+    torch.testing.assert_close(one_by_one, logps, atol=1e-5, rtol=0)
     for i, (row, completion) in enumerate(zip(picked, completions, strict=True)):
         alone = encode_row(trainer.processing_class, row)
         inputs = {"input_ids": torch.tensor([alone.input_ids + completion])}
@@ -313,3 +317,34 @@ def test_colocated_vllm_generates_from_the_trainers_video_tokens(sft_folder, sur
                         vllm_gpu_memory_utilization=0.2, max_steps=1, per_device_train_batch_size=6)  # fmt: skip
     out = main(*make_parser().parse_args_and_config(["--config", str(path)]), recipe=str(path))
     assert json.loads((out / "training_complete.json").read_text())["global_step"] == 1
+
+
+def test_the_exports_keep_the_frames_training_keeps(sureon_build, tmp_path):
+    """``sureon export sft --max-frames 4`` and ``sureon export lmms-eval --max-frames 4`` show each clip's frames
+    chosen as SFT, GRPO and evaluation choose them (the stored frames at ``evenly_spaced(..., 4)``)."""
+    from datasets import load_dataset
+
+    from builders.hub import media_root
+    from recipes.export import lmms_eval
+
+    out = tmp_path / "train.jsonl"
+    argv = ["export", "sft", "--format", "swift", "--dataset", str(sureon_build.out), "--config", "db",
+            "--max-frames", "4", "--out", str(out)]  # fmt: skip
+    assert cli_main(argv) == 0
+    rows = load_dataset(str(sureon_build.out), "db", split="train")
+    root = media_root(sureon_build.out, rows)
+    exported = {json.loads(line)["id"]: json.loads(line) for line in out.read_text().splitlines()}
+    checked = 0
+    for row in rows:
+        frames = resolve_frames(row, root)["frames"]
+        expected = [str(Path(frames[i]).resolve()) for i in evenly_spaced(frames, 4)]
+        images = exported[row["question_id"]]["images"]
+        assert images == expected, row["question_id"]
+        checked += len(frames) > 4
+    assert checked and json.loads(out.with_name(f"{out.name}.manifest.json").read_text())["max_frames"] == 4
+
+    bench = load_dataset(str(sureon_build.out), "bench", split="test")
+    docs = lmms_eval.docs_in_modes(("visual",), str(media_root(sureon_build.out, bench)), 4)(bench)
+    for doc, row in zip(docs, bench, strict=True):
+        stamps = row["frame_timestamps"]
+        assert doc["frame_timestamps"] == [stamps[i] for i in evenly_spaced(stamps, 4)] and len(doc["frames"]) <= 4

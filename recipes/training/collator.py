@@ -133,30 +133,43 @@ class SFTCollator:
         return batch
 
     def append_dummy(self, batch: dict[str, torch.Tensor], kind: str) -> None:
-        """A one-token black image or video after the last row's padding: masked, unlabelled, never seen."""
-        source = self.processor.image_processor if kind == "image" else self.processor.video_processor
-        merge, patch, temporal = source.merge_size, source.patch_size, source.temporal_patch_size
-        grid = torch.tensor([[1, merge, merge]])
-        pixels = torch.zeros(merge * merge, 3 * temporal * patch * patch)
-        pad_token = "<|image_pad|>" if kind == "image" else "<|video_pad|>"
-        pad_token = getattr(self.processor, f"{kind}_token", pad_token)
-        tokens = [
-            self.processor.vision_start_token_id,
-            self.tokenizer.convert_tokens_to_ids(pad_token),
-            self.processor.vision_end_token_id,
-        ]
-        rows = batch["input_ids"].shape[0]
-        extra = torch.full((rows, len(tokens)), self.tokenizer.pad_token_id, dtype=torch.long)
-        extra[-1] = torch.tensor(tokens)
-        batch["input_ids"] = torch.cat([batch["input_ids"], extra], dim=1)
-        batch["attention_mask"] = torch.cat([batch["attention_mask"], torch.zeros_like(extra)], dim=1)
+        append_dummy_visual(batch, self.processor, kind)
+
+
+def append_dummy_visual(batch: dict[str, torch.Tensor], processor, kind: str) -> int:
+    """A one-token black image or video after the last row's padding: masked, unlabelled, never seen; returns the
+    columns appended. Its grid comes last and its tokens last in row-major order, so the real visuals keep their
+    features, and its masked tokens leave every row's positions as they were. (The SFT collator's
+    ``uniform_vision_calls``, and the GRPO trainer's: ``recipes.training.grpo_trainer``.)"""
+    device = batch["input_ids"].device
+    tokenizer = tokenizer_of(processor)
+    source = processor.image_processor if kind == "image" else processor.video_processor
+    merge, patch, temporal = source.merge_size, source.patch_size, source.temporal_patch_size
+    grid = torch.tensor([[1, merge, merge]], device=device)
+    pixels = torch.zeros(merge * merge, 3 * temporal * patch * patch, device=device)
+    pad_token = "<|image_pad|>" if kind == "image" else "<|video_pad|>"
+    pad_token = getattr(processor, f"{kind}_token", pad_token)
+    tokens = [
+        processor.vision_start_token_id,
+        tokenizer.convert_tokens_to_ids(pad_token),
+        processor.vision_end_token_id,
+    ]
+    rows = batch["input_ids"].shape[0]
+    extra = torch.full((rows, len(tokens)), tokenizer.pad_token_id, dtype=torch.long, device=device)
+    extra[-1] = torch.tensor(tokens, device=device)
+    batch["input_ids"] = torch.cat([batch["input_ids"], extra], dim=1)
+    batch["attention_mask"] = torch.cat([batch["attention_mask"], torch.zeros_like(extra)], dim=1)
+    if "labels" in batch:
         batch["labels"] = torch.cat([batch["labels"], torch.full_like(extra, -100)], dim=1)
-        if "mm_token_type_ids" in batch:
-            types = torch.zeros((rows, len(tokens)), dtype=torch.int)
-            types[-1, 1] = 1 if kind == "image" else 2
-            batch["mm_token_type_ids"] = torch.cat([batch["mm_token_type_ids"], types], dim=1)
-        key, grid_key = (
-            ("pixel_values", "image_grid_thw") if kind == "image" else ("pixel_values_videos", "video_grid_thw")
-        )
-        batch[key] = pixels
-        batch[grid_key] = grid
+    if "mm_token_type_ids" in batch:
+        types = torch.zeros((rows, len(tokens)), dtype=batch["mm_token_type_ids"].dtype, device=device)
+        types[-1, 1] = 1 if kind == "image" else 2
+        batch["mm_token_type_ids"] = torch.cat([batch["mm_token_type_ids"], types], dim=1)
+    key, grid_key = (
+        ("pixel_values", "image_grid_thw") if kind == "image" else ("pixel_values_videos", "video_grid_thw")
+    )
+    if key in batch:
+        raise ValueError(f"a dummy {kind} is only for a batch without one")
+    batch[key] = pixels
+    batch[grid_key] = grid
+    return len(tokens)

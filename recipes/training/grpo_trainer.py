@@ -18,10 +18,15 @@ subclass changes three hooks and nothing else of TRL's loop (sampling, rewards, 
 - ``_get_per_token_logps_and_entropies``: the policy, old-policy and reference log-probabilities of a chunk of rows
   run one forward with the chunk's own ``pixel_values`` / ``image_grid_thw`` / ``pixel_values_videos`` /
   ``video_grid_thw`` and ``mm_token_type_ids`` (the prompt's, zeros over the completion); otherwise TRL's forward,
-  unchanged (labels, ``fused_lm_head``, autocast).
+  unchanged (labels, ``fused_lm_head``, autocast). With ``uniform_vision_calls`` (on for vision-language models, as
+  in SFT) a chunk without an image or without a video gets the SFT collator's masked one-token dummy
+  (:func:`recipes.training.collator.append_dummy_visual`) appended after its last column, so every rank runs the
+  vision tower the same number of times in every pass and ZeRO-3's parameter gathers never wait on a rank that
+  drew other modalities; the dummy columns are cut off the log-probabilities.
 
 The video pad token is suppressed in generation as TRL suppresses the image pad token: a sampled one would leave
-the video tokens and features out of step.
+the video tokens and features out of step. Generation under ZeRO-3 gathers the whole model first (TRL's
+``ds3_gather_for_generation``, on by default), so it needs no dummy.
 
 vLLM generation (``use_vllm``), a fourth hook, ``_generate_single_turn``: image rows go to TRL's own vLLM path with
 their images; in ``colocate`` mode each video row's ``multi_modal_data`` gets its clip as vLLM takes a pre-sampled
@@ -30,10 +35,7 @@ the processor's ``video_metadata`` and ``do_sample_frames: False`` (:func:`vllm_
 hands ``LLM.generate``. Whether vLLM expands the video as transformers does is not assumed: every prompt vLLM
 returns must hold exactly the trainer's token ids (the same ``<t seconds>`` markers and video tokens), else the run
 stops with the row named. TRL 1.16's ``server`` mode sends the server image features only, so video rows are refused
-there (``recipes/grpo.py``'s ``check_vllm``). Not handled: ZeRO-3 with ranks drawing different
-modalities (a rank whose micro-batch has no image runs the vision tower fewer times than one that has one, and
-ZeRO-3's gathers then wait on each other); the SFT collator's ``uniform_vision_calls`` has no GRPO counterpart yet,
-so such a run keeps one modality per source weight or uses ZeRO-2.
+there (``recipes/grpo.py``'s ``check_vllm``).
 """
 
 from contextlib import contextmanager
@@ -43,6 +45,7 @@ import torch
 from trl import GRPOTrainer
 
 from recipes.training.chat_inputs import VISUAL_KEYS, processor_inputs, video_metadata
+from recipes.training.collator import append_dummy_visual
 from recipes.training.grpo_data import VISUALS_COLUMN
 
 
@@ -140,8 +143,9 @@ def videos_for_vllm(llm, videos: list[list[dict]], expected_ids: list[list[int]]
 class VisualGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` for rows with a ``visuals`` column (see the module docstring)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, uniform_vision_calls: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
+        self.uniform_vision_calls = uniform_vision_calls
         self._batch_prompts: list[EncodedPrompt] | None = None  # the rows being generated for, in order
         self._forward_prompts: list[EncodedPrompt] | None = None  # the rows of the next log-probability pass
         self._batch_visuals: list[dict] | None = None  # the frames of the rows being generated for (vLLM)
@@ -249,19 +253,25 @@ class VisualGRPOTrainer(GRPOTrainer):
             end = min(start + batch_size, input_ids.size(0))
             chunk = prompts[start:end]
             ids, mask = input_ids[start:end], attention_mask[start:end]
-            model_inputs = {"input_ids": ids, "attention_mask": mask}
+            labels = ids.masked_fill(mask == 0, -100)  # only the completion tokens are scored (as TRL's)
+            labels[:, :-logits_to_keep] = -100
+            model_inputs = {"input_ids": ids, "attention_mask": mask, "labels": labels}
             model_inputs |= {key: value.to(ids.device) for key, value in merge_visuals(chunk).items()}
             if with_types:
                 model_inputs["mm_token_type_ids"] = token_types_for(chunk, ids, prompt_width)
+            dummies = 0
+            if self.uniform_vision_calls:
+                for kind, key in (("image", "pixel_values"), ("video", "pixel_values_videos")):
+                    if key not in model_inputs:
+                        dummies += append_dummy_visual(model_inputs, self.processing_class, kind)
             if compute_aux_loss:
                 model_inputs["output_router_logits"] = True
-            labels = ids.masked_fill(mask == 0, -100)  # only the completion tokens are scored (as TRL's)
-            labels[:, :-logits_to_keep] = -100
             with self.accelerator.autocast():
-                outputs = model(**model_inputs, labels=labels, fused_lm_head=True)
-            all_logps.append(outputs.log_probs[:, -logits_to_keep:])
+                outputs = model(**model_inputs, fused_lm_head=True)
+            scored = slice(-logits_to_keep - dummies, -dummies or None)  # the completion, without the dummy columns
+            all_logps.append(outputs.log_probs[:, scored])
             if compute_entropy:
-                all_entropies.append(outputs.entropy[:, -logits_to_keep:])
+                all_entropies.append(outputs.entropy[:, scored])
             if compute_aux_loss:
                 all_aux_losses.append(outputs.aux_loss)
         logps = torch.cat(all_logps, dim=0)

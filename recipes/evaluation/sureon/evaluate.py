@@ -319,6 +319,9 @@ def run(args) -> int:
         "questions": len(records),
         "run_settings": run_settings(args, max_frames),
     }
+    trained = trained_frames(args)
+    if trained is not None:
+        summary["run_settings"]["frames"]["trained_max_frames"] = trained
     summary |= summarize(predictions, modes)
     summary["generation"] = {"generated": stats.generated, "cached": stats.cached}
     usage = {}
@@ -342,8 +345,21 @@ def run(args) -> int:
     return 0
 
 
+def trained_frames(args) -> int | None:
+    """The ``max_frames`` the evaluated weights were trained with (``training_complete.json``), None when unknown."""
+    if args.backend == "openai":
+        return None
+    from recipes.training.modeling import training_record
+
+    return (training_record(args.model, args.revision) or {}).get("max_frames")
+
+
 def render_summary(summary: dict) -> str:
-    frames = protocol_label(summary["run_settings"].get("frames"))
+    settings = summary["run_settings"].get("frames") or {}
+    frames = protocol_label(settings)
+    trained = settings.get("trained_max_frames")
+    if trained and trained != settings.get("frames_shown"):
+        frames += f" (trained with max_frames {trained}: --max-frames {trained} shows the frames it was trained on)"
     lines = [
         f"{summary['model']} on {summary['dataset']} ({summary['config']}, {summary['questions']} questions){frames}"
     ]
