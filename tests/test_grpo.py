@@ -1,7 +1,7 @@
 """The GRPO recipe: each reward on hand-made completions against hand-computed values, ``mcq_accuracy`` against the
-evaluation's verdicts, and a tiny run on CPU (2 steps, 2 completions per prompt) from an SFT run's folder: it
-completes, logs every reward, writes the marker and card, resumes after a kill, gives the same rewards on two ranks
-as on one, and saves a model that ``sureon eval sureon`` loads."""
+evaluation's verdicts, and a tiny run on CPU (2 steps, 2 completions per prompt, clips as video) from an SFT run's
+folder: it completes, logs every reward, writes the marker and card, resumes after a kill, gives the same rewards on
+two ranks as on one, and saves a model that ``sureon eval sureon`` loads."""
 
 import importlib.util
 import json
