@@ -9,7 +9,10 @@
 Every model gets the project's one prompt (``builders.prompt.format_messages``); the blind pass is the same call with
 ``blind=True``, so the two differ only in the frames. A model trained with a system prompt (``recipes/sft.py``
 records it in ``training_complete.json`` next to the weights) is evaluated with it, so training and evaluation
-render identical prompts; ``--system-prompt`` replaces it and ``--no-system-prompt`` drops it.
+render identical prompts; ``--system-prompt`` replaces it and ``--no-system-prompt`` drops it. ``--max-frames N``
+shows each clip's stored frames as training does under ``max_frames: N`` (the same frames, ``builders.prompt``'s
+one frame rule); the run records whether it kept the benchmark's 8-frame protocol (``run_settings.frames``), and a
+run below it is labelled so in the printed summary and ``sureon report``.
 
 Multiple-choice answers are scored by the option letter, temporal ordering by the exact event order
 (``recipes.evaluation.answers``); unparseable answers count as wrong and are listed. Sequence summaries are graded
