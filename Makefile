@@ -42,7 +42,7 @@ demo: $(STAMP)
 	rm -rf $(DEMO_DIR)/grpo-smoke
 	$(PY) recipes/grpo.py --config recipes/tiny/grpo/config_smoke.yaml
 	$(VENV)/bin/sureon eval sureon --model $(DEMO_DIR)/grpo-smoke --dataset $(DEMO_DIR)/sureon --mode visual \
-		--frames-as images --out $(DEMO_DIR)/grpo_eval --max-new-tokens 16
+		--out $(DEMO_DIR)/grpo_eval --max-new-tokens 16
 	$(VENV)/bin/sureon eval sureon --model $(DEMO_DIR)/sft-smoke --dataset $(DEMO_DIR)/sureon --mode both \
 		--out $(DEMO_DIR)/eval --max-new-tokens 16
 	$(VENV)/bin/sureon report sureon $(DEMO_DIR)/eval/predictions.jsonl --out $(DEMO_DIR)/report --overwrite

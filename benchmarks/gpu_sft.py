@@ -42,7 +42,8 @@ from transformers import TrainerCallback  # noqa: E402
 
 from recipes.sft import build_stage_trainer, make_parser  # noqa: E402
 from recipes.training.architectures import build_model, write_architecture  # noqa: E402
-from recipes.training.plan import matmul_parameters, synthetic_clip_row, training_flops  # noqa: E402
+from recipes.training.plan.flops import matmul_parameters, training_flops  # noqa: E402
+from recipes.training.plan.tokens import synthetic_clip_row  # noqa: E402
 
 
 RECIPE = REPO / "recipes" / "qwen3-vl-8b" / "sft" / "config_sureon_vlm.yaml"
@@ -216,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from transformers import AutoConfig
 
-    from recipes.training.plan import parse_size
+    from recipes.training.plan.command import parse_size
 
     device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
     if not args.tiny and device != "cuda":

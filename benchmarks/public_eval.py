@@ -56,7 +56,7 @@ def overhead(model: Path, dataset: Path, work: Path, options) -> tuple[float, fl
     backend = TransformersBackend(
         str(model), dtype="float32", device="cpu", batch_size=options.batch_size, max_new_tokens=options.max_new_tokens
     )
-    args = argparse.Namespace(dataset=dataset)
+    args = argparse.Namespace(dataset=dataset, max_frames=None)  # every stored frame, as `sureon eval public`
     benchmarks = [load_benchmark(dataset, name, options.rows) for name in BENCHMARKS]
     rows = sum(len(b) for b in benchmarks)
     batches = []

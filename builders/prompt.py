@@ -11,6 +11,12 @@ frames as one video block carrying its timestamps, for processors such as Qwen3-
 markers from the video metadata. A text-only record (no ``start``, e.g. a SurgiQ question audited blind) has no clip
 header: its prompt is the question text alone, and an image record (one frame, no ``start``: the public corpus's
 image branch) shows its image without a time tag.
+
+One frame rule: ``max_frames`` means the same everywhere a clip is shown (SFT, GRPO, evaluation, the exports): at
+most that many of the frames the build stored, chosen by :func:`evenly_spaced` (first and last kept), each keeping
+its own timestamp. A build stores up to ``PROTOCOL_FRAMES`` frames per clip (the seed's D.1: up to 8, at least 4,
+sampled when the benchmark is built); a run shown fewer is off the benchmark's protocol, and says so
+(:func:`frame_protocol`). Curation's guessers are blind: they see no frame at all.
 """
 
 from builders.options import LETTERS
@@ -28,6 +34,53 @@ INSTRUCTIONS = {
 
 
 FRAME_TAG_PREFIX = "\nFrame at "
+# The benchmark's protocol: the seed sends up to 8 frames per clip (D.1); ``sureon build sureon`` stores that many.
+PROTOCOL_FRAMES = 8
+
+
+def evenly_spaced(items: list, limit: int | None) -> list[int]:
+    """Indices of at most ``limit`` items spread over the whole list (first and last kept): the one choice of a
+    clip's frames under ``max_frames``, in training, GRPO, evaluation and the exports."""
+    if not limit or len(items) <= limit:
+        return list(range(len(items)))
+    if limit == 1:
+        return [0]
+    return [round(i * (len(items) - 1) / (limit - 1)) for i in range(limit)]
+
+
+def select_frames(record: dict, max_frames: int | None) -> dict:
+    """``record`` with at most ``max_frames`` of its frames (and their timestamps), chosen by :func:`evenly_spaced`."""
+    frames = list(record.get("frames") or [])
+    if not max_frames or len(frames) <= max_frames:
+        return record
+    keep = evenly_spaced(frames, max_frames)
+    timestamps = list(record.get("frame_timestamps") or [])
+    if len(timestamps) != len(frames):
+        raise ValueError(f"{record.get('question_id')}: {len(frames)} frames but {len(timestamps)} timestamps")
+    return {**record, "frames": [frames[i] for i in keep], "frame_timestamps": [timestamps[i] for i in keep]}
+
+
+def frame_protocol(max_frames: int | None, stored_frames: int) -> dict:
+    """What a run showed of each clip against the benchmark's protocol: ``{"max_frames", "stored_frames",
+    "frames_shown", "protocol_frames", "at_protocol"}``. ``stored_frames`` is the most frames a clip of the data
+    holds; a run is at the protocol when it shows as many as the protocol allows of them (a build made with fewer,
+    ``sureon build sureon --max-frames 4``, cannot be told apart from short clips here: its build options say so).
+    """
+    shown = min(max_frames, stored_frames) if max_frames else stored_frames
+    return {
+        "max_frames": max_frames,
+        "stored_frames": stored_frames,
+        "frames_shown": shown,
+        "protocol_frames": PROTOCOL_FRAMES,
+        "at_protocol": shown == min(stored_frames, PROTOCOL_FRAMES),
+    }
+
+
+def protocol_label(protocol: dict | None) -> str:
+    """``""`` at the protocol, else a note for reports: ``" (4 frames, not the 8-frame protocol)"``."""
+    if not protocol or protocol.get("at_protocol", True):
+        return ""
+    return f" ({protocol['frames_shown']} frames, not the {protocol['protocol_frames']}-frame protocol)"
 
 
 def frame_tag(timestamp: float) -> str:
@@ -82,10 +135,13 @@ def format_messages(
     frames_as: str = "images",
     with_answer: bool = False,
     system_prompt: str | None = None,
+    max_frames: int | None = None,
 ) -> list[dict]:
-    """Chat messages for one record. ``record["frames"]`` may hold PIL images, bytes or paths; it is passed through."""
+    """Chat messages for one record. ``record["frames"]`` may hold PIL images, bytes or paths; it is passed through,
+    at most ``max_frames`` of them (:func:`select_frames`)."""
     if frames_as not in ("images", "video"):
         raise ValueError(f"frames_as must be 'images' or 'video', got {frames_as!r}")
+    record = select_frames(record, max_frames) if not blind else record
     has_clip = record.get("start") is not None
     content: list[dict] = [{"type": "text", "text": clip_header(record)}] if has_clip else []
     frames = [] if blind else list(record.get("frames") or [])

@@ -17,6 +17,15 @@ stay in the rows' columns, and each reward scores a completion with the evaluati
 SFT run's folder, the system prompt it was trained with is carried over (``training_complete.json``) unless the
 recipe sets one. It writes the same completion marker and model card as ``recipes/sft.py``, the card naming the GRPO
 stage, its rewards and their weights, and resumes from its last checkpoint when restarted.
+
+Clips reach the policy as SFT trained on them and ``sureon eval sureon`` shows them: ``frames_as: video`` (the
+default, as in SFT) gives each prompt its clip as one video (the frames and timestamps the build stored, at most
+``max_frames`` of them chosen as SFT and evaluation choose them, Qwen3-VL's ``<t seconds>`` markers and temporal
+patches), through ``recipes.training.grpo_trainer.VisualGRPOTrainer``, TRL's GRPOTrainer with three hooks; image and
+text-only rows mix in. Generation runs with transformers on any machine; vLLM (``use_vllm``) needs an environment
+built around a vLLM release TRL supports, and takes video rows in ``colocate`` mode only (the clip handed to vLLM
+as a pre-sampled video with the same frames and metadata, and every prompt vLLM tokenises checked against the
+trainer's; TRL 1.16's ``server`` mode sends image features only, so a video recipe with it is refused up front).
 """
 
 import json
@@ -27,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser, get_peft_config
+from trl import GRPOConfig, ModelConfig, TrlParser, get_peft_config
 
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -37,6 +46,7 @@ if str(REPO_ROOT) not in sys.path:  # `accelerate launch recipes/grpo.py` runs t
 from recipes.evaluation.rewards import reward_functions  # noqa: E402
 from recipes.sft import available_reporters, configure_reporting, last_checkpoint, recipe_path  # noqa: E402
 from recipes.training.grpo_data import grpo_dataset  # noqa: E402
+from recipes.training.grpo_trainer import VisualGRPOTrainer  # noqa: E402
 from recipes.training.mixture import build_mixture, mixture_summary, parse_mixture  # noqa: E402
 from recipes.training.modeling import (  # noqa: E402
     COMPLETE_MARKER,
@@ -66,9 +76,14 @@ class GRPOScriptArguments:
         default_factory=lambda: list(DEFAULT_REWARDS),
         metadata={"help": "rewards (recipes.evaluation.rewards); weights: GRPOConfig's reward_weights"},
     )
-    frames_as: str = field(default="images", metadata={"help": "clip frames as tagged 'images' (TRL has no video)"})
+    frames_as: str = field(default="video", metadata={"help": "clip frames as one 'video' or as tagged 'images'"})
     max_frames: int | None = field(default=8, metadata={"help": "frames per clip (evenly subsampled above it)"})
-    image_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per image (each frame)"})
+    image_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per image"})
+    video_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per clip (all its frames)"})
+    uniform_vision_calls: bool | None = field(
+        default=None,
+        metadata={"help": "run the vision tower on every log-probability pass (masked dummies); default: on for VLMs"},
+    )
     system_prompt: str | None = field(
         default=None,
         metadata={"help": "system message of every prompt; default: the one the starting SFT run was trained with"},
@@ -110,7 +125,9 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: GRPOConfig, m
         vision_language=vision_language,
     )
     processor = apply_pixel_caps(
-        load_processor(model_path, revision=model_args.model_revision), script_args.image_max_pixels, None
+        load_processor(model_path, revision=model_args.model_revision),
+        script_args.image_max_pixels,
+        script_args.video_max_pixels,
     )
     model = load_model(
         model_path,
@@ -120,7 +137,9 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: GRPOConfig, m
     )
     mixture = [{**summary, "rows_checkable": n} for summary, n in zip(mixture_summary(loaded), checkable, strict=True)]
     logger.info("GRPO rows with a checkable answer: %d of %d", len(dataset), len(index))
-    trainer = GRPOTrainer(
+    uniform = vision_language if script_args.uniform_vision_calls is None else script_args.uniform_vision_calls
+    trainer = VisualGRPOTrainer(
+        uniform_vision_calls=uniform and vision_language,
         model=model,
         reward_funcs=rewards,
         args=training_args,
@@ -149,13 +168,23 @@ def reward_means(log_history: list[dict], names: list[str]) -> dict[str, float |
     return means
 
 
-def check_vllm(training_args: GRPOConfig) -> None:
-    """Refuse ``use_vllm`` before any weights load when vLLM cannot be imported here. TRL 1.16 generates with vLLM
-    0.22-0.31 inside the training processes (``colocate``) or through ``trl vllm-serve`` (``server``; the trainer
-    still imports vLLM to send it the weights), and each vLLM release pins its own torch and transformers, so vLLM is
-    not in the project's environment: such a run needs an environment built around a vLLM release."""
+def check_vllm(training_args: GRPOConfig, script_args: GRPOScriptArguments) -> None:
+    """Refuse ``use_vllm`` before any weights load when vLLM cannot be imported here, or in a mode that cannot take
+    the clips as video.
+
+    TRL 1.16 generates with vLLM 0.22-0.31 inside the training processes (``colocate``) or through ``trl vllm-serve``
+    (``server``; the trainer still imports vLLM to send it the weights), and each vLLM release pins its own torch and
+    transformers, so vLLM is not in the project's environment: such a run needs an environment built around a vLLM
+    release. In ``server`` mode TRL sends the server token ids and image features only
+    (``VLLMClient.image_features``), so a video would reach it as placeholder tokens without frames."""
     import importlib.util
 
+    if training_args.use_vllm and training_args.vllm_mode == "server" and script_args.frames_as == "video":
+        raise ValueError(
+            "use_vllm: true, vllm_mode: server with frames_as: video: TRL 1.16's vLLM server takes image features "
+            "only, so the clips would reach it without their frames; use vllm_mode: colocate, use_vllm: false "
+            "(transformers generates), or frames_as: images"
+        )
     if training_args.use_vllm and importlib.util.find_spec("vllm") is None:
         raise ValueError(
             "use_vllm: true, but vLLM is not installed in this environment (TRL 1.16 supports vLLM 0.22-0.31, each "
@@ -170,7 +199,7 @@ def main(
     """Train (resuming from the last checkpoint), write the marker and card, push if asked; returns the folder."""
     if not model_args.model_name_or_path:
         raise ValueError("model_name_or_path is required (an SFT run's folder or a base model)")
-    check_vllm(training_args)
+    check_vllm(training_args, script_args)
     # As in recipes/sft.py: pushing is ours (once, with our card), and the token never reaches a pickled checkpoint.
     push, token = training_args.push_to_hub, training_args.hub_token
     set_fields(training_args, push_to_hub=False, hub_token=None)
@@ -205,6 +234,8 @@ def main(
         "blind": not built["vision_language"],
         "system_prompt": built["system_prompt"],
         "frames_as": script_args.frames_as,
+        "max_frames": script_args.max_frames,
+        "uniform_vision_calls": trainer.uniform_vision_calls,
         "vision_language": built["vision_language"],
         "trainable": {"all": {"trainable": sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)}},
         "resumed_from": resume,

@@ -256,6 +256,8 @@ def train_stage(stage: dict, model_path: str, script_args, training_args: SFTCon
         "blind": script_args.blind,
         "system_prompt": script_args.system_prompt,
         "vision_language": built["vision_language"],
+        "frames_as": script_args.frames_as,
+        "max_frames": script_args.max_frames,  # `sureon eval sureon --max-frames` shows the same frames
         "trainable": built["trainable"],
         "uniform_vision_calls": built["uniform"],
         "resumed_from": resume,

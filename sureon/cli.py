@@ -493,11 +493,11 @@ def make_parser() -> argparse.ArgumentParser:
     add_module_command(
         commands,
         "plan",
-        "recipes.training.plan",
+        "recipes.training.plan.command",
         help="before renting GPUs: a recipe's tokens per sample, parameters, memory per GPU and throughput",
         description="Plan a training recipe at the real size: token counts measured on its data, parameters, "
         "model-state and activation memory per GPU (ZeRO-2, ZeRO-3, FSDP), fit, expected throughput. See "
-        "recipes/training/plan.py.",
+        "recipes/training/plan/.",
     )
     add_module_command(
         commands,

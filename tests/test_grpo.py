@@ -1,7 +1,7 @@
 """The GRPO recipe: each reward on hand-made completions against hand-computed values, ``mcq_accuracy`` against the
-evaluation's verdicts, and a tiny run on CPU (2 steps, 2 completions per prompt) from an SFT run's folder: it
-completes, logs every reward, writes the marker and card, resumes after a kill, gives the same rewards on two ranks
-as on one, and saves a model that ``sureon eval sureon`` loads."""
+evaluation's verdicts, and a tiny run on CPU (2 steps, 2 completions per prompt, clips as video) from an SFT run's
+folder: it completes, logs every reward, writes the marker and card, resumes after a kill, gives the same rewards on
+two ranks as on one, and saves a model that ``sureon eval sureon`` loads."""
 
 import importlib.util
 import json
@@ -157,29 +157,37 @@ def test_rewards_are_named_as_the_recipe_names_them():
 # --- the data TRL samples ------------------------------------------------------------------------------------------
 
 
-def test_prompts_are_the_evaluation_prompts_and_open_rows_are_counted_out(sureon_build):
+@pytest.mark.parametrize("frames_as", ["video", "images"])
+def test_prompts_are_the_evaluation_prompts_and_open_rows_are_counted_out(sureon_build, frames_as):
     from datasets import load_dataset
 
     from builders.prompt import format_messages
     from recipes.training.chat_inputs import split_visuals
 
     loaded, index, _ = build_mixture(parse_mixture([{"path": str(sureon_build.out), "name": "db"}]))
-    dataset, checkable = grpo_dataset(loaded, index, max_frames=3, system_prompt="Be brief.")
+    dataset, checkable = grpo_dataset(loaded, index, frames_as=frames_as, max_frames=3, system_prompt="Be brief.")
     rows = load_dataset(str(sureon_build.out), "db", split="train")
     open_rows = sum(1 for r in rows if not r["options"] and not r["answer_order"])
     assert open_rows and checkable == [len(rows) - open_rows] == [len(dataset)]
     by_id = {r["question_id"]: r for r in rows}
     for sample in dataset.select(range(len(dataset))):
         record = resolve_frames(by_id[sample["question_id"]], loaded[0].media_root)
-        expected, images, _ = split_visuals(
-            format_messages(record, frames_as="images", system_prompt="Be brief."), max_frames=3
+        # the evaluation's prompt at --max-frames 3: the same messages, the same frames and timestamps
+        expected, images, videos = split_visuals(
+            format_messages(record, frames_as=frames_as, system_prompt="Be brief.", max_frames=3)
         )
-        assert sample["prompt"] == expected and len(sample["images"]) == len(images) == 3
+        visuals = sample["visuals"]
+        assert sample["prompt"] == expected
+        if frames_as == "video":
+            assert visuals["images"] == [] and len(visuals["videos"]) == 1 and len(videos[0]["frames"]) == 3
+            assert visuals["videos"][0]["timestamps"] == videos[0]["timestamps"]
+        else:
+            assert visuals["videos"] == [] and len(visuals["images"]) == len(images) == 3
         assert sample["answer"] == answer_target(record)
         assert "Options:" in json.dumps(sample["prompt"]) or record["answer_order"]
         assert answer_target(record) not in {p.get("text") for m in sample["prompt"] for p in m["content"]}
-    with pytest.raises(ValueError, match="frames_as: images"):
-        grpo_dataset(loaded, index, frames_as="video")
+    with pytest.raises(ValueError, match="frames_as: 'frames'"):
+        grpo_dataset(loaded, index, frames_as="frames")
 
 
 def test_sources_without_a_checkable_reference_are_refused(sureon_build, tmp_path):

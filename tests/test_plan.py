@@ -23,18 +23,12 @@ from recipes.training.architectures import (
 from recipes.training.collator import SFTCollator
 from recipes.training.mixture import build_mixture, parse_mixture
 from recipes.training.modeling import apply_pixel_caps, load_processor
-from recipes.training.plan import (
-    activation_bytes,
-    deepspeed_estimate,
-    largest_layer_parameters,
-    lora_settings,
-    matmul_parameters,
-    measure_mixture,
-    model_state_bytes,
-    parameter_counts,
-    plan_recipe,
-    training_flops,
-)
+from recipes.training.plan.command import plan_recipe
+from recipes.training.plan.flops import matmul_parameters, training_flops
+from recipes.training.plan.memory import activation_bytes, deepspeed_estimate, model_state_bytes
+from recipes.training.plan.parameters import largest_layer_parameters, parameter_counts
+from recipes.training.plan.recipe import lora_settings
+from recipes.training.plan.tokens import measure_mixture
 from sureon.cli import main as cli_main
 
 
@@ -350,8 +344,8 @@ def test_grpo_reference_model_generation_and_vllm_share(tmp_path, meta_8b):
     assert grpo["reference_model"] and grpo["generation"] == "transformers" and grpo["vllm"] is None
     assert memory["zero2"]["reference_model"] == 2 * total  # replicated
     assert memory["zero3"]["reference_model"] == 2 * total // 4  # sharded like the policy
-    assert memory["zero2"]["generation"] == grpo["kv_cache"]
-    assert memory["zero3"]["generation"] == grpo["kv_cache"] + 2 * total  # weights gathered to generate
+    assert memory["zero2"]["generation"] == grpo["kv_cache"] + grpo["prefill"]
+    assert memory["zero3"]["generation"] == grpo["kv_cache"] + grpo["prefill"] + 2 * total  # weights gathered
     greedy = plan_recipe(grpo_variant(tmp_path, vllm_gpu_memory_utilization=0.9), synthetic_frames=(768, 432))[0]
     assert not any(memory["fits"] for memory in greedy["memory"].values())
     small = plan_recipe(grpo_variant(tmp_path, vllm_gpu_memory_utilization=0.1), synthetic_frames=(768, 432))[0]
@@ -366,3 +360,25 @@ def test_sureon_plan_prints_the_grpo_table(capsys):
     printed = capsys.readouterr().out
     assert "GRPO: 8 completions per prompt of at most 256 tokens" in printed and "no reference model" in printed
     assert "| GRPO memory per GPU (GB) |" in printed and "vLLM colocate: a pool of 42.3 GB" in printed
+
+
+def test_grpo_prompts_are_counted_as_the_grpo_trainer_encodes_them(tmp_path):
+    """A GRPO recipe's tokens are its prompts as ``VisualGRPOTrainer`` encodes them (clips as one video, the SFT
+    recipe's pixel caps), and its generation memory follows from them: video tokens merge frame pairs, so the same
+    clip as tagged images costs more tokens and a larger KV cache and prefill."""
+    from recipes.training.grpo_data import grpo_row
+    from recipes.training.grpo_trainer import encode_row
+    from recipes.training.plan.tokens import synthetic_clip_row
+
+    video = plan_recipe(RECIPE_GRPO, num_gpus=4, synthetic_frames=(768, 432))[0]
+    images = plan_recipe(grpo_variant(tmp_path, frames_as="images"), num_gpus=4, synthetic_frames=(768, 432))[0]
+    processor = apply_pixel_caps(standin_processor(), 602112, 6422528)
+    encoded = encode_row(processor, grpo_row(synthetic_clip_row(0, (768, 432), 8), frames_as="video", max_frames=8))
+    (t, h, w) = encoded.visual["video_grid_thw"][0].tolist()
+    assert t == 4  # 8 frames in temporal patches of 2
+    counted, grpo = video["tokens"][0], video["grpo"]
+    assert counted["tokens"]["p100"] == len(encoded.input_ids) == grpo["prompt_tokens_p99"]
+    assert counted["visual_tokens"]["p100"] == t * h * w // 4 == grpo["prompt_visual_tokens_p99"]
+    assert grpo["frames_as"] == "video" and images["grpo"]["frames_as"] == "images"
+    assert images["grpo"]["prompt_visual_tokens_p99"] > 1.5 * grpo["prompt_visual_tokens_p99"]
+    assert images["grpo"]["kv_cache"] > grpo["kv_cache"] and images["grpo"]["prefill"] > grpo["prefill"] > 0

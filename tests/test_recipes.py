@@ -89,7 +89,7 @@ def check_grpo_recipe(path, argv):
     assert isinstance(script_args, GRPOScriptArguments) and model_args.model_name_or_path
     assert reward_functions(script_args.reward_funcs)
     assert len(training_args.reward_weights or script_args.reward_funcs) == len(script_args.reward_funcs)
-    assert script_args.frames_as == "images", "TRL's GRPOTrainer takes images only"
+    assert script_args.frames_as == "video", "clips as SFT trains on them and evaluation shows them"
     assert training_args.num_generations >= 2 and parse_mixture(script_args.dataset_mixture)
 
 

@@ -48,6 +48,7 @@ from pathlib import Path
 from PIL import Image
 
 from builders.blur import BlurSettings, blurrer_for
+from builders.prompt import PROTOCOL_FRAMES
 from builders.sureon.sections import Section, read_section
 from builders.video import VIDEO_EXTENSIONS, open_decoder, probe_size
 
@@ -62,7 +63,7 @@ Window = tuple[float, float]
 
 @dataclass(frozen=True)
 class FramePolicy:
-    max_frames: int = 8
+    max_frames: int = PROTOCOL_FRAMES
     min_frames: int = 4
     max_side: int | None = 768
     jpeg_quality: int = 90

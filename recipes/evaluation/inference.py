@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from builders.jsonl_log import AppendOnlyJsonl
-from recipes.training.chat_inputs import flatten_text, media_kwargs, render_chat, split_visuals
+from recipes.training.chat_inputs import encode_prompts
 
 
 logger = logging.getLogger(__name__)
@@ -199,23 +199,6 @@ def usage_totals(details: Iterable[dict]) -> dict | None:
 # ---------------------------------------------------------------------------------------------------------- backends
 
 
-def _media(conversations: list[list[dict]]) -> tuple[list[list[dict]], list[list], list[dict]]:
-    """The batch's messages with placeholders, its images as one list per conversation (empty for a blind one), and
-    all its videos in order.
-
-    Images stay grouped by prompt because some processors check each prompt's image placeholders against that
-    prompt's own images (Gemma 3 and 4 raise on a flat list once a batch mixes visual and blind prompts), and
-    LLaVA-OneVision reads a flat list as prompts of one image each (tiling every frame); Qwen-VL, InternVL and Molmo2
-    flatten the nested list themselves."""
-    stripped, images, videos = [], [], []
-    for conversation in conversations:
-        messages, conversation_images, conversation_videos = split_visuals(conversation)
-        stripped.append(messages)
-        images.append(conversation_images)
-        videos += conversation_videos
-    return stripped, images, videos
-
-
 def unservable_reason(model: str, revision: str | None = None) -> str | None:
     """Why the transformers backend cannot serve ``model`` (None when it can), read from its config alone so a
     refusal comes before any weights load or any question is generated: a model type this transformers has no
@@ -350,16 +333,9 @@ class TransformersBackend:
         return self._model
 
     def prepare(self, conversations: list[list[dict]]):
-        """The processor inputs for a batch: rendered chat texts plus the frames, as ``generate`` receives them."""
-        if not self.is_vision_language:
-            texts = [render_chat(self.processor, flatten_text(c), add_generation_prompt=True) for c in conversations]
-            return self.processor(texts, padding=True, return_tensors="pt", add_special_tokens=False)
-        conversations, images, videos = _media(conversations)
-        texts = [render_chat(self.processor, c, add_generation_prompt=True) for c in conversations]
-        kwargs = media_kwargs(images if any(images) else [], videos)
-        if videos and hasattr(type(self.processor.video_processor), "cap_pixels_per_frame"):
-            kwargs["cap_pixels_per_frame"] = True  # qwen-vl-utils' per-frame pixel cap, as Qwen3-VL was trained
-        return self.processor(text=texts, padding=True, return_tensors="pt", add_special_tokens=False, **kwargs)
+        """The processor inputs for a batch, as ``generate`` receives them: the one encoding training uses
+        (:func:`recipes.training.chat_inputs.encode_prompts`); the frames were chosen by the prompt formatter."""
+        return encode_prompts(self.processor, conversations)
 
     def generate(self, conversations: list[list[dict]]) -> list[str]:
         import torch

@@ -5,6 +5,8 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from builders.prompt import protocol_label
+
 
 def named_path(spec: str) -> tuple[str | None, Path]:
     """``"name=path"`` -> ``(name, path)``; a bare path -> ``(None, path)`` (the name then comes from the file).
@@ -82,8 +84,9 @@ def load_run_settings(specs: list[str]) -> dict[str, dict]:
 
 
 def runs_table(runs: dict[str, dict]) -> str:
-    """Each run's recorded settings: its preset and the paper row it reproduces, model id, backend, frames, budget,
-    request parameters and the flags that replaced a preset value."""
+    """Each run's recorded settings: its preset and the paper row it reproduces, model id, backend, frames (a run
+    shown fewer than the benchmark's protocol says so), budget, request parameters and the flags that replaced a
+    preset value."""
     rows = []
     for name, run in runs.items():
         params = ", ".join(f"{k}={json.dumps(v)}" for k, v in (run.get("request_params") or {}).items())
@@ -96,7 +99,7 @@ def runs_table(runs: dict[str, dict]) -> str:
                 str(run.get("model")) + (" (unconfirmed id)" if run.get("unconfirmed_id") else ""),
                 str(run.get("revision") or "—"),
                 str(run.get("backend")),
-                f"{run.get('frames_as')}, ≤ {run.get('max_frames') or '—'}",
+                f"{run.get('frames_as')}, ≤ {run.get('max_frames') or '—'}{protocol_label(run.get('frames'))}",
                 str(run.get("max_new_tokens")),
                 params or "—",
                 ", ".join(run.get("overrides") or []) or "—",

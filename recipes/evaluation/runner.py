@@ -13,6 +13,7 @@ import json
 import os
 from pathlib import Path
 
+from builders.prompt import frame_protocol
 from recipes.evaluation.inference import BACKENDS, MAX_TOKENS_FIELDS, make_backend
 from recipes.evaluation.presets import FRAMES_AS, SETTINGS, check_request_params, load_all, load_preset, render_list
 
@@ -74,8 +75,9 @@ def add_backend_arguments(parser: argparse.ArgumentParser, *, unit: str, max_new
         "--max-frames",
         type=int,
         default=Default(None),
-        help="the most frames a prompt may hold: a benchmark with more is refused (its frames are sampled when it "
-        "is built; the seed sends up to 8)",
+        help="show at most this many of each clip's stored frames, evenly spaced (the frames training keeps under "
+        "the same max_frames); default: every frame the build stored (the seed's protocol: up to 8). A run below "
+        "the protocol is labelled as such in summary.json and the reports",
     )
     parser.add_argument("--dtype", default=Default("auto"), help="auto, bfloat16, float16 or float32")
     parser.add_argument("--attn-implementation", help="default: flash_attention_2 when installed on GPU, else sdpa")
@@ -155,9 +157,10 @@ def resolve_settings(args) -> argparse.Namespace:
     return args
 
 
-def run_settings(args) -> dict:
-    """What a run records in summary.json and its report shows: the preset, the settings it ran with, and the
-    options typed on the command line that replaced a preset value."""
+def run_settings(args, stored_frames: int | None = None) -> dict:
+    """What a run records in summary.json and its report shows: the preset, the settings it ran with, the options
+    typed on the command line that replaced a preset value, and (given the most frames a clip of the data holds)
+    the frames it showed against the benchmark's protocol (:func:`builders.prompt.frame_protocol`)."""
     resolve_settings(args)
     preset = args.preset_data
     settings = {
@@ -169,6 +172,8 @@ def run_settings(args) -> dict:
     settings |= {dest: getattr(args, dest) for dest in SETTINGS}
     settings["request_params"] = args.request_params
     settings["overrides"] = args.overrides
+    if stored_frames is not None:
+        settings["frames"] = frame_protocol(args.max_frames, stored_frames)
     if getattr(args, "judge_model", None):
         judge = {"model": args.judge_model, "base_url": args.judge_base_url}
         settings["judge"] = judge | {"request_params": args.judge_request_params}
@@ -188,15 +193,14 @@ def add_system_prompt_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def backend_from_args(args, max_frames: int):
-    """The backend :func:`add_backend_arguments` describes, for prompts of up to ``max_frames`` frames (refused when
-    more than ``--max-frames``, the preset's or the user's limit)."""
+    """The backend :func:`add_backend_arguments` describes, for prompts of up to ``max_frames`` frames as stored;
+    ``--max-frames`` (the preset's or the user's) shows at most that many of them (:func:`builders.prompt.
+    select_frames`, the frames training chose under the same ``max_frames``)."""
     resolve_settings(args)
-    if args.max_frames is not None and max_frames > args.max_frames:
-        raise ValueError(
-            f"the benchmark's prompts hold up to {max_frames} frames, more than --max-frames {args.max_frames}"
-            f"{' (preset ' + args.preset_data.name + ')' if args.preset_data else ''}: evaluate a build made with "
-            f"`sureon build sureon --max-frames {args.max_frames}`, or raise --max-frames"
-        )
+    if args.max_frames is not None and args.max_frames < 1:
+        raise ValueError(f"--max-frames {args.max_frames}: give a positive number (leave it out to show every frame)")
+    if args.max_frames is not None:
+        max_frames = min(max_frames, args.max_frames)
     if args.request_params and args.backend != "openai":
         raise ValueError(
             f"--request-param / a preset's request_params reach only the openai backend, not {args.backend}: "

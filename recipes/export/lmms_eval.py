@@ -44,7 +44,7 @@ import argparse
 from pathlib import Path
 
 from builders.hub import resolve_frames
-from builders.prompt import format_messages
+from builders.prompt import format_messages, frame_protocol, select_frames
 from builders.sureon.categories import BY_CODE, MCQ, OPEN, ORDERING
 from recipes.evaluation.runner import check_counts
 from recipes.evaluation.sureon.evaluate import score_all, summarize
@@ -66,9 +66,10 @@ def _with_mode(docs, mode: str):
     return docs.add_column("mode", [mode] * len(docs))
 
 
-def docs_in_modes(modes: tuple[str, ...], media_root: str | None = None):
+def docs_in_modes(modes: tuple[str, ...], media_root: str | None = None, max_frames: int | None = None):
     """A task's ``process_docs``: every question once per condition; frames stored as files (a training config's
-    layout) are resolved against the build (:func:`builders.hub.resolve_frames`) and decoded like embedded ones."""
+    layout) are resolved against the build (:func:`builders.hub.resolve_frames`) and decoded like embedded ones; at
+    most ``max_frames`` per clip (:func:`builders.prompt.select_frames`, as ``sureon eval sureon --max-frames``)."""
 
     def process_docs(docs):
         from datasets import Image, List, concatenate_datasets
@@ -76,6 +77,8 @@ def docs_in_modes(modes: tuple[str, ...], media_root: str | None = None):
         if media_root is not None:
             docs = docs.map(lambda doc: {"frames": resolve_frames(doc, Path(media_root))["frames"]})
             docs = docs.cast_column("frames", List(Image()))
+        if max_frames:
+            docs = docs.map(lambda doc: {k: select_frames(doc, max_frames)[k] for k in ("frames", "frame_timestamps")})
         return concatenate_datasets([_with_mode(docs, mode) for mode in modes])
 
     return process_docs
@@ -218,10 +221,12 @@ def task_config(task: str, modes: tuple[str, ...], categories: list[str]) -> dic
     }
 
 
-def shim_lines(tasks: dict[str, list[str]], media_root: str | None = None) -> list[str]:
+def shim_lines(tasks: dict[str, list[str]], media_root: str | None = None, max_frames: int | None = None) -> list[str]:
     """Per task its ``process_docs`` and a ``process_results`` returning its metric names; one aggregation per
     metric."""
-    lines = [f"{PROCESS_DOCS[task]} = docs_in_modes({TASK_MODES[task]!r}, {media_root!r})" for task in tasks]
+    lines = [
+        f"{PROCESS_DOCS[task]} = docs_in_modes({TASK_MODES[task]!r}, {media_root!r}, {max_frames!r})" for task in tasks
+    ]
     lines += [f"process_results_{task} = results_for({names!r})" for task, names in tasks.items()]
     lines += [f"aggregate_{name} = aggregation({name!r})" for name in sorted({n for v in tasks.values() for n in v})]
     return lines
@@ -307,6 +312,7 @@ def export_lmms_eval(
     split: str = "test",
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
     overwrite: bool = False,
+    max_frames: int | None = None,
 ) -> dict:
     from builders.hub import media_root, staged_output
 
@@ -319,7 +325,7 @@ def export_lmms_eval(
     with staged_output(out, overwrite) as staging:
         functions = ["doc_to_messages", "doc_to_visual", "doc_to_text", "doc_to_target", "results_for", "aggregation"]
         functions.append("docs_in_modes")
-        lines = shim_lines(tasks, str(root) if root else None)
+        lines = shim_lines(tasks, str(root) if root else None, max_frames)
         write_utils_shim(staging, __name__, functions, COMMAND, extra_lines=lines)
         (staging / BASE).write_text(task_yaml(base_config(source, config, split, max_new_tokens)), encoding="utf-8")
         for task, modes in TASK_MODES.items():
@@ -336,6 +342,7 @@ def export_lmms_eval(
             "categories": categories,
             "categories_outside_the_ten": [c for c in categories if c not in known],
             "max_new_tokens": max_new_tokens,
+            "frames": frame_protocol(max_frames, max(map(len, docs["frame_timestamps"]), default=0)),
             "tasks": {task: {"conditions": list(TASK_MODES[task]), "metrics": names} for task, names in tasks.items()},
         }
         write_json(staging / "manifest.json", manifest)
@@ -349,6 +356,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--split", default="test")
     parser.add_argument("--out", required=True, type=Path, help="the task folder (pass it as --include_path)")
     parser.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS, help="generation budget")
+    parser.add_argument(
+        "--max-frames",
+        type=int,
+        help="at most this many frames per clip, evenly spaced (as sureon eval sureon --max-frames); default: every "
+        "stored frame, the benchmark's protocol",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     return parser
 
@@ -361,6 +374,7 @@ def run(args: argparse.Namespace) -> int:
         split=args.split,
         max_new_tokens=args.max_new_tokens,
         overwrite=args.overwrite,
+        max_frames=args.max_frames,
     )
     print(
         f"{manifest['questions']} questions ({manifest['accuracy_scored']} accuracy-scored, "

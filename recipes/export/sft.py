@@ -43,9 +43,10 @@ FORMATS = ("swift", "llava")
 IMAGE_TOKEN = "<image>"
 
 
-def render(record: dict, where: str) -> tuple[str, list, str]:
-    """``(user text with <image> placeholders, frames in order, assistant target)`` of one video-QA record."""
-    (message,) = format_messages(record, frames_as="images")
+def render(record: dict, where: str, max_frames: int | None = None) -> tuple[str, list, str]:
+    """``(user text with <image> placeholders, frames in order, assistant target)`` of one video-QA record, at most
+    ``max_frames`` frames of each clip (the ones ``recipes/sft.py`` keeps under the same ``max_frames``)."""
+    (message,) = format_messages(record, frames_as="images", max_frames=max_frames)
     text, frames = [], []
     for part in message["content"]:
         if part["type"] == "image":
@@ -157,6 +158,7 @@ def export_sft(
     split: str = "train",
     overwrite: bool = False,
     allow_evaluation_data: bool = False,
+    max_frames: int | None = None,
 ) -> dict:
     """Write ``out`` (and its frames and manifest); returns the manifest."""
     from tqdm.auto import tqdm
@@ -181,7 +183,7 @@ def export_sft(
             record = resolve_frames(record, media_root)
         except ValueError as err:
             raise ValueError(f"{where}: {err}") from None
-        text, frames, target = render(record, where)
+        text, frames, target = render(record, where, max_frames)
         images = frame_paths(frames, store, where)
         with_frames += bool(images)
         exported.append(write_row(key, text, images, target))
@@ -202,6 +204,7 @@ def export_sft(
         "rows_written": len(exported),
         "rows_skipped": 0,
         "rows_with_frames": with_frames,
+        "max_frames": max_frames,
         "frames_folder": str(store.folder),
         "frame_files": len(store.paths),
     }
@@ -225,6 +228,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="export a benchmark or validation config (or a non-train split) anyway; never train on it by mistake",
     )
     parser.add_argument("--out", required=True, type=Path, help="the training file (frames go to <stem>_frames/)")
+    parser.add_argument(
+        "--max-frames",
+        type=int,
+        help="at most this many frames per clip, evenly spaced (those recipes/sft.py keeps under the same max_frames)",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     return parser
 
@@ -238,6 +246,7 @@ def run(args: argparse.Namespace) -> int:
         split=args.split,
         overwrite=args.overwrite,
         allow_evaluation_data=args.allow_evaluation_data,
+        max_frames=args.max_frames,
     )
     print(
         f"{manifest['rows_read']} rows read = {manifest['rows_written']} written + {manifest['rows_skipped']} "

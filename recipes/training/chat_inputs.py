@@ -1,5 +1,6 @@
 """Chat messages (from the one prompt formatter) -> what a processor takes, shared by training and inference so a
-model sees exactly the same input in both.
+model sees exactly the same input in both: :func:`encode_prompts` is the one encoding of a prompt for the SFT
+collator, the GRPO trainer and the evaluation's transformers backend (token ids, pixel values, grids, video metadata).
 
 Frames travel inside the messages (``{"type": "image", "image": ...}``, or one ``{"type": "video", "video": frames,
 "timestamps": [...]}``); these helpers take them out in order, leave placeholders for the chat template, and build
@@ -11,25 +12,18 @@ Qwen3-VL's video metadata. Frame timestamps are stored in seconds; Qwen3-VL writ
 import io
 from pathlib import Path
 
-from builders.prompt import is_frame_tag
+from builders.prompt import evenly_spaced, is_frame_tag
 
 
 TIMESTAMP_TICKS_PER_SECOND = 1000.0
+# What a Qwen-VL processor returns for the frames, per image / per video (the grids say how many rows each owns).
+VISUAL_KEYS = ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw")
 
 
 def video_metadata(timestamps: list[float]) -> dict:
     """Qwen3-VL video metadata for pre-sampled frames at ``timestamps`` (absolute seconds in the source video)."""
     indices = [round(t * TIMESTAMP_TICKS_PER_SECOND) for t in timestamps]
     return {"fps": TIMESTAMP_TICKS_PER_SECOND, "frames_indices": indices, "total_num_frames": max(indices) + 1}
-
-
-def evenly_spaced(items: list, limit: int | None) -> list[int]:
-    """Indices of at most ``limit`` items spread over the whole list (first and last kept)."""
-    if not limit or len(items) <= limit:
-        return list(range(len(items)))
-    if limit == 1:
-        return [0]
-    return [round(i * (len(items) - 1) / (limit - 1)) for i in range(limit)]
 
 
 def to_pil(image):
@@ -107,6 +101,40 @@ def media_kwargs(images: list, videos: list[dict]) -> dict:
         kwargs["video_metadata"] = [video_metadata(video["timestamps"]) for video in videos]
         kwargs["do_sample_frames"] = False
     return kwargs
+
+
+def processor_inputs(processor, conversations: list[list[dict]], images: list[list], videos: list[dict]):
+    """Rendered prompts + their frames through the processor (``BatchFeature``, padded on the tokenizer's side):
+    ``conversations`` with placeholders (:func:`split_visuals`), ``images`` one list per conversation, ``videos`` all
+    of the batch's in order. No special tokens are added (the chat template writes them); Qwen3-VL's video processor
+    caps pixels per frame, as qwen-vl-utils did when Qwen3-VL was trained. A text-only tokenizer gets the flattened
+    text."""
+    from recipes.training.modeling import tokenizer_of
+
+    if processor is tokenizer_of(processor):
+        texts = [render_chat(processor, flatten_text(c), add_generation_prompt=True) for c in conversations]
+        return processor(texts, padding=True, return_tensors="pt", add_special_tokens=False)
+    texts = [render_chat(processor, c, add_generation_prompt=True) for c in conversations]
+    kwargs = media_kwargs(images if any(images) else [], videos)
+    if videos and hasattr(type(processor.video_processor), "cap_pixels_per_frame"):
+        kwargs["cap_pixels_per_frame"] = True
+    return processor(text=texts, padding=True, return_tensors="pt", add_special_tokens=False, **kwargs)
+
+
+def encode_prompts(processor, conversations: list[list[dict]], max_frames: int | None = None):
+    """The one encoding of chat prompts with their frames (at most ``max_frames`` per clip, :func:`split_visuals`).
+
+    Images stay grouped by prompt because some processors check each prompt's image placeholders against that
+    prompt's own images (Gemma 3 and 4 raise on a flat list once a batch mixes visual and blind prompts), and
+    LLaVA-OneVision reads a flat list as prompts of one image each (tiling every frame); Qwen-VL, InternVL and Molmo2
+    flatten the nested list themselves."""
+    stripped, images, videos = [], [], []
+    for conversation in conversations:
+        messages, conversation_images, conversation_videos = split_visuals(conversation, max_frames)
+        stripped.append(messages)
+        images.append(conversation_images)
+        videos += conversation_videos
+    return processor_inputs(processor, stripped, images, videos)
 
 
 def render_chat(processor, messages: list[dict], *, add_generation_prompt: bool) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import torch
 
 from builders.hub import resolve_frames
-from recipes.training.chat_inputs import flatten_text, media_kwargs, render_chat, split_visuals
+from recipes.training.chat_inputs import VISUAL_KEYS, flatten_text, processor_inputs, render_chat, split_visuals
 from recipes.training.mixture import Example, LoadedSource, to_example
 from recipes.training.modeling import tokenizer_of
 
@@ -75,25 +75,19 @@ class SFTCollator:
         return target + (self.tokenizer.eos_token or "")
 
     def encode(self, example: Example) -> EncodedExample:
+        """The prompt as evaluation and GRPO encode it (:func:`recipes.training.chat_inputs.processor_inputs`), then
+        the tokenized answer."""
         messages, images, videos = split_visuals(example.prompt, self.max_frames)
         if not self.is_vlm:
             messages = flatten_text(messages)
         prompt_text = render_chat(self.processor, messages, add_generation_prompt=True)
         completion = self.completion_text(messages, prompt_text, example.target)
         completion_ids = self.tokenizer(completion, add_special_tokens=False)["input_ids"]
-        if self.is_vlm:
-            encoded = self.processor(text=[prompt_text], return_tensors="pt", **media_kwargs(images, videos))
-            prompt_ids = encoded["input_ids"][0].tolist()
-            token_types = encoded.get("mm_token_type_ids")
-            token_types = token_types[0].tolist() + [0] * len(completion_ids) if token_types is not None else None
-            visual = {
-                key: encoded[key]
-                for key in ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw")
-                if key in encoded
-            }
-        else:
-            prompt_ids = self.tokenizer(prompt_text, add_special_tokens=False)["input_ids"]
-            token_types, visual = None, {}
+        encoded = processor_inputs(self.processor, [messages], [images], videos)
+        prompt_ids = encoded["input_ids"][0].tolist()
+        token_types = encoded.get("mm_token_type_ids") if self.is_vlm else None
+        token_types = token_types[0].tolist() + [0] * len(completion_ids) if token_types is not None else None
+        visual = {key: encoded[key] for key in VISUAL_KEYS if key in encoded}
         input_ids = prompt_ids + completion_ids
         if self.max_length is not None and len(input_ids) > self.max_length:
             raise ValueError(
@@ -107,7 +101,7 @@ class SFTCollator:
     def __call__(self, index_rows: list[dict]) -> dict[str, torch.Tensor]:
         encoded = [self.encode(self.example(index_row)) for index_row in index_rows]
         batch = self.pad(encoded)
-        for key in ("pixel_values", "image_grid_thw", "pixel_values_videos", "video_grid_thw"):
+        for key in VISUAL_KEYS:
             parts = [item.visual[key] for item in encoded if key in item.visual]
             if parts:
                 batch[key] = torch.cat(parts)
@@ -139,30 +133,43 @@ class SFTCollator:
         return batch
 
     def append_dummy(self, batch: dict[str, torch.Tensor], kind: str) -> None:
-        """A one-token black image or video after the last row's padding: masked, unlabelled, never seen."""
-        source = self.processor.image_processor if kind == "image" else self.processor.video_processor
-        merge, patch, temporal = source.merge_size, source.patch_size, source.temporal_patch_size
-        grid = torch.tensor([[1, merge, merge]])
-        pixels = torch.zeros(merge * merge, 3 * temporal * patch * patch)
-        pad_token = "<|image_pad|>" if kind == "image" else "<|video_pad|>"
-        pad_token = getattr(self.processor, f"{kind}_token", pad_token)
-        tokens = [
-            self.processor.vision_start_token_id,
-            self.tokenizer.convert_tokens_to_ids(pad_token),
-            self.processor.vision_end_token_id,
-        ]
-        rows = batch["input_ids"].shape[0]
-        extra = torch.full((rows, len(tokens)), self.tokenizer.pad_token_id, dtype=torch.long)
-        extra[-1] = torch.tensor(tokens)
-        batch["input_ids"] = torch.cat([batch["input_ids"], extra], dim=1)
-        batch["attention_mask"] = torch.cat([batch["attention_mask"], torch.zeros_like(extra)], dim=1)
+        append_dummy_visual(batch, self.processor, kind)
+
+
+def append_dummy_visual(batch: dict[str, torch.Tensor], processor, kind: str) -> int:
+    """A one-token black image or video after the last row's padding: masked, unlabelled, never seen; returns the
+    columns appended. Its grid comes last and its tokens last in row-major order, so the real visuals keep their
+    features, and its masked tokens leave every row's positions as they were. (The SFT collator's
+    ``uniform_vision_calls``, and the GRPO trainer's: ``recipes.training.grpo_trainer``.)"""
+    device = batch["input_ids"].device
+    tokenizer = tokenizer_of(processor)
+    source = processor.image_processor if kind == "image" else processor.video_processor
+    merge, patch, temporal = source.merge_size, source.patch_size, source.temporal_patch_size
+    grid = torch.tensor([[1, merge, merge]], device=device)
+    pixels = torch.zeros(merge * merge, 3 * temporal * patch * patch, device=device)
+    pad_token = "<|image_pad|>" if kind == "image" else "<|video_pad|>"
+    pad_token = getattr(processor, f"{kind}_token", pad_token)
+    tokens = [
+        processor.vision_start_token_id,
+        tokenizer.convert_tokens_to_ids(pad_token),
+        processor.vision_end_token_id,
+    ]
+    rows = batch["input_ids"].shape[0]
+    extra = torch.full((rows, len(tokens)), tokenizer.pad_token_id, dtype=torch.long, device=device)
+    extra[-1] = torch.tensor(tokens, device=device)
+    batch["input_ids"] = torch.cat([batch["input_ids"], extra], dim=1)
+    batch["attention_mask"] = torch.cat([batch["attention_mask"], torch.zeros_like(extra)], dim=1)
+    if "labels" in batch:
         batch["labels"] = torch.cat([batch["labels"], torch.full_like(extra, -100)], dim=1)
-        if "mm_token_type_ids" in batch:
-            types = torch.zeros((rows, len(tokens)), dtype=torch.int)
-            types[-1, 1] = 1 if kind == "image" else 2
-            batch["mm_token_type_ids"] = torch.cat([batch["mm_token_type_ids"], types], dim=1)
-        key, grid_key = (
-            ("pixel_values", "image_grid_thw") if kind == "image" else ("pixel_values_videos", "video_grid_thw")
-        )
-        batch[key] = pixels
-        batch[grid_key] = grid
+    if "mm_token_type_ids" in batch:
+        types = torch.zeros((rows, len(tokens)), dtype=batch["mm_token_type_ids"].dtype, device=device)
+        types[-1, 1] = 1 if kind == "image" else 2
+        batch["mm_token_type_ids"] = torch.cat([batch["mm_token_type_ids"], types], dim=1)
+    key, grid_key = (
+        ("pixel_values", "image_grid_thw") if kind == "image" else ("pixel_values_videos", "video_grid_thw")
+    )
+    if key in batch:
+        raise ValueError(f"a dummy {kind} is only for a batch without one")
+    batch[key] = pixels
+    batch[grid_key] = grid
+    return len(tokens)

@@ -1,17 +1,20 @@
 """GRPO prompts: mixture rows -> the rows TRL's ``GRPOTrainer`` samples from, rendered as evaluation shows them.
 
-Each row is ``{"prompt", "images", <reference columns>}``: the prompt is the one prompt formatter's messages
+Each row is ``{"prompt", "visuals", <reference columns>}``: the prompt is the one prompt formatter's messages
 (``builders.prompt`` via ``recipes.training.mixture.to_example``), its frames taken out in order by
-``recipes.training.chat_inputs.split_visuals`` (the evaluation backends' own helper, with the same ``max_frames``
-cap), leaving ``{"type": "image"}`` placeholders that TRL fills from the ``images`` column. The reference answer
+``recipes.training.chat_inputs.split_visuals`` (the SFT collator's and the evaluation's helper, with the same
+``max_frames`` choice of frames), leaving ``{"type": "image"}`` / ``{"type": "video"}`` placeholders; the frames go in
+``visuals`` (``{"images": [...], "videos": [{"frames", "timestamps"}]}``), which
+``recipes.training.grpo_trainer.VisualGRPOTrainer`` encodes exactly as SFT and evaluation do. The reference answer
 stays out of the prompt, in the columns TRL hands every reward function as keyword lists (``REFERENCE_COLUMNS``;
 ``recipes.evaluation.rewards`` reads them).
 
-Frames go in as tagged images (``frames_as: images``): TRL's GRPOTrainer takes images only, no video input (its
-``images`` column; huggingface/trl#5373). Rows are rendered when a batch is drawn (a ``datasets`` transform over the
-mixture's index table), so frames stay in the memory-mapped Arrow files as in SFT. A row no reward can check (an
-open-ended answer: summaries, templated free text) teaches nothing under verifiable rewards: such rows are left out
-and counted per source (``rows_checkable`` next to ``rows_used``), never dropped silently.
+A clip's frames go in as one video (``frames_as: video``: Qwen3-VL's timestamps and temporal patches, what SFT
+trains on and ``sureon eval sureon`` shows by default) or as tagged images (``frames_as: images``); image rows of
+the public corpus and text-only rows mix with either. Rows are rendered when a batch is drawn (a ``datasets``
+transform over the mixture's index table), so frames stay in the memory-mapped Arrow files as in SFT. A row no
+reward can check (an open-ended answer: summaries, templated free text) teaches nothing under verifiable rewards:
+such rows are left out and counted per source (``rows_checkable`` next to ``rows_used``), never dropped silently.
 """
 
 from dataclasses import dataclass
@@ -24,6 +27,7 @@ from recipes.training.chat_inputs import flatten_text, split_visuals
 from recipes.training.mixture import LoadedSource, to_example
 
 
+VISUALS_COLUMN = "visuals"  # a row's frames: {"images": [PIL], "videos": [{"frames", "timestamps"}]}
 # What every reward function receives, one list entry per completion (None where a row has no such field).
 REFERENCE_COLUMNS = (
     "question_id",
@@ -77,11 +81,32 @@ def checkable_rows(item: LoadedSource) -> list[bool]:
     return [is_checkable({c: table[c][i] for c in columns}) for i in range(len(dataset))]
 
 
+def grpo_row(
+    row: dict,
+    fmt: str = "video_qa",
+    *,
+    frames_as: str = "video",
+    max_frames: int | None = 8,
+    system_prompt: str | None = None,
+    vision_language: bool = True,
+) -> dict[str, Any]:
+    """One mixture row (frames resolved) -> the GRPO row the trainer draws: ``prompt``, ``visuals``, references."""
+    example = to_example(row, fmt, blind=not vision_language, frames_as=frames_as, system_prompt=system_prompt)
+    messages, images, videos = split_visuals(example.prompt, max_frames)
+    if not vision_language:
+        messages = flatten_text(messages)
+    rendered = {"prompt": messages, **reference_columns(row, example.target)}
+    if vision_language:
+        rendered[VISUALS_COLUMN] = {"images": images, "videos": videos}
+    return rendered
+
+
 @dataclass
 class PromptRenderer:
     """The ``datasets`` transform: index rows ``{"source", "row"}`` -> GRPO rows (a class: workers pickle it)."""
 
     sources: list[LoadedSource]
+    frames_as: str = "video"
     max_frames: int | None = 8
     system_prompt: str | None = None
     vision_language: bool = True
@@ -89,19 +114,16 @@ class PromptRenderer:
     def render(self, source: int, row_number: int) -> dict[str, Any]:
         item = self.sources[source]
         try:
-            row = resolve_frames(item.dataset[row_number], item.media_root)
-            example = to_example(
-                row, item.format, blind=not self.vision_language, frames_as="images", system_prompt=self.system_prompt
+            return grpo_row(
+                resolve_frames(item.dataset[row_number], item.media_root),
+                item.format,
+                frames_as=self.frames_as,
+                max_frames=self.max_frames,
+                system_prompt=self.system_prompt,
+                vision_language=self.vision_language,
             )
         except (KeyError, ValueError) as err:
             raise ValueError(f"{item.source.label} row {row_number}: {err}") from err
-        messages, images, _ = split_visuals(example.prompt, self.max_frames)
-        if not self.vision_language:
-            messages = flatten_text(messages)
-        rendered = {"prompt": messages, **reference_columns(row, example.target)}
-        if self.vision_language:
-            rendered["images"] = images
-        return rendered
 
     def __call__(self, batch: dict[str, list]) -> dict[str, list]:
         rows = [self.render(s, r) for s, r in zip(batch["source"], batch["row"], strict=True)]
@@ -112,17 +134,15 @@ def grpo_dataset(
     loaded: list[LoadedSource],
     index,
     *,
-    frames_as: str = "images",
+    frames_as: str = "video",
     max_frames: int | None = 8,
     system_prompt: str | None = None,
     vision_language: bool = True,
 ):
-    """``(dataset, rows_checkable per source)``: the checkable rows of the mixture's ``index``, rendered on access.
-    A vision-language model needs ``frames_as: images`` (see the module docstring)."""
-    if frames_as != "images" and vision_language:
-        raise ValueError(
-            f"frames_as: {frames_as!r}: TRL's GRPOTrainer takes images only (no video input); set frames_as: images"
-        )
+    """``(dataset, rows_checkable per source)``: the checkable rows of the mixture's ``index``, rendered on access
+    (clips as one video or as tagged images: ``frames_as``)."""
+    if frames_as not in ("video", "images"):
+        raise ValueError(f"frames_as: {frames_as!r}: choose video (one video per clip) or images (tagged frames)")
     not_video_qa = [item.source.label for item in loaded if item.format != "video_qa"]
     if not_video_qa:
         raise ValueError(
@@ -139,7 +159,5 @@ def grpo_dataset(
         raise ValueError(
             "no row of the mixture has a checkable answer (options, an event order or grounded JSON) for GRPO"
         )
-    renderer = PromptRenderer(
-        loaded, max_frames=max_frames, system_prompt=system_prompt, vision_language=vision_language
-    )
+    renderer = PromptRenderer(loaded, frames_as, max_frames, system_prompt, vision_language)
     return index.select(keep).with_transform(renderer), counts

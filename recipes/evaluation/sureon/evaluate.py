@@ -9,7 +9,10 @@
 Every model gets the project's one prompt (``builders.prompt.format_messages``); the blind pass is the same call with
 ``blind=True``, so the two differ only in the frames. A model trained with a system prompt (``recipes/sft.py``
 records it in ``training_complete.json`` next to the weights) is evaluated with it, so training and evaluation
-render identical prompts; ``--system-prompt`` replaces it and ``--no-system-prompt`` drops it.
+render identical prompts; ``--system-prompt`` replaces it and ``--no-system-prompt`` drops it. ``--max-frames N``
+shows each clip's stored frames as training does under ``max_frames: N`` (the same frames, ``builders.prompt``'s
+one frame rule); the run records whether it kept the benchmark's 8-frame protocol (``run_settings.frames``), and a
+run below it is labelled so in the printed summary and ``sureon report``.
 
 Multiple-choice answers are scored by the option letter, temporal ordering by the exact event order
 (``recipes.evaluation.answers``); unparseable answers count as wrong and are listed. Sequence summaries are graded
@@ -36,7 +39,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from builders.hub import check_build_path, frames_are_files, media_root, resolve_frames
-from builders.prompt import answer_target, format_messages
+from builders.prompt import answer_target, format_messages, protocol_label
 from builders.sureon.categories import CATEGORIES, MCQ, ORDERING
 from recipes.evaluation.answers import parse_answer
 from recipes.evaluation.inference import (
@@ -155,7 +158,13 @@ def generate_all(args, dataset, modes, backend, model_name, system_prompt=None, 
             GenerationItem(
                 row["question_id"],
                 mode,
-                format_messages(row, blind=mode == "blind", frames_as=frames_as, system_prompt=system_prompt),
+                format_messages(
+                    row,
+                    blind=mode == "blind",
+                    frames_as=frames_as,
+                    system_prompt=system_prompt,
+                    max_frames=args.max_frames,
+                ),
             )
             for mode in modes
             for row in rows
@@ -311,8 +320,11 @@ def run(args) -> int:
         "frames_as": backend.frames_as,
         "system_prompt": system_prompt,
         "questions": len(records),
-        "run_settings": run_settings(args),
+        "run_settings": run_settings(args, max_frames),
     }
+    trained = trained_frames(args)
+    if trained is not None:
+        summary["run_settings"]["frames"]["trained_max_frames"] = trained
     summary |= summarize(predictions, modes)
     summary["generation"] = {"generated": stats.generated, "cached": stats.cached}
     usage = {}
@@ -336,8 +348,24 @@ def run(args) -> int:
     return 0
 
 
+def trained_frames(args) -> int | None:
+    """The ``max_frames`` the evaluated weights were trained with (``training_complete.json``), None when unknown."""
+    if args.backend == "openai":
+        return None
+    from recipes.training.modeling import training_record
+
+    return (training_record(args.model, args.revision) or {}).get("max_frames")
+
+
 def render_summary(summary: dict) -> str:
-    lines = [f"{summary['model']} on {summary['dataset']} ({summary['config']}, {summary['questions']} questions)"]
+    settings = summary["run_settings"].get("frames") or {}
+    frames = protocol_label(settings)
+    trained = settings.get("trained_max_frames")
+    if trained and trained != settings.get("frames_shown"):
+        frames += f" (trained with max_frames {trained}: --max-frames {trained} shows the frames it was trained on)"
+    lines = [
+        f"{summary['model']} on {summary['dataset']} ({summary['config']}, {summary['questions']} questions){frames}"
+    ]
     for mode, entry in summary["modes"].items():
         categories = " ".join(f"{code} {c['accuracy']}" for code, c in entry["per_category"].items())
         lines.append(f"  {mode:6s} mu {entry['mu']} over {entry['scored']} items | {categories}")

@@ -1,0 +1,230 @@
+"""``sureon plan``: the command line, and one plan per stage of a recipe."""
+
+import json
+from pathlib import Path
+
+from recipes.training.plan.flops import matmul_parameters, training_flops
+from recipes.training.plan.grpo import grpo_plan
+from recipes.training.plan.memory import (
+    GB,
+    RESERVED_BYTES,
+    STRATEGIES,
+    activation_bytes,
+    deepspeed_estimate,
+    model_state_bytes,
+)
+from recipes.training.plan.parameters import (
+    block_parameters,
+    largest_layer_parameters,
+    meta_model,
+    parameter_counts,
+)
+from recipes.training.plan.recipe import (
+    check_data_paths,
+    checkpointing_on,
+    frozen_groups,
+    is_grpo,
+    lora_settings,
+    planned_model,
+    read_recipe,
+    recipe_stages,
+)
+from recipes.training.plan.render import render
+from recipes.training.plan.tokens import (
+    measure_grpo_mixture,
+    measure_grpo_synthetic,
+    measure_mixture,
+    measure_synthetic,
+    plan_processor,
+    token_table,
+)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--config", required=True, type=Path, help="a training recipe (recipes/<model>/sft/*.yaml)")
+    parser.add_argument("--num-gpus", type=int, default=4, help="GPUs the run shards over (default 4)")
+    parser.add_argument("--gpu-memory", type=float, default=141, help="memory per GPU in GB (default 141, H200)")
+    parser.add_argument("--samples", type=int, default=256, help="rows measured per stage (seeded sample)")
+    parser.add_argument("--processor", help="a local processor folder to count tokens with (default: the recipe's)")
+    parser.add_argument(
+        "--synthetic-frames",
+        metavar="WxH",
+        help="measure synthetic clips and images of this size instead of the mixture's rows (data not built yet)",
+    )
+    parser.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak per GPU (H200: 989)")
+    parser.add_argument("--assumed-mfu", type=float, default=0.4, help="MFU assumed for the throughput estimate")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--json", type=Path, help="also write the plan as JSON here")
+
+
+def run(args) -> int:
+    plans = plan_recipe(
+        args.config,
+        num_gpus=args.num_gpus,
+        gpu_memory_gb=args.gpu_memory,
+        samples=args.samples,
+        processor_path=args.processor,
+        synthetic_frames=parse_size(args.synthetic_frames) if args.synthetic_frames else None,
+        peak_tflops=args.peak_tflops,
+        assumed_mfu=args.assumed_mfu,
+        seed=args.seed,
+    )
+    print(render(plans))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        temporary = args.json.with_suffix(args.json.suffix + ".tmp")
+        temporary.write_text(json.dumps(plans, indent=1, default=str))
+        temporary.replace(args.json)
+    return 0
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    try:
+        width, height = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--synthetic-frames {text!r}: give WIDTHxHEIGHT, e.g. 768x432") from None
+    return width, height
+
+
+def plan_recipe(
+    recipe_path: Path,
+    *,
+    num_gpus: int = 4,
+    gpu_memory_gb: float = 141,
+    samples: int = 256,
+    processor_path: str | None = None,
+    synthetic_frames: tuple[int, int] | None = None,
+    peak_tflops: float = 989.0,
+    assumed_mfu: float = 0.4,
+    seed: int = 42,
+) -> list[dict]:
+    """One plan per stage of the recipe (see the module docstring for what each figure is)."""
+    from recipes.training.architectures import local_config
+
+    if num_gpus < 1:
+        raise ValueError("--num-gpus must be at least 1")
+    recipe = read_recipe(recipe_path)
+    if not synthetic_frames:
+        check_data_paths(recipe_path, recipe)
+    model_name, model_note = planned_model(Path(recipe_path), recipe["model_name_or_path"])
+    config = local_config(model_name)
+    model = meta_model(config)
+    largest_layer = largest_layer_parameters(model)
+    largest_block, root_unit = block_parameters(model)
+    matmuls = matmul_parameters(model)
+    plans = []
+    for stage in recipe_stages(recipe):
+        settings = stage["settings"]
+        frozen, lora = frozen_groups(settings), lora_settings(settings)
+        processor, note = plan_processor(model_name, processor_path, settings)
+        note = "; ".join(n for n in (model_note, note) if n) or None
+        # A GRPO stage's rows are its prompts as the GRPO trainer encodes them (the answers are generated).
+        grpo_stage = is_grpo(settings)
+        if synthetic_frames:
+            measure = measure_grpo_synthetic if grpo_stage else measure_synthetic
+            counts = measure(processor, settings, synthetic_frames)
+        else:
+            measure = measure_grpo_mixture if grpo_stage else measure_mixture
+            counts = measure(processor, stage["mixture"], settings, samples, seed)
+        parameters = parameter_counts(model, frozen, lora)
+        trainable = sum(group["trainable"] for group in parameters.values())
+        frozen_count = sum(group["frozen"] for group in parameters.values())
+        batch = int(settings.get("per_device_train_batch_size", 8))
+        # The batch is padded to its longest row: plan on p99 rows (the longest one is shown too).
+        by_tokens = sorted(counts, key=lambda c: c["tokens"])
+        typical = by_tokens[min(len(by_tokens) - 1, int(0.99 * len(by_tokens)))]
+        longest = by_tokens[-1]
+        checkpointing = checkpointing_on(settings)
+        # LoRA adapts the LLM only: the vision tower and projector keep no activations for backward.
+        no_grad = frozen | ({"vision_tower", "projector"} if lora else set())
+        activations = {
+            f"{label}, checkpointing {'on' if on else 'off'}": activation_bytes(
+                config, batch * row["tokens"], batch * row["vision_patches"], checkpointing=on, frozen=no_grad
+            )
+            for label, row in (("p99 rows", typical), ("longest row", longest))
+            for on in (True, False)
+        }
+        recipe_activation = max(
+            activation_bytes(
+                config,
+                batch * row["tokens"],
+                batch * row["vision_patches"],
+                checkpointing=checkpointing,
+                frozen=no_grad,
+            )
+            for row in (typical, longest)
+        )
+        memory = {}
+        for strategy in STRATEGIES:
+            states = model_state_bytes(
+                strategy,
+                trainable,
+                frozen_count,
+                num_gpus,
+                largest_layer=largest_layer,
+                largest_block=largest_block,
+                root_unit=root_unit,
+            )
+            source = "formula"
+            if strategy != "fsdp" and not frozen_count:
+                estimate = deepspeed_estimate(strategy, trainable, num_gpus, largest_layer)
+                if estimate is not None:
+                    states, source = estimate, "DeepSpeed estimator"
+            total = states + recipe_activation + RESERVED_BYTES
+            memory[strategy] = {
+                "model_states": states,
+                "source": source,
+                "activations": recipe_activation,
+                "reserved": int(RESERVED_BYTES),
+                "total": total,
+                "fits": total <= gpu_memory_gb * GB,
+            }
+        grpo = None
+        if grpo_stage:
+            grpo = grpo_plan(
+                config,
+                settings,
+                memory,
+                prompt_row=typical,
+                total_parameters=trainable + frozen_count,
+                num_gpus=num_gpus,
+                gpu_memory_gb=gpu_memory_gb,
+                checkpointing=checkpointing,
+                frozen=no_grad,
+                lora=lora is not None,
+            )
+            memory = grpo.pop("memory")
+        median = sorted(counts, key=lambda c: c["tokens"])[len(counts) // 2]
+        adapters = parameters.get("adapters", {}).get("trainable", 0)
+        flops = training_flops(config, matmuls, median, frozen=frozen, lora=lora is not None, adapters=adapters)
+        samples_per_second = num_gpus * assumed_mfu * peak_tflops * 1e12 / flops
+        plans.append(
+            {
+                "recipe": str(recipe_path),
+                "stage": stage["name"],
+                "model": recipe["model_name_or_path"],
+                "num_gpus": num_gpus,
+                "gpu_memory_gb": gpu_memory_gb,
+                "per_device_batch": batch,
+                "checkpointing": checkpointing,
+                "frozen": sorted(frozen),
+                "lora": lora,
+                "processor_note": note,
+                "synthetic_frames": synthetic_frames,
+                "tokens": token_table(counts),
+                "parameters": parameters,
+                "largest_layer": largest_layer,
+                "memory": memory,
+                "activations": activations,
+                "grpo": grpo,
+                "throughput": {
+                    "flops_per_median_sample": flops,
+                    "median_tokens": median["tokens"],
+                    "assumed_mfu": assumed_mfu,
+                    "peak_tflops": peak_tflops,
+                    "samples_per_second": samples_per_second,
+                    "tokens_per_second": samples_per_second * median["tokens"],
+                },
+            }
+        )
+    return plans

@@ -1,0 +1,112 @@
+"""The plan as markdown tables."""
+
+from recipes.training.plan.memory import GB
+
+
+def render_grpo(grpo: dict, memory_by_strategy: dict) -> list[str]:
+    lines = [
+        "",
+        (
+            f"GRPO: {grpo['num_generations']} completions per prompt of at most {grpo['max_completion_length']} "
+            f"tokens (sequences of {grpo['sequence_tokens']} tokens with the p99 prompt), "
+            f"{grpo['generation_batch_per_gpu']} sequences generated per GPU at a time by {grpo['generation']}, "
+            f"{grpo['loss_type']} loss, beta {grpo['beta']:g}: "
+            + ("a reference model" if grpo["reference_model"] else "no reference model")
+        ),
+        "",
+        (
+            f"GRPO prompts (clips as {grpo['frames_as']}): p99 {grpo['prompt_tokens_p99']} tokens, of which "
+            f"{grpo['prompt_visual_tokens_p99']} visual ({grpo['prompt_vision_patches_p99']} vision patches); "
+            f"transformers generation holds a KV cache of {_gb(grpo['kv_cache'])} GB per GPU and prefills its batch "
+            f"with {_gb(grpo['prefill'])} GB of activations"
+        ),
+        "",
+        "| GRPO memory per GPU (GB) | reference model | activations | generation | vLLM pool | total | fits |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for strategy, memory in memory_by_strategy.items():
+        lines.append(
+            f"| {strategy} | {_gb(memory['reference_model'])} | {_gb(memory['activations'])} | "
+            f"{_gb(memory['generation'])} | {_gb(memory['vllm_pool'])} | {_gb(memory['total'])} | "
+            f"{'yes' if memory['fits'] else 'NO'} |"
+        )
+    vllm = grpo["vllm"]
+    if vllm:
+        lines += [
+            "",
+            (
+                f"vLLM colocate: a pool of {_gb(vllm['pool'])} GB per GPU for its weights ({_gb(vllm['weights'])} GB) "
+                f"and the KV cache of one generation batch ({_gb(vllm['kv_cache'])} GB): "
+                + (
+                    "it holds them"
+                    if vllm["holds_a_generation_batch"]
+                    else "TOO SMALL, raise vllm_gpu_memory_utilization"
+                )
+                + ("; sleep mode frees it during training" if vllm["sleep_mode"] else "; held during training too")
+            ),
+        ]
+    return lines
+
+
+def _gb(value: float) -> str:
+    return f"{value / GB:.1f}"
+
+
+def render(plans: list[dict]) -> str:
+    lines = []
+    for plan in plans:
+        lines.append(
+            f"## {plan['recipe']} — stage {plan['stage']}: {plan['model']} on {plan['num_gpus']} GPU(s) of "
+            f"{plan['gpu_memory_gb']:g} GB, {plan['per_device_batch']} samples per GPU, checkpointing "
+            f"{'on' if plan['checkpointing'] else 'off'}"
+        )
+        if plan["synthetic_frames"]:
+            width, height = plan["synthetic_frames"]
+            lines.append(f"note: synthetic rows ({width}x{height} frames), not the mixture's data")
+        if plan["processor_note"]:
+            lines.append(f"note: {plan['processor_note']}")
+        lines += [
+            "",
+            "| source | rows | tokens p50 / p90 / p99 / max | visual tokens p50 / max | vision patches max |",
+        ]
+        lines.append("| --- | ---: | ---: | ---: | ---: |")
+        for row in plan["tokens"]:
+            t, v, p = row["tokens"], row["visual_tokens"], row["vision_patches"]
+            lines.append(
+                f"| {row['source']} | {row['rows']} | {t['p50']} / {t['p90']} / {t['p99']} / {t['p100']} | "
+                f"{v['p50']} / {v['p100']} | {p['p100']} |"
+            )
+        lines += ["", "| parameters | trainable | frozen |", "| --- | ---: | ---: |"]
+        for group, counts in plan["parameters"].items():
+            lines.append(f"| {group} | {counts['trainable']:,} | {counts['frozen']:,} |")
+        total_trainable = sum(c["trainable"] for c in plan["parameters"].values())
+        total_frozen = sum(c["frozen"] for c in plan["parameters"].values())
+        lines.append(f"| total | {total_trainable:,} | {total_frozen:,} |")
+        lines += [
+            "",
+            "| memory per GPU (GB) | model states | activations | reserved | total | fits |",
+            "| --- | ---: | ---: | ---: | ---: | --- |",
+        ]
+        for strategy, memory in plan["memory"].items():
+            lines.append(
+                f"| {strategy} ({memory['source']}) | {_gb(memory['model_states'])} | {_gb(memory['activations'])} | "
+                f"{_gb(memory['reserved'])} | {_gb(memory['total'])} | {'yes' if memory['fits'] else 'NO'} |"
+            )
+        lines += ["", "| activations per GPU (GB, estimate) | |", "| --- | ---: |"]
+        for label, value in plan["activations"].items():
+            lines.append(f"| {label} | {_gb(value)} |")
+        if plan.get("grpo"):
+            lines += render_grpo(plan["grpo"], plan["memory"])
+        throughput = plan["throughput"]
+        lines += [
+            "",
+            (
+                f"throughput at an assumed {throughput['assumed_mfu']:.0%} MFU of {throughput['peak_tflops']:g} "
+                f"TFLOPS per GPU: {throughput['samples_per_second']:.1f} samples/s, "
+                f"{throughput['tokens_per_second']:,.0f} tokens/s ({throughput['flops_per_median_sample'] / 1e12:.1f} "
+                f"TFLOPs per median sample of {throughput['median_tokens']} tokens); measure it with "
+                "benchmarks/gpu_sft.py"
+            ),
+            "",
+        ]
+    return "\n".join(lines)
