@@ -11,7 +11,7 @@ DEMO_DIR := build/demo
 SURGIQ_SAMPLE := sample_data/surgiq
 CHECK_DIRS := sureon builders public_converters recipes model_cards tests benchmarks sample_data
 
-.PHONY: setup system-deps demo test slow_test vllm_venv vlmevalkit_venv quality style bench clean
+.PHONY: setup system-deps demo test reproduce slow_test vllm_venv vlmevalkit_venv quality style bench clean
 
 setup: $(STAMP)
 
@@ -39,13 +39,20 @@ demo: $(STAMP)
 	$(PY) -m recipes.training.tiny_models --out $(DEMO_DIR)/tiny-qwen3-vl
 	rm -rf $(DEMO_DIR)/sft-smoke
 	$(PY) recipes/sft.py --config recipes/tiny/sft/config_smoke.yaml
-	rm -rf $(DEMO_DIR)/grpo-smoke
-	$(PY) recipes/grpo.py --config recipes/tiny/grpo/config_smoke.yaml
-	$(VENV)/bin/sureon eval sureon --model $(DEMO_DIR)/grpo-smoke --dataset $(DEMO_DIR)/sureon --mode visual \
-		--out $(DEMO_DIR)/grpo_eval --max-new-tokens 16
-	$(VENV)/bin/sureon eval sureon --model $(DEMO_DIR)/sft-smoke --dataset $(DEMO_DIR)/sureon --mode both \
+	$(VENV)/bin/sureon world --out $(DEMO_DIR)/world --config recipes/tiny/world/config_demo.yaml
+	$(VENV)/bin/sureon build sureon --release $(DEMO_DIR)/world/release --videos $(DEMO_DIR)/world/videos \
+		--out $(DEMO_DIR)/world-build --configs bench train_all --max-frames 4 --min-frames 4 \
+		--cache-dir $(DEMO_DIR)/cache --overwrite
+	$(PY) -m recipes.training.tiny_models --out $(DEMO_DIR)/tiny-world-vlm --corpus $(DEMO_DIR)/world/corpus.txt
+	rm -rf $(DEMO_DIR)/sft-world $(DEMO_DIR)/grpo-world $(DEMO_DIR)/eval $(DEMO_DIR)/grpo_eval
+	OMP_NUM_THREADS=1 $(PY) recipes/sft.py --config recipes/tiny/sft/config_world.yaml
+	OMP_NUM_THREADS=1 $(PY) recipes/grpo.py --config recipes/tiny/grpo/config_world.yaml
+	$(VENV)/bin/sureon eval sureon --model $(DEMO_DIR)/sft-world --dataset $(DEMO_DIR)/world-build --mode both \
 		--out $(DEMO_DIR)/eval --max-new-tokens 16
-	$(VENV)/bin/sureon report sureon $(DEMO_DIR)/eval/predictions.jsonl --out $(DEMO_DIR)/report --overwrite
+	$(VENV)/bin/sureon eval sureon --model $(DEMO_DIR)/grpo-world --dataset $(DEMO_DIR)/world-build --mode both \
+		--out $(DEMO_DIR)/grpo_eval --max-new-tokens 16
+	$(VENV)/bin/sureon report sureon sft=$(DEMO_DIR)/eval/predictions.jsonl grpo=$(DEMO_DIR)/grpo_eval/predictions.jsonl \
+		--out $(DEMO_DIR)/report --overwrite
 	$(VENV)/bin/sureon eval public --model $(DEMO_DIR)/sft-smoke --dataset $(DEMO_DIR)/public \
 		--benchmark bench-cholec80-phase-frame bench-cholec80-phase-clip --out $(DEMO_DIR)/public_eval --max-new-tokens 16
 	$(VENV)/bin/sureon report public $(DEMO_DIR)/public_eval/predictions.jsonl --out $(DEMO_DIR)/public_report \
@@ -77,6 +84,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -m "not slow and not gpu and not network" -q
+
+# The construction method end to end in miniature (sureon/reproduce.py): world, fold guessers, blind curation, SFT on
+# raw vs curated data, GRPO, and the report (build/reproduce/report/report.md). Resumable: a finished step is skipped.
+reproduce: $(STAMP)
+	HF_HUB_OFFLINE=1 $(VENV)/bin/sureon reproduce --out build/reproduce
 
 slow_test: $(STAMP)
 	$(PY) -m pytest -m "slow" -q

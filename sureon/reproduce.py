@@ -39,7 +39,7 @@ DEFAULT_WORLD = RECIPES / "world" / "config_reproduce.yaml"
 DEFAULT_SFT = RECIPES / "sft" / "config_world.yaml"
 DEFAULT_GUESSER = RECIPES / "guesser" / "config_world.yaml"
 DEFAULT_GRPO = RECIPES / "grpo" / "config_world.yaml"
-MODEL_WIDTH = {"hidden_size": 128, "head_dim": 32}
+GUESSER_WIDTH = {"hidden_size": 128, "head_dim": 32}
 INDEPENDENT_WORLD_SEED_OFFSET = 1000
 
 
@@ -80,7 +80,9 @@ class Run:
         with log.open("w") as handle:
             handle.write(" ".join(argv) + "\n")
             handle.flush()
-            done = subprocess.run([sys.executable, *argv], env=self.env, stdout=handle, stderr=subprocess.STDOUT)
+            done = subprocess.run(
+                [sys.executable, *argv], env=self.env, stdout=handle, stderr=subprocess.STDOUT, check=False
+            )
         if done.returncode:
             tail = "\n".join(log.read_text().splitlines()[-25:])
             raise RuntimeError(f"`{' '.join(argv)}` failed (exit {done.returncode}); its log {log} ends:\n{tail}")
@@ -125,7 +127,7 @@ def curated_release(release: Path, decisions: dict[str, dict], out: Path) -> dic
     from builders.sureon.release import find_split_files
 
     counts = {"set": 0, "kept": 0}
-    for split, files in find_split_files(Path(release)).items():
+    for files in find_split_files(Path(release)).values():
         for path in files:
             table = pq.read_table(path)
             ids = table.column("question_id").to_pylist()
@@ -170,8 +172,20 @@ def reproduce(args) -> Path:
     run.step(
         "build",
         lambda: run.command(
-            "build", "sureon", "--release", str(release), *video_args, "--out", str(build),
-            "--configs", "bench", "train_all", "validation", "--on-missing-video", "skip", *build_args,
+            "build",
+            "sureon",
+            "--release",
+            str(release),
+            *video_args,
+            "--out",
+            str(build),
+            "--configs",
+            "bench",
+            "train_all",
+            "validation",
+            "--on-missing-video",
+            "skip",
+            *build_args,
         ),
         what=f"sureon build sureon ({frames} frames a clip)",
     )
@@ -181,11 +195,19 @@ def reproduce(args) -> Path:
 
     def make_models():
         corpus = corpus_from_build(build, ["bench", "train_all", "validation"], models / "corpus.txt")
-        width = [f"--{k.replace('_', '-')}={v}" for k, v in MODEL_WIDTH.items()]
-        run.python("-m", "recipes.training.tiny_models", "--out", str(models / "tiny-vlm"), "--corpus", str(corpus),
-                   *width)
-        run.python("-m", "recipes.training.tiny_models", "--kind", "causal-lm", "--out", str(models / "tiny-lm"),
-                   "--corpus", str(corpus), *width)
+        width = [f"--{k.replace('_', '-')}={v}" for k, v in GUESSER_WIDTH.items()]
+        run.python("-m", "recipes.training.tiny_models", "--out", str(models / "tiny-vlm"), "--corpus", str(corpus))
+        run.python(
+            "-m",
+            "recipes.training.tiny_models",
+            "--kind",
+            "causal-lm",
+            "--out",
+            str(models / "tiny-lm"),
+            "--corpus",
+            str(corpus),
+            *width,
+        )
 
     run.step("models", make_models, what="tiny models")
 
@@ -193,19 +215,28 @@ def reproduce(args) -> Path:
         target = out / "guessers" / name
         mixture = [{"path": str(dataset), "name": config, "split": "train"}]
         recipe = run.recipe(
-            Path(args.guesser_config), f"guesser-{name}", model_name_or_path=str(models / "tiny-lm"),
-            dataset_mixture=mixture, output_dir=str(target), seed=args.seed,
+            Path(args.guesser_config),
+            f"guesser-{name}",
+            model_name_or_path=str(models / "tiny-lm"),
+            dataset_mixture=mixture,
+            output_dir=str(target),
+            seed=args.seed,
         )
         run.train("sft.py", recipe, *extra)
         return target
 
     folds = args.num_folds
     for k in range(folds):
-        run.step(f"guesser-fold{k}", lambda k=k: guesser(f"fold{k}", build, "train_all", "--fold", str(k),
-                                                           "--num_folds", str(folds)) and None,
-                 what=f"blind guesser holding out fold {k} of {folds}")
-    run.step("guesser-all-raw", lambda: guesser("all-raw", build, "train_all") and None,
-             what="blind guesser on the whole raw training split")
+        run.step(
+            f"guesser-fold{k}",
+            lambda k=k: guesser(f"fold{k}", build, "train_all", "--fold", str(k), "--num_folds", str(folds)) and None,
+            what=f"blind guesser holding out fold {k} of {folds}",
+        )
+    run.step(
+        "guesser-all-raw",
+        lambda: guesser("all-raw", build, "train_all") and None,
+        what="blind guesser on the whole raw training split",
+    )
 
     # -- an "off-the-shelf" guesser: trained blind on an independent world with the same kinds of shortcut
     independent = out / "world-independent"
@@ -213,8 +244,17 @@ def reproduce(args) -> Path:
     def off_the_shelf():
         settings = world_settings.with_overrides(seed=world_settings.seed + INDEPENDENT_WORLD_SEED_OFFSET)
         world_module.write_world(independent, settings, videos=False)
-        run.command("build", "sureon", "--release", str(independent / "release"), "--out",
-                    str(independent / "build"), "--configs", "train_all", "--overwrite")
+        run.command(
+            "build",
+            "sureon",
+            "--release",
+            str(independent / "release"),
+            "--out",
+            str(independent / "build"),
+            "--configs",
+            "train_all",
+            "--overwrite",
+        )
         guesser("off-the-shelf", independent / "build", "train_all")
 
     run.step("guesser-off-the-shelf", off_the_shelf, what="an off-the-shelf guesser (trained on another world)")
@@ -224,15 +264,38 @@ def reproduce(args) -> Path:
     fold_specs = [f"--guesser=model={out / 'guessers' / f'fold{k}'},name=fold{k}" for k in range(folds)]
     run.step(
         "curate-train",
-        lambda: run.command("curate", "--dataset", str(build), "--config", "train_all", "--split", "train",
-                            *fold_specs, "--num-folds", str(folds), "--out", str(curation / "train"), "--overwrite"),
+        lambda: run.command(
+            "curate",
+            "--dataset",
+            str(build),
+            "--config",
+            "train_all",
+            "--split",
+            "train",
+            *fold_specs,
+            "--num-folds",
+            str(folds),
+            "--out",
+            str(curation / "train"),
+            "--overwrite",
+        ),
         what=f"sureon curate --num-folds {folds} (training split)",
     )
     run.step(
         "curate-validation",
-        lambda: run.command("curate", "--dataset", str(build), "--config", "validation", "--split", "validation",
-                            f"--guesser=model={out / 'guessers' / 'all-raw'},name=all-raw",
-                            "--out", str(curation / "validation"), "--overwrite"),
+        lambda: run.command(
+            "curate",
+            "--dataset",
+            str(build),
+            "--config",
+            "validation",
+            "--split",
+            "validation",
+            f"--guesser=model={out / 'guessers' / 'all-raw'},name=all-raw",
+            "--out",
+            str(curation / "validation"),
+            "--overwrite",
+        ),
         what="sureon curate (validation pool)",
     )
 
@@ -243,69 +306,135 @@ def reproduce(args) -> Path:
     def make_curated():
         decisions = miniature.read_decisions(curation / "train") | miniature.read_decisions(curation / "validation")
         counts = curated_release(release, decisions, curated)
-        run.command("build", "sureon", "--release", str(curated), *video_args, "--out", str(build_curated),
-                    "--configs", "db", "validation_curated", "--on-missing-video", "skip", *build_args)
+        run.command(
+            "build",
+            "sureon",
+            "--release",
+            str(curated),
+            *video_args,
+            "--out",
+            str(build_curated),
+            "--configs",
+            "db",
+            "validation_curated",
+            "--on-missing-video",
+            "skip",
+            *build_args,
+        )
         return counts
 
     run.step("build-curated", make_curated, what="the curated release and its build (db, validation_curated)")
-    run.step("guesser-all-curated", lambda: guesser("all-curated", build_curated, "db") and None,
-             what="blind guesser on the curated training split")
+    run.step(
+        "guesser-all-curated",
+        lambda: guesser("all-curated", build_curated, "db") and None,
+        what="blind guesser on the curated training split",
+    )
 
     # -- the recipe on raw and on curated data, the same steps
     sft = out / "sft"
     for name, dataset, config in (("raw", build, "train_all"), ("curated", build_curated, "db")):
         recipe = run.recipe(
-            Path(args.sft_config), f"sft-{name}", model_name_or_path=str(models / "tiny-vlm"),
+            Path(args.sft_config),
+            f"sft-{name}",
+            model_name_or_path=str(models / "tiny-vlm"),
             dataset_mixture=[{"path": str(dataset), "name": config, "split": "train"}],
-            output_dir=str(sft / name), save_total_limit=None, seed=args.seed,
+            output_dir=str(sft / name),
+            save_total_limit=None,
+            seed=args.seed,
         )
         run.step(f"sft-{name}", lambda recipe=recipe: run.train("sft.py", recipe), what=f"SFT on the {name} set")
 
     evals = out / "eval"
 
     def evaluate(model: Path, target: Path, *extra: str) -> None:
-        run.command("eval", "sureon", "--model", str(model), "--dataset", str(build), "--out", str(target),
-                    "--max-new-tokens", "16", *extra)
+        run.command(
+            "eval",
+            "sureon",
+            "--model",
+            str(model),
+            "--dataset",
+            str(build),
+            "--out",
+            str(target),
+            "--max-new-tokens",
+            "16",
+            *extra,
+        )
 
     for name in ("raw", "curated"):
-        run.step(f"eval-{name}", lambda name=name: evaluate(sft / name, evals / name, "--mode", "both"),
-                 what=f"sureon eval sureon --mode both ({name})")
+        run.step(
+            f"eval-{name}",
+            lambda name=name: evaluate(sft / name, evals / name, "--mode", "both"),
+            what=f"sureon eval sureon --mode both ({name})",
+        )
         for checkpoint in sorted((sft / name).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1])):
-            run.step(f"eval-{name}-{checkpoint.name}",
-                     lambda c=checkpoint, name=name: evaluate(c, evals / "checkpoints" / f"{name}-{c.name}",
-                                                              "--mode", "both"),
-                     what=f"benchmark at {name}/{checkpoint.name}")
+            run.step(
+                f"eval-{name}-{checkpoint.name}",
+                lambda c=checkpoint, name=name: evaluate(
+                    c, evals / "checkpoints" / f"{name}-{c.name}", "--mode", "both"
+                ),
+                what=f"benchmark at {name}/{checkpoint.name}",
+            )
     blind = out / "blind"
     pools = {"raw": (build, "validation"), "curated": (build_curated, "validation_curated")}
-    guessers_by_pool = {"OS": {"raw": "off-the-shelf", "curated": "off-the-shelf"},
-                        "FT": {"raw": "all-raw", "curated": "all-curated"}}
+    guessers_by_pool = {
+        "OS": {"raw": "off-the-shelf", "curated": "off-the-shelf"},
+        "FT": {"raw": "all-raw", "curated": "all-curated"},
+    }
     for column, by_pool in guessers_by_pool.items():
         for pool, name in by_pool.items():
             dataset, config = pools[pool]
             run.step(
                 f"blind-{column}-{pool}",
                 lambda dataset=dataset, config=config, name=name, column=column, pool=pool: run.command(
-                    "eval", "sureon", "--model", str(out / "guessers" / name), "--dataset", str(dataset),
-                    "--config", config, "--split", "validation", "--mode", "blind",
-                    "--out", str(blind / f"{column}-{pool}"), "--max-new-tokens", "16"),
+                    "eval",
+                    "sureon",
+                    "--model",
+                    str(out / "guessers" / name),
+                    "--dataset",
+                    str(dataset),
+                    "--config",
+                    config,
+                    "--split",
+                    "validation",
+                    "--mode",
+                    "blind",
+                    "--out",
+                    str(blind / f"{column}-{pool}"),
+                    "--max-new-tokens",
+                    "16",
+                ),
                 what=f"blind accuracy of the {column} guesser on the {pool} validation pool",
             )
 
     # -- GRPO from the curated SFT run
     grpo = out / "grpo"
     grpo_recipe = run.recipe(
-        Path(args.grpo_config), "grpo", model_name_or_path=str(sft / "curated"),
+        Path(args.grpo_config),
+        "grpo",
+        model_name_or_path=str(sft / "curated"),
         dataset_mixture=[{"path": str(build_curated), "name": "db", "split": "train"}],
-        output_dir=str(grpo), seed=args.seed,
+        output_dir=str(grpo),
+        seed=args.seed,
     )
     run.step("grpo", lambda: run.train("grpo.py", grpo_recipe), what="GRPO from the curated SFT run")
     run.step("eval-grpo", lambda: evaluate(grpo, evals / "grpo", "--mode", "visual"), what="benchmark after GRPO")
 
     report = out / "report"
-    run.step("report-sureon", lambda: run.command(
-        "report", "sureon", f"raw={evals / 'raw' / 'predictions.jsonl'}",
-        f"curated={evals / 'curated' / 'predictions.jsonl'}", "--out", str(out / "report-sureon"), "--overwrite",
-        "--no-paper"), what="sureon report sureon (raw vs curated)")
+    run.step(
+        "report-sureon",
+        lambda: run.command(
+            "report",
+            "sureon",
+            f"raw={evals / 'raw' / 'predictions.jsonl'}",
+            f"curated={evals / 'curated' / 'predictions.jsonl'}",
+            "--out",
+            str(out / "report-sureon"),
+            "--overwrite",
+            "--no-paper",
+        ),
+        what="sureon report sureon (raw vs curated)",
+    )
     truth = world_module.read_shortcuts(truth_path) if truth_path else None
     data = miniature.assemble(out, truth=truth, frames=frames, folds=folds)
     miniature.write_report(data, report)

@@ -41,9 +41,26 @@ def built(small_world, tmp_path_factory):
     out, _ = small_world
     build = tmp_path_factory.mktemp("world_build") / "build"
     code = sureon(
-        ["build", "sureon", "--release", str(out / "release"), "--videos", str(out / "videos"), "--out", str(build),
-         "--configs", "bench", "train_all", "validation", "--max-frames", "4", "--min-frames", "4",
-         "--cache-dir", str(build.parent / "cache")]
+        [
+            "build",
+            "sureon",
+            "--release",
+            str(out / "release"),
+            "--videos",
+            str(out / "videos"),
+            "--out",
+            str(build),
+            "--configs",
+            "bench",
+            "train_all",
+            "validation",
+            "--max-frames",
+            "4",
+            "--min-frames",
+            "4",
+            "--cache-dir",
+            str(build.parent / "cache"),
+        ]
     )
     assert code == 0
     return build
@@ -186,8 +203,18 @@ def test_bad_settings_are_refused_with_the_key_to_fix():
 
 def test_the_command_writes_a_world_and_its_settings_file_remakes_it(tmp_path, capsys):
     out = tmp_path / "w"
-    argv = ["world", "--out", str(out), "--no-videos", "--videos-per-split", "train=4", "validation=1", "test=2",
-            "--shortcut", "train:wording=0.5"]
+    argv = [
+        "world",
+        "--out",
+        str(out),
+        "--no-videos",
+        "--videos-per-split",
+        "train=4",
+        "validation=1",
+        "test=2",
+        "--shortcut",
+        "train:wording=0.5",
+    ]
     assert sureon(argv) == 0
     summary = json.loads((out / "world.json").read_text())
     assert summary["config"]["shortcuts"]["train"] == {"wording": 0.5}

@@ -4,22 +4,20 @@ Why: every other fixture of the project proves that a stage *runs*. This one let
 *works*: that a recipe learns what only the frames show, and that stage 3 (blind-test curation) finds the questions a
 model can answer without them. Each question's answer is known by construction and drawn into its clip:
 
-| code | what the clip shows | the answer it fixes |
-| --- | --- | --- |
-| EE | a solid square in one of seven colours | which instrument is visible (colour -> instrument) |
-| EA | a square with one of seven fill patterns | the state of the structure (pattern -> state) |
-| SPI | the same patterns | the safety practice shown (pattern -> practice) |
-| AD, PAD, IAI, LAR | a square moving right / left / up / down, growing, shrinking or still | the action, in four vocabularies (IAI names the instrument by its colour; LAR asks why) |
-| F | three consecutive phases of a fixed seven-phase cycle, one colour each | the next phase (the successor of the last one shown) |
-| TO | three distinct phases in a random order | their order as letters (``B,A,C``) |
-| SM | the same | the phases in order, as text |
+- EE: a solid square in one of seven colours -> which instrument is visible (colour -> instrument);
+- EA, SPI: a square with one of seven fill patterns -> the state of the structure, the safety practice shown;
+- AD, PAD, IAI, LAR: a square moving right / left / up / down, growing, shrinking or still -> the action, in four
+  vocabularies (IAI names the instrument by its colour; LAR asks why);
+- F: three consecutive phases of a fixed seven-phase cycle, one colour each -> the next phase;
+- TO: three distinct phases in a random order -> their order as letters (``B,A,C``); SM: the same, as text.
 
 Options are as the release has them (``docs/release_format.md``): 4 on train and validation, 7 on test, distractors
 from the same seven-word vocabulary, shuffled by a seeded rng; TO and SM have none. ``option_order: vocabulary``
 lists the options in the vocabulary's order instead: a two-layer model learns "this colour, this letter" on a CPU in a
 few hundred steps, while pointing at a shuffled option by its content takes it thousands (measured: 300 steps of the
-tiny recipe on shuffled options stay at chance), so the project's CPU learning checks use it. Every random choice is seeded
-from the world's seed and stable ids, so two worlds with the same settings are byte-identical (videos included).
+tiny recipe on shuffled options stay at chance), so the project's CPU learning checks use it. Every random choice
+is seeded from the world's seed and stable ids, so two worlds with the same settings are byte-identical (videos
+included).
 
 **Planted language shortcuts** (the seed's Table 8 and Figure 9: stage 1's correct options differ from its
 distractors), each on a configurable share of the MCQ rows of each split, at most one kind per row:
@@ -35,8 +33,8 @@ ground truth is written beside the release: ``shortcuts.jsonl`` (one line per qu
 null) and ``world.json`` (the settings, vocabularies and counts).
 
 Layout written under ``out``: ``release/data/<split>-00000-of-00001.parquet`` (read by ``sureon build sureon
---release out/release``), ``videos/<source_id>.mp4`` (``--videos out/videos``), ``world.json``, ``shortcuts.jsonl``, and ``corpus.txt`` (its
-questions and options, the text a tiny model's tokenizer is trained on).
+--release out/release``), ``videos/<source_id>.mp4`` (``--videos out/videos``), ``world.json``,
+``shortcuts.jsonl``, and ``corpus.txt`` (its questions and options, the text a tiny model's tokenizer learns).
 """
 
 import hashlib
@@ -71,7 +69,15 @@ COLOURS = (
     (210, 50, 200),
     (240, 240, 240),
 )
-INSTRUMENTS = ("Grasper", "Hook electrode", "Clip applier", "Scissors", "Suction irrigator", "Stapler", "Needle driver")
+INSTRUMENTS = (
+    "Grasper",
+    "Hook electrode",
+    "Clip applier",
+    "Scissors",
+    "Suction irrigator",
+    "Stapler",
+    "Needle driver",
+)
 # The procedure's phases in their fixed order (a cycle): forecasting asks for the successor of the last one shown.
 PHASES = ("Port placement", "Dissection", "Clipping", "Division", "Irrigation", "Extraction", "Closure")
 MOTIONS = ("right", "left", "up", "down", "grow", "shrink", "still")
@@ -190,8 +196,9 @@ class WorldConfig:
         if self.position_letter not in LETTERS[: min(int(n) for n in self.options.values())]:
             raise ValueError(f"position_letter {self.position_letter!r} is not a letter every split's options have")
         if self.frame_size % 32 or self.frame_size < 32:
-            raise ValueError(f"frame_size must be a multiple of 32 (the vision patches merge 2x2 of 16 px), got "
-                             f"{self.frame_size}")
+            raise ValueError(
+                f"frame_size must be a multiple of 32 (the vision patches merge 2x2 of 16 px), got {self.frame_size}"
+            )
 
     @classmethod
     def from_dict(cls, values: dict) -> "WorldConfig":
@@ -446,8 +453,9 @@ def _segment_frames(config: WorldConfig, q: Question, count: int):
             yield draw_frame(size, colour=COLOURS[phase])
         else:
             colour = COLOURS[q.scene["colour"]]
-            yield draw_frame(size, colour=colour, motion=q.scene["motion"], pattern=q.scene["pattern"],
-                             progress=progress)
+            yield draw_frame(
+                size, colour=colour, motion=q.scene["motion"], pattern=q.scene["pattern"], progress=progress
+            )
 
 
 def _write_video(path: Path, frames: list[np.ndarray], fps: int) -> None:
@@ -527,8 +535,7 @@ def write_world(out: Path, config: WorldConfig | None = None, *, videos: bool = 
                 _write_video(path, video_frames, config.fps)
 
     truth = [
-        {"question_id": q.question_id, "split": q.split, "category": q.code, "shortcut": q.shortcut}
-        for q in questions
+        {"question_id": q.question_id, "split": q.split, "category": q.code, "shortcut": q.shortcut} for q in questions
     ]
     _write_text(out / "shortcuts.jsonl", "".join(json.dumps(t, sort_keys=True) + "\n" for t in truth))
     _write_text(out / "corpus.txt", "".join(line + "\n" for line in corpus_lines(rows)))
@@ -547,8 +554,9 @@ def write_world(out: Path, config: WorldConfig | None = None, *, videos: bool = 
                 "videos": len({q.source_id for q in questions if q.split == split}),
                 "questions": sum(q.split == split for q in questions),
                 "categories": dict(sorted(Counter(q.code for q in questions if q.split == split).items())),
-                "shortcuts": dict(sorted(Counter(q.shortcut for q in questions if q.split == split and q.shortcut)
-                                         .items())),
+                "shortcuts": dict(
+                    sorted(Counter(q.shortcut for q in questions if q.split == split and q.shortcut).items())
+                ),
             }
             for split in SPLITS
         },

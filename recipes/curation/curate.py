@@ -309,7 +309,7 @@ def curation_folds(
         shared = reference.trained_folds.keys() & other.trained_folds.keys()
         differ = sorted(v for v in shared if reference.trained_folds[v] != other.trained_folds[v])
         if differ or reference.trained_folds.keys() != other.trained_folds.keys():
-            example = differ[0] if differ else sorted(reference.trained_folds.keys() ^ other.trained_folds.keys())[0]
+            example = differ[0] if differ else min(reference.trained_folds.keys() ^ other.trained_folds.keys())
             raise FoldLeakError(
                 f"guessers {reference.name} and {other.name} were trained on different folds (e.g. video {example}): "
                 "train every fold guesser with the same --num_folds, seed and training split"

@@ -257,7 +257,9 @@ def build_tiny_causal_lm(
 
     tokenizer = train_tokenizer(read_corpus(corpus), vocab_size=1024 if corpus else 640, chat_template=QWEN3_TEMPLATE)
     torch.manual_seed(seed)
-    text_config = tiny_text_config(tokenizer, tie_word_embeddings=True, head_dim=head_dim, **width_overrides(hidden_size))
+    text_config = tiny_text_config(
+        tokenizer, tie_word_embeddings=True, head_dim=head_dim, **width_overrides(hidden_size)
+    )
     model = Qwen3ForCausalLM(Qwen3Config(**text_config))
     out = Path(out)
     model.save_pretrained(out)

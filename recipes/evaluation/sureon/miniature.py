@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from recipes.evaluation.stats import CONFIDENCE, N_RESAMPLES, estimate, mcnemar_test
+from recipes.evaluation.stats import CONFIDENCE, N_RESAMPLES, mcnemar_test
 from recipes.evaluation.sureon.metrics import OVERALL, read_predictions, score_model
 
 
@@ -79,7 +79,7 @@ def blind_accuracy(predictions: Path) -> dict:
     models = read_predictions(predictions)
     if len(models) != 1:
         raise ValueError(f"{predictions}: expected one model's predictions, found {sorted(models)}")
-    (name, rows), = models.items()
+    ((name, rows),) = models.items()
     result = score_model(name, rows)
     if "blind" not in result.modes:
         raise ValueError(f"{predictions}: no blind predictions")
@@ -117,7 +117,7 @@ def table4(runs: dict[str, Path]) -> dict:
         models = read_predictions(path)
         if len(models) != 1:
             raise ValueError(f"{path}: expected one model's predictions, found {sorted(models)}")
-        (model, predictions), = models.items()
+        ((model, predictions),) = models.items()
         result = score_model(model, predictions)
         if set(result.modes) != {"visual", "blind"}:
             raise ValueError(f"{path}: Table 4 needs both modes (sureon eval sureon --mode both)")
@@ -188,7 +188,7 @@ def checkpoint_accuracies(paths: dict[int, Path]) -> list[dict]:
     """``[{step, visual, blind}]`` (pooled accuracy, percent) from each checkpoint's ``--mode both`` predictions."""
     curve = []
     for step, path in sorted(paths.items()):
-        (model, predictions), = read_predictions(path).items()
+        ((model, predictions),) = read_predictions(path).items()
         modes = score_model(model, predictions).modes
         curve.append({"step": step} | {mode: modes[mode].estimates[OVERALL].accuracy for mode in modes})
     return curve
@@ -330,7 +330,9 @@ def assemble(out: Path, *, truth: dict[str, str | None] | None, frames: int, fol
     out = Path(out)
     report: dict = {"preamble": PREAMBLE, "what_it_shows": WHAT_IT_SHOWS, "frames": frames, "folds": folds}
     report["table8"] = {
-        pool: {column: blind_accuracy(out / "blind" / f"{column}-{pool}" / "predictions.jsonl") for column in ("OS", "FT")}
+        pool: {
+            column: blind_accuracy(out / "blind" / f"{column}-{pool}" / "predictions.jsonl") for column in ("OS", "FT")
+        }
         for pool in ("raw", "curated")
     }
     report["table8_note"] = (
@@ -346,7 +348,7 @@ def assemble(out: Path, *, truth: dict[str, str | None] | None, frames: int, fol
         }
     report["table4"] = table4({name: out / "eval" / name / "predictions.jsonl" for name in ("raw", "curated")})
     report["training_rows"] = {name: _training_rows(out / "sft" / name) for name in ("raw", "curated")}
-    (_, predictions), = read_predictions(out / "eval" / "curated" / "predictions.jsonl").items()
+    ((_, predictions),) = read_predictions(out / "eval" / "curated" / "predictions.jsonl").items()
     items = {p.question_id: p for p in predictions if p.scored_by == "accuracy"}
     from recipes.evaluation.sureon.metrics import random_baseline
 
@@ -385,7 +387,7 @@ def _training_rows(run_dir: Path) -> int | None:
 
 
 def _visual_by_subset(path: Path) -> dict[str, float]:
-    (model, predictions), = read_predictions(path).items()
+    ((model, predictions),) = read_predictions(path).items()
     visual = score_model(model, predictions).modes["visual"]
     return {subset: e.accuracy for subset, e in visual.estimates.items()}
 
