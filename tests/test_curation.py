@@ -178,11 +178,13 @@ def test_fold_f_is_scored_only_by_the_guessers_that_held_it_out(tmp_path):
         set(scores) == {f"fold{folds[qid.rsplit('-', 1)[0]]}", "base"} for qid, scores in curation.scores.items()
     )
 
-    # A guesser whose folds.json disagrees with the curation's folds would score videos it trained on.
+    # Guessers whose folds.json disagree with each other would score videos one of them trained on.
     shifted = {video: (fold + 1) % 4 for video, fold in folds.items()}
     leaky = scripted(records, 0, "leaky", held_out_fold=0, trained_folds=shifted)
-    with pytest.raises(FoldLeakError, match="trained on"):
-        curate(records, [leaky], ScoreCache(tmp_path / "s.jsonl"), num_folds=4)
+    with pytest.raises(FoldLeakError, match="trained on different folds"):
+        curate(records, [leaky, *per_fold[1:]], ScoreCache(tmp_path / "s.jsonl"), num_folds=4)
+    with pytest.raises(FoldLeakError, match="trained with 4 folds"):
+        curate(records, per_fold, ScoreCache(tmp_path / "s.jsonl"), num_folds=2)
     with pytest.raises(FoldLeakError, match="may only score fold 1"):
         check_fold_rule(per_fold[1], 0, set())
     with pytest.raises(FoldLeakError, match="declares no held-out fold"):
@@ -194,6 +196,21 @@ def test_fold_f_is_scored_only_by_the_guessers_that_held_it_out(tmp_path):
         curate(records, [scripted(records, 0, "v", trained_folds=folds)], ScoreCache(tmp_path / "s.jsonl"))
     with pytest.raises(FoldLeakError, match="whole training split"):
         curate(records, [per_fold[0]], ScoreCache(tmp_path / "s.jsonl"))
+
+
+def test_the_folds_are_the_ones_the_guessers_trained_with_whatever_their_seed(tmp_path):
+    """`recipes/sft.py --fold k` under a recipe's own seed (7 here, not the curation's 42): curate takes the folds
+    each guesser's folds.json records, so the README's command works as written; an explicit --fold-seed that
+    contradicts them is refused."""
+    records = make_records()
+    folds = assign_folds({r["source_id"]: r["subject"] for r in records}, 4, 7)
+    assert folds != assign_folds({r["source_id"]: r["subject"] for r in records}, 4, 42)
+    guessers = [scripted(records, 0, f"fold{f}", held_out_fold=f, trained_folds=folds) for f in range(4)]
+    curation = curate(records, guessers, ScoreCache(tmp_path / "s.jsonl"), num_folds=4)
+    assert curation.folds == folds
+    with pytest.raises(FoldLeakError, match="--fold-seed 42 gives other folds"):
+        curate(records, guessers, ScoreCache(tmp_path / "s.jsonl"), num_folds=4, fold_seed=42)
+    assert curate(records, guessers, ScoreCache(tmp_path / "s.jsonl"), num_folds=4, fold_seed=7).folds == folds
 
 
 def test_a_guesser_reads_its_held_out_fold_from_the_recipe_outputs(tiny_causal_lm, tmp_path):
