@@ -18,7 +18,7 @@
     sureon pipeline split|stage1|stage2 ...  (the construction pipeline, see sureon/pipeline.py)
     sureon curate --dataset DIR_OR_ID --config train_all|validation --guesser SPEC [...] --out DIR
     sureon audit --dataset DIR_OR_ID --guesser SPEC [--guesser SPEC ...] --out DIR
-    sureon review add-user|remove-user|assign|serve|export|agreement --db review.sqlite ...
+    sureon review add-user|remove-user|assign|serve|backup|export|agreement --db review.sqlite ...
     sureon plan --config RECIPE.yaml [--num-gpus 4] [--gpu-memory 141] [--synthetic-frames 768x432]
 
 Each builder registers its own sub-command here; heavy imports happen inside the handlers so ``--help`` is fast.
@@ -354,6 +354,8 @@ def add_review(commands) -> None:
         "remove-user", "remove an account: it cannot log in, its sessions end, its decisions stay", run_review
     )
     remove_user.add_argument("username")
+    backup = action("backup", "copy the database while the app runs (SQLite's online backup, mode 0600)", run_review)
+    backup.add_argument("--out", required=True, type=Path, help="the new backup file")
     assign = action("assign", "assign unassigned samples to reviewers (balanced, seeded)", run_review, dataset=True)
     assign.add_argument("--reviewers", nargs="+", help="usernames (default: every account)")
     assign.add_argument("--dual-fraction", type=float, default=0.0, help="share of each type reviewed twice")
@@ -393,6 +395,8 @@ def run_review(args) -> int:
 
     from builders.pipeline.review.store import ReviewStore
 
+    if args.action == "backup" and not args.db.is_file():
+        raise FileNotFoundError(f"no review database {args.db} to back up")
     store = ReviewStore(args.db)
     if args.action == "add-user":
         password = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
@@ -404,6 +408,8 @@ def run_review(args) -> int:
     elif args.action == "remove-user":
         store.remove_user(args.username)
         print(f"removed {args.username} from {args.db} (its decisions stay in the log)")
+    elif args.action == "backup":
+        print(f"backed up {args.db} to {store.backup(args.out)}")
     elif args.action == "assign":
         from builders.pipeline.review.assignment import assign
         from builders.pipeline.review.samples import load_samples

@@ -402,7 +402,7 @@ def test_security_headers_and_a_nonce_for_every_inline_script(served):
     for response in (login, page):
         assert response.headers["x-frame-options"] == "DENY"
         assert response.headers["x-content-type-options"] == "nosniff"
-        assert response.headers["referrer-policy"] == "no-referrer"
+        assert response.headers["referrer-policy"] == "same-origin"
         assert response.headers["cache-control"] == "no-store"
         policy = response.headers["content-security-policy"]
         assert "frame-ancestors 'none'" in policy and "object-src 'none'" in policy and "'unsafe-eval'" not in policy

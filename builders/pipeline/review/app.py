@@ -80,6 +80,14 @@ def markdown_text(text: str) -> str:
     return "".join("\\" + char if char in MARKDOWN_PUNCTUATION else html.escape(char) for char in text)
 
 
+def html_block(markup: str) -> str:
+    """``markup`` as one raw-HTML block of Markdown: wrapped in a ``<div>`` and on one line (newlines as ``&#10;``,
+    which a ``<pre>`` still shows), so a Markdown renderer passes it through whole and never reads the escaped
+    dataset text inside as Markdown. The panels are Markdown components because Gradio 6's HTML component compiles
+    its template with ``new Function``, which the app's CSP (no ``'unsafe-eval'``) forbids."""
+    return "<div>" + markup.replace("\r", "").replace("\n", "&#10;") + "</div>"
+
+
 def timestamp(seconds: float) -> str:
     centis = round(seconds * 100)
     return f"{centis // 360000}:{centis % 360000 // 6000:02d}:{centis % 6000 // 100:02d}.{centis % 100:02d}"
@@ -195,12 +203,13 @@ class ReviewUI:
         username = username.strip()
         account = username[:128]
         if not self.store.authenticate(username, password):
-            lock = self.login_policy.lock_seconds(attempt.failures["pair"])
+            counts = attempt.failures | self.store.login_failed(account, client, self.clock())
+            lock = self.login_policy.lock_seconds(counts["pair"])
             logger.warning(
                 "failed login for %r from %s (%s)%s",
                 account,
                 client,
-                ", ".join(f"{count} failure(s) of the {kind}" for kind, count in attempt.failures.items()),
+                ", ".join(f"{count} failure(s) of the {kind}" for kind, count in counts.items()),
                 f"; locked for {lock:.0f} s" if lock else "",
             )
             return None, WRONG_LOGIN + (
@@ -281,7 +290,7 @@ class ReviewUI:
         if not session["user"]:
             return "", "", ""
         if not session["current"]:
-            return "", "<p>No sample left for these filters. Thank you!</p>", ""
+            return "", html_block("<p>No sample left for these filters. Thank you!</p>"), ""
         record = self.samples[session["current"]]
         video = record["source_id"] if record["source_id"] in self.videos else None
         clip = (
@@ -289,7 +298,7 @@ class ReviewUI:
             + f"<p>Clip {timestamp(record['start'])} → {timestamp(record['end'])} "
             + f"of {html.escape(record['source_id'])}</p>"
         )
-        return clip, question_html(record), context_html(record, video)
+        return tuple(html_block(panel) for panel in (clip, question_html(record), context_html(record, video)))
 
     def my_decisions(self, session: dict) -> list[list[str]]:
         """The reviewer's own decisions in force (never anyone else's), newest first; shown as plain text."""
@@ -311,20 +320,17 @@ def build_blocks(ui: ReviewUI):
         session = gr.State(new_session())
         with gr.Row():
             gr.Markdown("# Sureon expert review")
-            # a plain form: logging out is a POST the server answers by ending the session and clearing the cookie
-            gr.HTML(
-                "<form method='post' action='/logout' style='text-align:right'>"
-                "<button type='submit' class='lg secondary'>Log out</button></form>"
-            )
-        status = gr.Markdown()
+            # a link: the server ends the session, clears the cookie and shows the login page again
+            gr.Button("Log out", link="/logout", variant="secondary", scale=0)
+        status = gr.Markdown(latex_delimiters=[])
         with gr.Row():
             specialty = gr.Dropdown([ALL], value=ALL, label="Specialty")
             procedure = gr.Dropdown([ALL], value=ALL, label="Procedure")
             qa_type = gr.Dropdown([ALL], value=ALL, label="QA type")
             include_decided = gr.Checkbox(label="Also show samples I decided (to change a decision)")
         with gr.Row():
-            clip = gr.HTML()
-            question = gr.HTML()
+            clip = gr.Markdown(latex_delimiters=[])
+            question = gr.Markdown(latex_delimiters=[])
         tags = gr.CheckboxGroup([(label, slug) for slug, label in REASON_TAGS.items()], label="Reasons")
         note = gr.Textbox(label="Note (required to reject, encouraged to flag)", lines=3, max_length=MAX_NOTE_CHARS)
         with gr.Row():
@@ -333,7 +339,7 @@ def build_blocks(ui: ReviewUI):
             }
             skip_button = gr.Button("Skip")
         gr.Markdown("## Context")
-        context = gr.HTML()
+        context = gr.Markdown(latex_delimiters=[])
         gr.Markdown("## My decisions")
         table = gr.Dataframe(headers=TABLE_HEADERS, datatype="str", interactive=False)
 

@@ -11,7 +11,7 @@ uvicorn, behind :class:`Gate`, an ASGI middleware that every request passes firs
   ``HttpOnly; SameSite=Strict`` cookie (``Secure`` when the request came over HTTPS), ending the session the browser
   presented before (rotation at login). Every other route needs a live session: the token is looked up in the
   database on every request (idle and absolute expiry, logout, a password reset or a removed account end it at
-  once, in every server process). ``POST /logout`` ends it. Gradio's ``session_hash`` is bound to the session that
+  once, in every server process). ``/logout`` ends it. Gradio's ``session_hash`` is bound to the session that
   first used it, so a hash read from a proxy log is worthless without that session's cookie; Gradio's own
   ``request.username`` is the session's reviewer (its ``auth_dependency``).
 - **Routes.** Only what the page needs is reachable (:data:`SESSION_ROUTES`): the page, its assets, its config and
@@ -28,7 +28,7 @@ uvicorn, behind :class:`Gate`, an ASGI middleware that every request passes firs
   127.0.0.1 by default, is off).
 - **Headers.** Every response carries a Content-Security-Policy (:func:`content_security_policy`; the page's inline
   scripts get a per-response nonce, so injected markup cannot run script), ``X-Frame-Options: DENY``,
-  ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer``, ``Cache-Control: no-store`` (the page
+  ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin``, ``Cache-Control: no-store`` (the page
   holds the correct answers; hashed static assets excepted) and, over HTTPS, ``Strict-Transport-Security``.
 
 Gradio's telemetry is off (``analytics_enabled=False``), as are its server-side rendering, MCP server, run history
@@ -73,7 +73,6 @@ SESSION_ROUTES = {
     ("GET", "/config/"),
     ("GET", "/theme.css"),
     ("GET", "/gradio_api/theme.css"),
-    ("GET", "/favicon.ico"),
     ("GET", "/manifest.json"),
     ("GET", "/assets/"),
     ("GET", "/static/"),
@@ -92,9 +91,10 @@ SESSION_ROUTES = {
     ("POST", "/gradio_api/reset"),
     ("GET", "/videos/"),
     ("HEAD", "/videos/"),
-    ("POST", "/logout"),
 }
-PUBLIC_ROUTES = {("GET", "/login"), ("HEAD", "/login"), ("POST", "/login")}
+# /logout ends whatever session the cookie names, so it works (and does nothing) after a session has expired.
+PUBLIC_ROUTES = {("GET", "/login"), ("HEAD", "/login"), ("POST", "/login"), ("GET", "/logout"), ("POST", "/logout")}
+PUBLIC_ROUTES |= {("GET", "/favicon.ico")}
 CACHEABLE_PREFIXES = ("/assets/", "/static/", "/svelte/")  # content-hashed file names
 FORWARDED_HEADERS = (b"forwarded", b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host", b"x-forwarded-port")
 SESSION_HASHES_KEPT = 100_000  # Gradio session hashes remembered for binding (oldest forgotten first)
@@ -388,7 +388,7 @@ def security_headers(path: str, secure: bool, nonce: str | None) -> Iterable[tup
     yield b"content-security-policy", content_security_policy(nonce).encode()
     yield b"x-frame-options", b"DENY"
     yield b"x-content-type-options", b"nosniff"
-    yield b"referrer-policy", b"no-referrer"
+    yield b"referrer-policy", b"same-origin"  # no-referrer would make browsers send "Origin: null" on form posts
     yield b"cross-origin-opener-policy", b"same-origin"
     yield b"cross-origin-resource-policy", b"same-origin"
     yield b"permissions-policy", b"camera=(), microphone=(), geolocation=()"
@@ -464,7 +464,7 @@ def create_app(ui, options: ServerOptions):
         response.headers["set-cookie"] = session_cookie(token, secure, ui.session_policy.max_age_s)
         return response
 
-    @app.post("/logout")
+    @app.api_route("/logout", methods=["GET", "POST"])  # GET: the page's "Log out" link (SameSite=Strict: same-site)
     async def logout(request: Request):
         await run_in_threadpool(ui.logout, request.cookies.get(COOKIE), client_of(request))
         response = RedirectResponse("/login?out=1", status_code=303)

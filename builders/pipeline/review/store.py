@@ -63,10 +63,12 @@ class LoginPolicy:
       after at most ``max_delay_s``; and one attacker behind a hospital's NAT address does not lock out every
       reviewer behind it. The delay is per attempt, not a queue, so flooding cannot stretch it into a lockout.
 
-    Every attempt is counted as a failure *before* its password is checked, in one transaction (so concurrent
-    attempts cannot slip past the limit; a success then takes its count back). A key's count is forgotten after
-    ``forget_after_s`` without a failure; a successful login clears its pair's and its account's counts (a client's
-    only by forgetting, so one valid account cannot reset a client that guesses others)."""
+    Every attempt is counted against its pair *before* its password is checked, in the transaction that checks the
+    lock (so concurrent attempts cannot slip past the limit); the account's and the client's counts take only real
+    failures (so reviewers logging in at the same moment behind one address do not slow each other down). A key's
+    count is forgotten after ``forget_after_s`` without a failure; a successful login clears its pair's and its
+    account's counts (a client's only by forgetting, so one valid account cannot reset a client that guesses
+    others)."""
 
     failures_before_lock: int = 5
     first_lock_s: float = 30.0
@@ -90,11 +92,11 @@ class LoginPolicy:
 @dataclass(frozen=True)
 class LoginAttempt:
     """What :meth:`ReviewStore.begin_login` decided: refused (``wait_s`` until the pair's lock runs out) or allowed
-    after a slow-down of ``wait_s``; ``failures`` are the keys' counts including this attempt (when allowed)."""
+    after a slow-down of ``wait_s``; ``failures``: ``{"pair": count}`` including this attempt (when allowed)."""
 
     allowed: bool
     wait_s: float
-    failures: dict[str, int]  # "pair" / "account" / "client" -> count
+    failures: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -263,6 +265,21 @@ class ReviewStore:
         with self._connection() as conn:
             return conn.execute(sql, params).fetchall()
 
+    def backup(self, out: str | Path) -> Path:
+        """Copy the database to a new file ``out`` while servers may be writing it: SQLite's online backup (a
+        consistent snapshot including what is still in the -wal file), written 0600 and renamed into place."""
+        out = Path(out)
+        if out.exists():
+            raise FileExistsError(f"{out} exists; back up to a new file name")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        partial = out.with_name(f".{out.name}.partial")
+        partial.unlink(missing_ok=True)
+        _owner_only(partial)
+        with closing(sqlite3.connect(self.path, timeout=60)) as source, closing(sqlite3.connect(partial)) as target:
+            source.backup(target)
+        partial.replace(out)
+        return out
+
     # accounts --------------------------------------------------------------------------------------------------
 
     def add_user(self, username: str, password: str, admin: bool = False) -> None:
@@ -333,9 +350,9 @@ class ReviewStore:
 
     def begin_login(self, account: str, client: str, now: float, policy: LoginPolicy) -> LoginAttempt:
         """Decide, in one transaction, whether a login attempt may check its password: refused while its (account,
-        client) pair is locked; otherwise counted as a failure of the pair, the account and the client up front
-        (:meth:`login_succeeded` takes it back), with the slow-down the account's and the client's earlier failures
-        call for. See :class:`LoginPolicy`."""
+        client) pair is locked; otherwise counted as a failure of the pair up front (so concurrent attempts cannot
+        slip past the lock; :meth:`login_succeeded` clears it), with the slow-down that the account's and the
+        client's earlier failures call for. See :class:`LoginPolicy`."""
         keys = self.throttle_keys(account, client)
         with self._write() as conn:
             conn.execute(
@@ -350,23 +367,37 @@ class ReviewStore:
                 earlier[kind] = row or (0, 0.0)
             if earlier["pair"][1] > now:
                 return LoginAttempt(False, earlier["pair"][1] - now, {})
-            counts = {kind: failures + 1 for kind, (failures, _) in earlier.items()}
-            for kind, key in keys.items():
-                lock = policy.lock_seconds(counts[kind]) if kind == "pair" else 0.0
-                conn.execute(
-                    "INSERT OR REPLACE INTO login_failures VALUES (?, ?, ?, ?)", (key, counts[kind], now, now + lock)
-                )
+            pair = earlier["pair"][0] + 1
+            conn.execute(
+                "INSERT OR REPLACE INTO login_failures VALUES (?, ?, ?, ?)",
+                (keys["pair"], pair, now, now + policy.lock_seconds(pair)),
+            )
         delay = max(policy.delay_seconds(earlier[kind][0]) for kind in ("account", "client"))
-        return LoginAttempt(True, delay, counts)
+        return LoginAttempt(True, delay, {"pair": pair})
+
+    def login_failed(self, account: str, client: str, now: float) -> dict[str, int]:
+        """Count a failed password check against the account and the client as wholes (their slow-down counts only
+        real failures, so reviewers logging in at once behind one address do not slow each other down)."""
+        keys = self.throttle_keys(account, client)
+        counts = {}
+        with self._write() as conn:
+            for kind in ("account", "client"):
+                conn.execute(
+                    "INSERT INTO login_failures VALUES (?, 1, ?, ?) ON CONFLICT(key) DO UPDATE SET "
+                    "failures = failures + 1, last_failure = excluded.last_failure",
+                    (keys[kind], now, now),
+                )
+                counts[kind] = conn.execute(
+                    "SELECT failures FROM login_failures WHERE key = ?", (keys[kind],)
+                ).fetchone()[0]
+        return counts
 
     def login_succeeded(self, account: str, client: str) -> None:
-        """Clear the pair's and the account's counts, and take back the attempt counted against the client."""
+        """Clear the pair's and the account's counts (a client's only by forgetting, so one valid account cannot
+        reset a client that guesses at others)."""
         keys = self.throttle_keys(account, client)
         with self._write() as conn:
             conn.execute("DELETE FROM login_failures WHERE key IN (?, ?)", (keys["pair"], keys["account"]))
-            conn.execute(
-                "UPDATE login_failures SET failures = failures - 1 WHERE key = ? AND failures > 0", (keys["client"],)
-            )
 
     def login_failures(self, key: str) -> int:
         rows = self._read("SELECT failures FROM login_failures WHERE key = ?", (key,))
