@@ -137,6 +137,15 @@ def test_panels_show_clip_window_full_video_green_answer_and_escape_dataset_text
     ui.samples[session["current"]] = record | {"question": HOSTILE, "transcript": HOSTILE}
     _, question, context = ui.panels(session)
     assert "<img" not in question and "<img" not in context and "&lt;img src=x" in question
+    markdown = (
+        "line one\n\n[link](http://x.example) ![i](http://x.example/i.png) *em*"  # panels are Markdown components
+    )
+    ui.samples[session["current"]] = record | {"question": markdown, "transcript": markdown, "options": [markdown] * 4}
+    markdown_it = pytest.importorskip("markdown_it")
+    for panel in ui.panels(session):
+        rendered = markdown_it.MarkdownIt("commonmark").render(panel)
+        assert "<a" not in rendered and "<img" not in rendered and "<em>" not in rendered and "\n" not in panel
+    assert "[link](http://x.example)" in markdown_it.MarkdownIt("commonmark").render(ui.panels(session)[1])
 
 
 class Clock:

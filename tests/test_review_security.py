@@ -443,6 +443,22 @@ def test_the_database_and_its_wal_files_are_readable_by_their_owner_only(served,
     assert stat.S_IMODE(legacy.stat().st_mode) == 0o600
 
 
+def test_an_online_backup_while_the_app_runs_is_complete_and_private(served, tmp_path):
+    alice = log_in(served, "alice")
+    with closing(sqlite3.connect(served.db)) as reader:  # an open reader keeps recent writes in the -wal file
+        reader.execute("SELECT count(*) FROM decisions").fetchone()
+        assert status_of(decide(alice, "alicehash-backup", "flag", "kept in the backup")).startswith("Recorded")
+        out = tmp_path / "backups" / "review.sqlite"
+        assert main(["review", "backup", "--db", str(served.db), "--out", str(out)]) == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    with closing(sqlite3.connect(out)) as copy:
+        assert copy.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert ReviewStore(out).log() == served.ui.store.log() and "kept in the backup" in [
+        d.note for d in ReviewStore(out).log()
+    ]
+    assert main(["review", "backup", "--db", str(served.db), "--out", str(out)]) == 2  # never over an old backup
+
+
 def test_telemetry_is_off(served):
     config = log_in(served, "alice").get("/config").json()
     assert config["analytics_enabled"] is False
