@@ -12,6 +12,7 @@ import shutil
 import socket
 import sqlite3
 import stat
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
@@ -391,6 +392,39 @@ def test_a_lone_surrogate_is_refused_cleanly_and_a_bad_password_still_counts(ser
         headers={"Content-Type": "application/x-www-form-urlencoded"},
     )
     assert bad.status_code == 401 and failures(served, "ivan", "127.0.0.4") == 1
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a test certificate")
+def test_the_app_can_serve_https_itself_with_secure_cookies(served, tmp_path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
+        + ["-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    options = ServerOptions("127.0.0.1", free_port(), tls_cert=cert, tls_key=key)
+    server = ReviewServer(served.ui, options).start()
+    try:
+        assert server.url.startswith("https://")
+        with httpx.Client(base_url=server.url.rstrip("/"), verify=False) as browser:
+            response = browser.post("/login", data={"username": "alice", "password": PASSWORD})
+            assert response.status_code == 303 and "Secure" in response.headers["set-cookie"]
+            assert response.headers["strict-transport-security"].startswith("max-age=")
+            assert browser.get("/config").status_code == 200
+    finally:
+        server.close()
+
+
+def test_serving_every_interface_needs_the_host_names_and_proxies_must_be_addresses():
+    with pytest.raises(ValueError, match="--server-name"):
+        ServerOptions("0.0.0.0").allowed_hosts()
+    assert ServerOptions("0.0.0.0", server_names=("Review.Example.org",)).allowed_hosts() == {"review.example.org"}
+    assert "localhost" in ServerOptions("127.0.0.1").allowed_hosts()
+    assert "localhost" not in ServerOptions("10.0.0.20").allowed_hosts()
+    with pytest.raises(ValueError, match="--trusted-proxy 'proxy.example'"):
+        ServerOptions(trusted_proxies=("proxy.example",)).proxies()
+    assert len(ServerOptions(trusted_proxies=("10.0.0.0/8", "::1")).proxies()) == 2
 
 
 # -- 11. headers ------------------------------------------------------------------------------------------------------
