@@ -36,7 +36,7 @@ def free_port() -> int:
 
 def review_for_a_while(url: str, name: str) -> list[tuple]:
     """One reviewer's session: log in, then alternate reject / approve until time is up; returns the acks."""
-    login = httpx.post(f"{url}login", data={"username": name, "password": PASSWORD})
+    login = httpx.post(f"{url}login", data={"username": name, "password": PASSWORD}, timeout=60)
     assert login.status_code == 303, login.text
     client = Client(url, verbose=False, headers={"Cookie": f"{COOKIE}={login.cookies[COOKIE]}"})
     acks, deadline, step = [], time.monotonic() + SECONDS, 0

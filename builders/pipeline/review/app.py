@@ -215,8 +215,7 @@ class ReviewUI:
             return None, WRONG_LOGIN + (
                 f" Too many failed logins from your address: try again in {math.ceil(lock)} s." if lock else ""
             )
-        self.store.login_succeeded(account, client)
-        token = self.store.open_session(username, self.clock(), self.session_policy, replaces)
+        token = self.store.login_succeeded(account, client, username, self.clock(), self.session_policy, replaces)
         logger.info("login of %r from %s", username, client)
         return token, f"Logged in as {username}."
 

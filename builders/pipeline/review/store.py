@@ -24,6 +24,7 @@ import os
 import re
 import secrets
 import sqlite3
+import threading
 from collections.abc import Iterable
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -220,7 +221,7 @@ def check_decision(decision: str, tags: Iterable[str], note: str) -> tuple[str, 
     if unknown:
         raise ValueError(f"unknown reason tag(s) {unknown}; choose from {list(REASON_TAGS)}")
     if len(note) > MAX_NOTE_CHARS:
-        raise ValueError(f"the note has {len(note)} characters; keep it under {MAX_NOTE_CHARS}")
+        raise ValueError(f"the note has {len(note)} characters; {MAX_NOTE_CHARS} at most")
     if LONE_SURROGATE.search(note):
         raise ValueError("the note contains an invalid character (a lone UTF-16 surrogate); retype it")
     if decision == "reject" and not note.strip():
@@ -234,6 +235,7 @@ class ReviewStore:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._readers = threading.local()  # see _session_reader
         _owner_only(self.path)
         with self._connection() as conn:
             conn.executescript(SCHEMA)
@@ -251,8 +253,13 @@ class ReviewStore:
             yield conn
 
     @contextmanager
-    def _write(self):
+    def _write(self, durable: bool = True):
+        """One ``BEGIN IMMEDIATE`` transaction. ``durable=False`` (login counters, session bookkeeping) skips the
+        fsync at commit (``synchronous=NORMAL``: WAL stays consistent, a power cut may lose that last commit), so
+        logins do not queue behind the disk; a later durable commit (a decision) syncs it along."""
         with self._connection() as conn:
+            if not durable:
+                conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -260,6 +267,15 @@ class ReviewStore:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+
+    def _session_reader(self) -> sqlite3.Connection:
+        """This thread's long-lived read connection, for the session check the server makes on every request
+        (opening a connection costs ~50x the query). Autocommit: each query sees the latest commit."""
+        reader = getattr(self._readers, "connection", None)
+        if reader is None or self._readers.pid != os.getpid():  # never reuse a connection across a fork
+            reader = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            self._readers.connection, self._readers.pid = reader, os.getpid()
+        return reader
 
     def _read(self, sql: str, params: tuple = ()) -> list[tuple]:
         with self._connection() as conn:
@@ -354,7 +370,7 @@ class ReviewStore:
         slip past the lock; :meth:`login_succeeded` clears it), with the slow-down that the account's and the
         client's earlier failures call for. See :class:`LoginPolicy`."""
         keys = self.throttle_keys(account, client)
-        with self._write() as conn:
+        with self._write(durable=False) as conn:
             conn.execute(
                 "DELETE FROM login_failures WHERE last_failure < ? AND locked_until < ?",
                 (now - policy.forget_after_s, now),
@@ -380,7 +396,7 @@ class ReviewStore:
         real failures, so reviewers logging in at once behind one address do not slow each other down)."""
         keys = self.throttle_keys(account, client)
         counts = {}
-        with self._write() as conn:
+        with self._write(durable=False) as conn:
             for kind in ("account", "client"):
                 conn.execute(
                     "INSERT INTO login_failures VALUES (?, 1, ?, ?) ON CONFLICT(key) DO UPDATE SET "
@@ -392,25 +408,23 @@ class ReviewStore:
                 ).fetchone()[0]
         return counts
 
-    def login_succeeded(self, account: str, client: str) -> None:
-        """Clear the pair's and the account's counts (a client's only by forgetting, so one valid account cannot
-        reset a client that guesses at others)."""
-        keys = self.throttle_keys(account, client)
-        with self._write() as conn:
-            conn.execute("DELETE FROM login_failures WHERE key IN (?, ?)", (keys["pair"], keys["account"]))
-
     def login_failures(self, key: str) -> int:
         rows = self._read("SELECT failures FROM login_failures WHERE key = ?", (key,))
         return rows[0][0] if rows else 0
 
     # sessions (see SessionPolicy) --------------------------------------------------------------------------------
 
-    def open_session(self, username: str, now: float, policy: SessionPolicy, replaces: str | None = None) -> str:
-        """A new random session token for ``username`` (only its hash is stored); the session the browser presented
-        before logging in (``replaces``) ends, so a token is never carried across a login; expired sessions are
-        swept."""
+    def login_succeeded(
+        self, account: str, client: str, username: str, now: float, policy: SessionPolicy, replaces: str | None = None
+    ) -> str:
+        """After a right password: clear the pair's and the account's failure counts (a client's only by forgetting,
+        so one valid account cannot reset a client that guesses at others) and open a session, in one transaction.
+        Returns the new random session token (only its hash is stored); the session the browser presented before
+        logging in (``replaces``) ends, so a token is never carried across a login; expired sessions are swept."""
+        keys = self.throttle_keys(account, client)
         token = secrets.token_urlsafe(32)
-        with self._write() as conn:
+        with self._write(durable=False) as conn:
+            conn.execute("DELETE FROM login_failures WHERE key IN (?, ?)", (keys["pair"], keys["account"]))
             if replaces:
                 conn.execute("DELETE FROM sessions WHERE token_hash = ?", (token_digest(replaces),))
             conn.execute(
@@ -426,10 +440,14 @@ class ReviewStore:
         if not token:
             return None
         digest = token_digest(token)
-        rows = self._read(
-            "SELECT s.username, s.created, s.last_seen FROM sessions s JOIN users u ON u.username = s.username "
-            "WHERE s.token_hash = ? AND u.removed_at IS NULL",
-            (digest,),
+        rows = (
+            self._session_reader()
+            .execute(
+                "SELECT s.username, s.created, s.last_seen FROM sessions s JOIN users u ON u.username = s.username "
+                "WHERE s.token_hash = ? AND u.removed_at IS NULL",
+                (digest,),
+            )
+            .fetchall()
         )
         if not rows:
             return None
@@ -438,7 +456,7 @@ class ReviewStore:
             self.end_session(token)
             return None
         if now - last_seen >= policy.touch_every_s:
-            with self._write() as conn:
+            with self._write(durable=False) as conn:
                 conn.execute("UPDATE sessions SET last_seen = ? WHERE token_hash = ?", (now, digest))
         return username
 
