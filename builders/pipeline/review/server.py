@@ -11,8 +11,8 @@ uvicorn, behind :class:`Gate`, an ASGI middleware that every request passes firs
   ``HttpOnly; SameSite=Strict`` cookie (``Secure`` when the request came over HTTPS), ending the session the browser
   presented before (rotation at login). Every other route needs a live session: the token is looked up in the
   database on every request (idle and absolute expiry, logout, a password reset or a removed account end it at
-  once, in every server process). ``/logout`` ends it. Gradio's ``session_hash`` is bound to the session that
-  first used it, so a hash read from a proxy log is worthless without that session's cookie; Gradio's own
+  once, in every server process). ``/logout`` ends it. Gradio's ``session_hash`` is bound to the reviewer whose
+  session first used it, so a hash read from a proxy log is worthless without that reviewer's cookie; Gradio's own
   ``request.username`` is the session's reviewer (its ``auth_dependency``).
 - **Routes.** Only what the page needs is reachable (:data:`SESSION_ROUTES`): the page, its assets, its config and
   the event queue. Uploads, Gradio's file and proxy routes, deep links, the monitoring dashboard, the API docs and
@@ -49,7 +49,7 @@ from html import escape
 from pathlib import Path
 from urllib.parse import parse_qs, unquote
 
-from builders.pipeline.review.store import ReviewStore, SessionPolicy, token_digest
+from builders.pipeline.review.store import ReviewStore, SessionPolicy
 
 
 COOKIE = "sureon_review_session"
@@ -207,7 +207,7 @@ class Gate:
         self.ui = ui
         self.hosts = options.allowed_hosts()
         self.proxies = options.proxies()
-        self.session_of_hash: OrderedDict[str, bytes] = OrderedDict()
+        self.session_of_hash: OrderedDict[str, str] = OrderedDict()
         self.lock = threading.Lock()
 
     async def __call__(self, scope, receive, send):
@@ -249,8 +249,8 @@ class Gate:
                 if method in ("GET", "HEAD") and path == "/":
                     return await self.redirect(send, "/login", secure)
                 return await self.refuse(send, 401, "Log in first (or again: your session has ended).", secure)
-            if not self.bind_session_hash(scope, body, token):
-                return await self.refuse(send, 403, "That Gradio session belongs to another login.", secure)
+            if not self.bind_session_hash(scope, body, user):
+                return await self.refuse(send, 403, "That Gradio session belongs to another reviewer.", secure)
             scope["sureon.review_user"] = user
 
         nonce = None
@@ -312,8 +312,10 @@ class Gate:
 
         return replayed
 
-    def bind_session_hash(self, scope, body: bytes, token: str) -> bool:
-        """Tie a Gradio ``session_hash`` to the login session that first uses it; refuse it to any other."""
+    def bind_session_hash(self, scope, body: bytes, user: str) -> bool:
+        """Tie a Gradio ``session_hash`` (one page load) to the reviewer whose session first uses it; refuse it to
+        anyone else. (To the reviewer, not the token: a tab stays usable after its reviewer logs in again elsewhere,
+        which rotates the shared cookie.)"""
         path = scope["path"]
         session_hash = None
         if path.startswith("/gradio_api/heartbeat/"):
@@ -329,13 +331,12 @@ class Gate:
                 return False
         if not session_hash:
             return True
-        owner = token_digest(token)
         with self.lock:
-            bound = self.session_of_hash.setdefault(str(session_hash), owner)
+            bound = self.session_of_hash.setdefault(str(session_hash), user)
             self.session_of_hash.move_to_end(str(session_hash))
             while len(self.session_of_hash) > SESSION_HASHES_KEPT:
                 self.session_of_hash.popitem(last=False)
-        return bound == owner
+        return bound == user
 
     @staticmethod
     def secured(send, path: str, secure: bool, nonce: str | None):

@@ -190,7 +190,7 @@ def _hash(password: str, salt: bytes) -> bytes:
 
 
 def token_digest(token: str) -> bytes:
-    """What the database keeps of a session token (its SHA-256), and what the server binds Gradio sessions to."""
+    """What the database keeps of a session token: its SHA-256."""
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
 
 
