@@ -19,7 +19,7 @@
     sureon pipeline split|stage1|stage2 ...  (the construction pipeline, see sureon/pipeline.py)
     sureon curate --dataset DIR_OR_ID --config train_all|validation --guesser SPEC [...] --out DIR
     sureon audit --dataset DIR_OR_ID --guesser SPEC [--guesser SPEC ...] --out DIR
-    sureon review add-user|assign|serve|export|agreement --db review.sqlite ...
+    sureon review add-user|remove-user|assign|serve|backup|export|agreement --db review.sqlite ...
     sureon world --out DIR [--config world.yaml] [--shortcut train:length=0.5 ...]
     sureon reproduce --out DIR [--release DIR --videos DIR --shortcuts FILE]
     sureon plan --config RECIPE.yaml [--num-gpus 4] [--gpu-memory 141] [--synthetic-frames 768x432]
@@ -356,15 +356,44 @@ def add_review(commands) -> None:
     )
     add_user.add_argument("username")
     add_user.add_argument("--admin", action="store_true")
-    add_user.add_argument("--reset-password", action="store_true", help="set a new password of an existing account")
+    add_user.add_argument(
+        "--reset-password",
+        action="store_true",
+        help="set a new password of an existing account (ends its open sessions in the running app)",
+    )
+    remove_user = action(
+        "remove-user", "remove an account: it cannot log in, its sessions end, its decisions stay", run_review
+    )
+    remove_user.add_argument("username")
+    backup = action("backup", "copy the database while the app runs (SQLite's online backup, mode 0600)", run_review)
+    backup.add_argument("--out", required=True, type=Path, help="the new backup file")
     assign = action("assign", "assign unassigned samples to reviewers (balanced, seeded)", run_review, dataset=True)
     assign.add_argument("--reviewers", nargs="+", help="usernames (default: every account)")
     assign.add_argument("--dual-fraction", type=float, default=0.0, help="share of each type reviewed twice")
     assign.add_argument("--seed", default="sureon-review")
     serve = action("serve", "start the review web app", run_review, dataset=True)
     serve.add_argument("--videos", type=Path, help="folder of source videos named <source_id>.<ext>")
-    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: this machine only)")
     serve.add_argument("--port", type=int, default=7860)
+    serve.add_argument(
+        "--server-name",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name reviewers reach the app by (repeatable); requests for any other Host are refused",
+    )
+    serve.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="address or network of a reverse proxy whose X-Forwarded-For/-Proto are believed (repeatable); "
+        "from anyone else they are ignored",
+    )
+    serve.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM); needs --tls-key")
+    serve.add_argument("--tls-key", type=Path, help="the certificate's private key (PEM)")
+    serve.add_argument("--session-idle-minutes", type=float, default=30.0, help="log out after this long idle")
+    serve.add_argument("--session-max-hours", type=float, default=12.0, help="log out this long after logging in")
     export = action("export", "write the approved bench config and the review reports", run_review, dataset=True)
     export.add_argument("--out", required=True, type=Path)
     export.add_argument("--overwrite", action="store_true")
@@ -377,6 +406,8 @@ def run_review(args) -> int:
 
     from builders.pipeline.review.store import ReviewStore
 
+    if args.action == "backup" and not args.db.is_file():
+        raise FileNotFoundError(f"no review database {args.db} to back up")
     store = ReviewStore(args.db)
     if args.action == "add-user":
         password = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
@@ -385,6 +416,11 @@ def run_review(args) -> int:
         else:
             store.add_user(args.username, password, admin=args.admin)
         print(f"{'updated' if args.reset_password else 'created'} {args.username} in {args.db}")
+    elif args.action == "remove-user":
+        store.remove_user(args.username)
+        print(f"removed {args.username} from {args.db} (its decisions stay in the log)")
+    elif args.action == "backup":
+        print(f"backed up {args.db} to {store.backup(args.out)}")
     elif args.action == "assign":
         from builders.pipeline.review.assignment import assign
         from builders.pipeline.review.samples import load_samples
@@ -395,9 +431,14 @@ def run_review(args) -> int:
         added = store.add_assignments(assign(todo, args.reviewers or store.users(), args.dual_fraction, args.seed))
         print(f"assigned {len(todo)} sample(s) ({added} assignments); {len(taken)} were already assigned")
     elif args.action == "serve":
-        from builders.pipeline.review.app import serve
+        from builders.pipeline.review.server import ServerOptions, serve
+        from builders.pipeline.review.store import SessionPolicy
 
-        serve(args.dataset, args.db, args.videos, args.config, args.host, args.port)
+        options = ServerOptions(
+            args.host, args.port, tuple(args.server_name), tuple(args.trusted_proxy), args.tls_cert, args.tls_key
+        )
+        sessions = SessionPolicy(idle_s=args.session_idle_minutes * 60, max_age_s=args.session_max_hours * 3600)
+        serve(args.dataset, args.db, args.videos, args.config, options, sessions)
     elif args.action == "export":
         from builders.pipeline.review.export import export_review
 

@@ -6,6 +6,7 @@ import multiprocessing
 import sqlite3
 import threading
 from collections import Counter
+from contextlib import closing
 
 import pytest
 from scipy.stats import chisquare
@@ -57,6 +58,23 @@ def test_account_rules(store):
     with pytest.raises(ValueError, match="username"):
         store.add_user("robert'); DROP TABLE users;--", PASSWORD)
     assert store.users() == ["alice", "bob", "carol"]
+
+
+def test_a_database_from_before_account_removal_opens_and_removal_keeps_the_decisions(tmp_path):
+    db = tmp_path / "old.sqlite"
+    with closing(sqlite3.connect(db)) as conn:  # the users table as it was before remove-user existed
+        conn.execute(
+            "CREATE TABLE users (username TEXT PRIMARY KEY, salt BLOB NOT NULL, password_hash BLOB NOT NULL, "
+            "kdf TEXT NOT NULL, is_admin INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL)"
+        )
+    store = ReviewStore(db)
+    store.add_user("alice", PASSWORD)
+    assigned(store, [("q1", "alice")]).record("alice", "q1", "approve")
+    store.remove_user("alice")
+    assert store.users() == [] and not store.authenticate("alice", PASSWORD)
+    assert [d.reviewer for d in store.log()] == ["alice"]
+    with pytest.raises(ValueError, match="no user"):
+        store.set_password("alice", "a new long password")
 
 
 # -- the decision log -------------------------------------------------------------------------------------------

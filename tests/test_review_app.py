@@ -2,7 +2,7 @@
 
 import pytest
 
-from builders.pipeline.review.app import ALL, Filters, ReviewUI, build_blocks, new_session
+from builders.pipeline.review.app import ALL, Filters, ReviewUI, build_blocks, markdown_text, new_session
 from builders.pipeline.review.samples import load_samples
 from builders.pipeline.review.store import Assignment, ReviewStore
 from builders.sureon.frames import index_videos
@@ -25,32 +25,50 @@ def ui(sureon_build, sample_videos, tmp_path):
     return ReviewUI(store, samples, index_videos(sample_videos))
 
 
+def login(ui, name, password, client="127.0.0.1"):
+    """(session token or None, message), as the server's login route gets them (without its slow-down sleep)."""
+    attempt = ui.begin_login(name, client)
+    if not attempt.allowed:
+        return None, ui.refusal(attempt)
+    return ui.finish_login(name, password, client, attempt)
+
+
 def logged_in(ui, name="alice"):
-    session, message = ui.login(new_session(), name, PASSWORD)
-    assert session["user"] == name, message
-    return session
+    token, message = login(ui, name, PASSWORD)
+    assert ui.session_user(token) == name, message
+    return ui.resume(new_session(), ui.session_user(token))
 
 
-def test_blocks_build_and_the_login_handler_is_wired(ui):
+def test_blocks_build_and_the_load_handler_takes_the_reviewer_from_the_request(ui):
     blocks = build_blocks(ui)
     assert isinstance(blocks, gr.Blocks)
     handlers = {fn.fn.__name__: fn.fn for fn in blocks.fns.values()}
-    local = gr.Request(client={"host": "127.0.0.1"})
-    state, message, clip, question, *_ = handlers["on_login"](new_session(), "alice", PASSWORD, local)
+    as_alice = gr.Request(username="alice")
+    state, message, clip, question, *_ = handlers["on_load"](new_session(), as_alice)
     assert state["user"] == "alice" and state["current"] in ui.samples and "<video" in clip
-    assert ui.samples[state["current"]]["question_id"] in question
-    refused, message, *_ = handlers["on_login"](new_session(), "alice", "wrong password", local)
-    assert refused["user"] is None and "wrong password" in message
+    assert ui.samples[state["current"]]["question_id"] in question and message == "Logged in as alice."
+    bobs, *_ = handlers["on_load"](state, gr.Request(username="bob"))  # a state never changes hands
+    assert bobs["user"] == "bob" and bobs["skipped"] == []
+    ended, message, *_ = handlers["on_load"](state, gr.Request(username=None))
+    assert ended["user"] is None and "session has ended" in message
 
 
 def test_login_refuses_wrong_credentials_and_nothing_is_written_anonymously(ui):
     for name, password in (("alice", "nope nope nope"), ("mallory", PASSWORD), ("", "")):
-        session, message = ui.login(new_session(), name, password)
-        assert session["user"] is None and "wrong password" in message
-        anonymous = session | {"current": next(iter(ui.samples))}
+        token, message = login(ui, name, password)
+        assert token is None and "wrong password" in message
+        anonymous = ui.resume(new_session(), ui.session_user(token)) | {"current": next(iter(ui.samples))}
         _, message, recorded = ui.decide(anonymous, "approve", [], "", Filters())
         assert not recorded and "Log in" in message
     assert ui.store.log() == [] and ui.panels(new_session()) == ("", "", "")
+
+
+def test_markdown_text_shows_markdown_and_html_as_typed():
+    markdown_it = pytest.importorskip("markdown_it")
+    hostile = "[a](http://x.example) ![i](http://x.example/i.png) *em* _u_ `c` # h <b>b</b> & $x$ http://x.example"
+    rendered = markdown_it.MarkdownIt("commonmark").render(markdown_text(hostile))
+    assert "<a" not in rendered and "<img" not in rendered and "<em>" not in rendered and "<code>" not in rendered
+    assert "<b>" not in rendered and "&lt;b&gt;" in rendered and "<h1>" not in rendered
 
 
 def test_decide_records_refuses_a_rejection_without_a_note_and_moves_on(ui):
@@ -111,7 +129,7 @@ def test_panels_show_clip_window_full_video_green_answer_and_escape_dataset_text
     clip, question, context = ui.panels(session)
     assert f"#t={record['start']:.3f},{record['end']:.3f}" in clip
     assert f"#t={record['start']:.3f}'" in context  # the full video, from the clip's start
-    assert str(ui.videos[record["source_id"]].resolve()) in clip
+    assert f"/videos/{record['source_id']}#t=" in clip and str(ui.videos[record["source_id"]]) not in clip
     if record["answer_format"] == "mcq":
         correct = record["options"][record["answer_index"]]
         assert "16a34a" in question.split(correct)[0].rsplit("<li", 1)[1]
@@ -119,6 +137,15 @@ def test_panels_show_clip_window_full_video_green_answer_and_escape_dataset_text
     ui.samples[session["current"]] = record | {"question": HOSTILE, "transcript": HOSTILE}
     _, question, context = ui.panels(session)
     assert "<img" not in question and "<img" not in context and "&lt;img src=x" in question
+    markdown = (
+        "line one\n\n[link](http://x.example) ![i](http://x.example/i.png) *em*"  # panels are Markdown components
+    )
+    ui.samples[session["current"]] = record | {"question": markdown, "transcript": markdown, "options": [markdown] * 4}
+    markdown_it = pytest.importorskip("markdown_it")
+    for panel in ui.panels(session):
+        rendered = markdown_it.MarkdownIt("commonmark").render(panel)
+        assert "<a" not in rendered and "<img" not in rendered and "<em>" not in rendered and "\n" not in panel
+    assert "[link](http://x.example)" in markdown_it.MarkdownIt("commonmark").render(ui.panels(session)[1])
 
 
 class Clock:
@@ -132,58 +159,46 @@ class Clock:
 @pytest.fixture
 def throttled(ui):
     clock = Clock()
-    ui = ReviewUI(ui.store, ui.samples, ui.videos, clock=clock)
-    handlers = {fn.fn.__name__: fn.fn for fn in build_blocks(ui).fns.values()}
-
-    def login(name, password, client):
-        state, message, *_ = handlers["on_login"](new_session(), name, password, gr.Request(client={"host": client}))
-        return state["user"], message
-
-    return ui, clock, login
+    return ReviewUI(ui.store, ui.samples, ui.videos, clock=clock), clock
 
 
-def test_failed_logins_lock_an_account_for_a_growing_delay_and_a_login_resets_it(throttled, caplog):
-    _, clock, login = throttled
+def test_failed_logins_lock_the_pair_for_a_growing_delay_and_only_slow_the_account(throttled, caplog):
+    ui, clock = throttled
     caplog.set_level("INFO", logger="builders.pipeline.review.app")
     for attempt in range(4):
-        assert login("alice", f"guess number {attempt}", f"10.0.0.{attempt}") == (
-            None,
-            "Unknown user or wrong password.",
-        )
-    user, message = login("alice", "guess number 4", "10.0.0.4")
-    assert user is None and "try again in 30 s" in message
-    user, message = login("alice", PASSWORD, "10.0.1.1")  # the right password from a fresh client: still refused
-    assert user is None and "Too many failed logins: try again in 30 s" in message
-    assert login("bob", PASSWORD, "10.0.1.1")[0] == "bob"  # the lock is the account's, not the client's
+        assert login(ui, "alice", f"guess number {attempt}", "10.0.0.1") == (None, "Unknown user or wrong password.")
+    token, message = login(ui, "alice", "guess number 4", "10.0.0.1")
+    assert token is None and "try again in 30 s" in message
+    token, message = login(ui, "alice", PASSWORD, "10.0.0.1")  # the right password from that address: refused
+    assert token is None and "Too many failed logins from your address: try again in 30 s" in message
+    attempt = ui.begin_login("alice", "10.0.1.1")  # from another address: allowed, after a slow-down
+    assert attempt.allowed and attempt.wait_s == 1.0
+    token, message = ui.finish_login("alice", PASSWORD, "10.0.1.1", attempt)
+    assert ui.session_user(token) == "alice" and message == "Logged in as alice."
+    assert ui.begin_login("alice", "10.0.1.1").wait_s == 0  # the login cleared the account's count ...
     clock.now += 29
-    assert login("alice", PASSWORD, "10.0.1.2")[0] is None
+    assert login(ui, "alice", PASSWORD, "10.0.0.1")[0] is None  # ... not the attacker's pair
     clock.now += 2
-    user, message = login("alice", "guess number 5", "10.0.1.3")  # the lock ran out; the next failure doubles it
-    assert user is None and "try again in 60 s" in message
-    clock.now += 59
-    assert login("alice", PASSWORD, "10.0.1.4")[0] is None
-    clock.now += 2
-    assert login("alice", "guess number 6", "10.0.1.5")[1].endswith("try again in 120 s.")
-    clock.now += 121
-    assert login("alice", PASSWORD, "10.0.1.6") == ("alice", "Logged in as alice.")
-    assert login("alice", "one typo", "10.0.1.7") == (None, "Unknown user or wrong password.")  # count reset
+    token, message = login(ui, "alice", "guess number 5", "10.0.0.1")  # the lock ran out; the next failure doubles it
+    assert token is None and "try again in 60 s" in message
+    clock.now += 61
+    assert login(ui, "alice", "guess number 6", "10.0.0.1")[1].endswith("try again in 120 s.")
 
     logged = "\n".join(record.getMessage() for record in caplog.records)
-    assert "failed login for 'alice' from 10.0.0.4" in logged and "locked for 30 s" in logged
-    assert "login refused for 'alice' from 10.0.1.1" in logged
-    assert "guess number" not in logged and PASSWORD not in logged and "one typo" not in logged
+    assert "failed login for 'alice' from 10.0.0.1" in logged and "locked for 30 s" in logged
+    assert "login refused for 'alice' from 10.0.0.1" in logged and "slowed down by 1.0 s" in logged
+    assert "guess number" not in logged and PASSWORD not in logged
 
 
-def test_failed_logins_lock_a_client_across_accounts_and_survive_a_restart(throttled):
-    ui, clock, login = throttled
+def test_a_guessing_client_is_slowed_across_accounts_and_it_survives_a_restart(throttled):
+    ui, clock = throttled
     for name in ("root", "admin", "alice", "mallory", "carol"):
-        assert login(name, "hunter2 hunter2", "192.0.2.9")[0] is None
-    user, message = login("bob", PASSWORD, "192.0.2.9")
-    assert user is None and "Too many failed logins" in message
-    assert login("bob", PASSWORD, "192.0.2.10")[0] == "bob"
+        assert login(ui, name, "hunter2 hunter2", "192.0.2.9")[0] is None
+    attempt = ui.begin_login("bob", "192.0.2.9")
+    assert attempt.allowed and attempt.wait_s == 1.0  # slowed, not locked: a colleague behind the same NAT
+    assert ui.session_user(ui.finish_login("bob", PASSWORD, "192.0.2.9", attempt)[0]) == "bob"
+    assert ui.begin_login("bob", "192.0.2.10").wait_s == 0
     restarted = ReviewUI(ReviewStore(ui.store.path), ui.samples, ui.videos, clock=clock)
-    session, message = restarted.login(new_session(), "bob", PASSWORD, "192.0.2.9")
-    assert session["user"] is None and "Too many failed logins" in message
+    assert restarted.begin_login("dave", "192.0.2.9").wait_s == 1.0  # the five failures are kept in the database
     clock.now += 3601  # an hour without failures forgets the client
-    session, _ = restarted.login(new_session(), "bob", PASSWORD, "192.0.2.9")
-    assert session["user"] == "bob"
+    assert restarted.begin_login("erin", "192.0.2.9").wait_s == 0

@@ -1,12 +1,13 @@
 """End to end in a real browser: the served review app driven by headless Chromium through Playwright.
 
-Log in, approve one sample, try to reject the next without a note (refused), reject it with a note, restart the
-server, see both decisions again after logging back in, then check the database and the export. Needs the
+Log in, approve one sample, try to reject the next without a note (refused), reject it with a note, log out (the
+page is gone until the next login), restart the server, see both decisions again after logging back in, then check
+the database and the export. Throughout, the page must run under the server's Content-Security-Policy without a
+single violation, and every request it makes must be one the server allows. Needs the
 ``review`` extra, ``pip install playwright`` and Debian's ``chromium`` (Playwright's own browser download is not
 used); skipped cleanly otherwise.
 """
 
-import os
 import shutil
 import socket
 import subprocess
@@ -44,11 +45,11 @@ def free_port() -> int:
 def start_server(dataset: Path, db: Path, videos: Path, port: int) -> subprocess.Popen:
     command = [sys.executable, "-m", "sureon.cli", "review", "serve", "--dataset", str(dataset), "--db", str(db)]
     command += ["--videos", str(videos), "--port", str(port)]
-    server = subprocess.Popen(command, cwd=REPO, env=os.environ | {"GRADIO_ANALYTICS_ENABLED": "False"})
+    server = subprocess.Popen(command, cwd=REPO)  # telemetry is off by the app itself, no env needed
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/", timeout=2).status_code == 200:
+            if httpx.get(f"http://127.0.0.1:{port}/login", timeout=2).status_code == 200:
                 return server
         except httpx.TransportError:
             time.sleep(0.5)
@@ -61,8 +62,18 @@ def stop(server: subprocess.Popen) -> None:
     server.wait(timeout=30)
 
 
+def watched_page(browser, problems: list[str]):
+    """A page that records CSP violations, script errors and refused requests into ``problems``."""
+    page = browser.new_page()
+    page.on("console", lambda m: problems.append(m.text) if "Content Security Policy" in m.text else None)
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    refused = (401, 403, 404, 413, 421)
+    page.on("response", lambda r: problems.append(f"{r.status} {r.url}") if r.status in refused else None)
+    return page
+
+
 def log_in(page, url: str) -> None:
-    page.goto(url)
+    page.goto(url)  # no session: the login page
     page.get_by_label("Username").fill("alice")
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
@@ -78,13 +89,15 @@ def test_browser_review_session_survives_a_restart(sureon_build, sample_videos, 
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
 
+    problems: list[str] = []
     server = start_server(sureon_build.out, db, sample_videos, port)
     try:
         with sync_api.sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            page = browser.new_page()
+            page = watched_page(browser, problems)
             log_in(page, url)
             assert page.locator("video").count() >= 2  # the clip and the full video
+            page.wait_for_function("document.querySelector('video').readyState >= 1")  # its metadata loaded
             page.get_by_role("button", name="Approve").click()
             page.get_by_text(f"Recorded: approve on {samples[0]}.").wait_for()
             page.get_by_role("button", name="Reject").click()
@@ -93,9 +106,15 @@ def test_browser_review_session_survives_a_restart(sureon_build, sample_videos, 
             page.get_by_label("Inaccurate").check()
             page.get_by_role("button", name="Reject").click()
             page.get_by_text(f"Recorded: reject on {samples[1]}.").wait_for()
+            page.get_by_text("Log out", exact=True).click()  # a link to /logout
+            page.get_by_text("You are logged out.").wait_for()
+            page.goto(url)  # the review page needs a new login
+            page.get_by_role("button", name="Log in").wait_for()
+            assert page.get_by_text("Approve").count() == 0
             browser.close()
     finally:
         stop(server)
+    assert problems == []
     assert [(d.sample_id, d.decision, d.note) for d in store.log()] == [
         (samples[0], "approve", ""),
         (samples[1], "reject", NOTE),
@@ -105,7 +124,7 @@ def test_browser_review_session_survives_a_restart(sureon_build, sample_videos, 
     try:
         with sync_api.sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            page = browser.new_page()
+            page = watched_page(browser, problems)
             log_in(page, url)
             note_cell = page.get_by_test_id("cell-0-4")  # "My decisions", newest first: the rejection's note
             note_cell.get_by_text(NOTE).wait_for()  # shown as text ...
@@ -114,6 +133,7 @@ def test_browser_review_session_survives_a_restart(sureon_build, sample_videos, 
             browser.close()
     finally:
         stop(server)
+    assert problems == []
 
     report = export_review(sureon_build.out, ReviewStore(db), tmp_path / "verified")
     assert report.counts["approved"] == 1 and report.counts["rejected"] == 1

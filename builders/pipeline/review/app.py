@@ -10,14 +10,18 @@ Filters by specialty, procedure and QA type, and skip. Videos are read from ``--
 as the Sureon builder names them) and never downloaded.
 
 :class:`ReviewUI` holds every handler as plain Python on a per-browser ``session`` dict kept server-side (a
-``gr.State``), so the UI logic is tested without a server; :func:`build_blocks` only wires it to components. Every
-dataset text and note is HTML-escaped before display.
+``gr.State``), so the UI logic is tested without a server; :func:`build_blocks` only wires it to components, and
+:mod:`builders.pipeline.review.server` serves them behind its own login. Who is logged in never comes from that
+dict: every event carries the reviewer of its server-issued session (a cookie the server checks on every request),
+and a ``gr.State`` that belongs to someone else is thrown away (:meth:`ReviewUI.resume`). Every dataset text and
+note is HTML-escaped before display, and escaped for Markdown too where it reaches the Markdown status line.
 
-Logins are throttled per account name and per client address (:class:`~builders.pipeline.review.store.LoginPolicy`:
-five failures lock for 30 s, each further one doubles that, up to 15 min); every failure and refusal is logged with
-the name and the client, never the password. The client is the address of the TCP peer: behind a reverse proxy
-every reviewer shares the proxy's address, so the per-client limit then counts them together (the per-account one
-is unaffected).
+Logins are throttled (:class:`~builders.pipeline.review.store.LoginPolicy`): five failures of one account from one
+client address lock that pair for 30 s, each further one doubling it up to 15 min; the account as a whole and the
+client address as a whole are only slowed down (a delay of 1 s, doubling up to 8 s, before each further password
+check), so nobody can lock a reviewer out by guessing at their name, from anywhere. Every failure and refusal is
+logged with the name (escaped: a typed newline cannot forge a log line) and the client, never the password. The
+client is the TCP peer, or what a ``--trusted-proxy`` says it forwarded for (see the server module).
 """
 
 import html
@@ -26,14 +30,27 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from builders.options import LETTERS
-from builders.pipeline.review.store import DECISIONS, REASON_TAGS, LoginPolicy, ReviewStore
+from builders.pipeline.review.store import (
+    DECISIONS,
+    LONE_SURROGATE,
+    MAX_NOTE_CHARS,
+    REASON_TAGS,
+    LoginAttempt,
+    LoginPolicy,
+    ReviewStore,
+    SessionPolicy,
+)
 from builders.sureon.categories import BY_CODE
 
 
 ALL = "All"
-FILE_ROUTE = "/gradio_api/file="
+VIDEO_ROUTE = "/videos/"  # served by the server module: a logged-in reviewer's own samples' videos only
+# CommonMark's backslash-escapable ASCII punctuation that html.escape leaves alone, plus ':' (autolinks) and '$'
+# (Gradio's LaTeX delimiters); html.escape takes & < > " '.
+MARKDOWN_PUNCTUATION = frozenset("\\`*_{}[]()#+-.!|~:$=^")
 TABLE_HEADERS = ["question_id", "category", "decision", "tags", "note", "recorded (UTC)"]
 WRONG_LOGIN = "Unknown user or wrong password."
 logger = logging.getLogger(__name__)
@@ -57,16 +74,31 @@ class Filters:
         )
 
 
+def markdown_text(text: str) -> str:
+    """``text`` as literal characters in Markdown: HTML-escaped, and every Markdown punctuation backslash-escaped (so
+    ``[x](http://...)`` or ``![x](...)`` in a dataset id shows as typed instead of becoming a link or an image)."""
+    return "".join("\\" + char if char in MARKDOWN_PUNCTUATION else html.escape(char) for char in text)
+
+
+def html_block(markup: str) -> str:
+    """``markup`` as one raw-HTML block of Markdown: wrapped in a ``<div>`` and on one line (newlines as ``&#10;``,
+    which a ``<pre>`` still shows), so a Markdown renderer passes it through whole and never reads the escaped
+    dataset text inside as Markdown. The panels are Markdown components because Gradio 6's HTML component compiles
+    its template with ``new Function``, which the app's CSP (no ``'unsafe-eval'``) forbids."""
+    return "<div>" + markup.replace("\r", "").replace("\n", "&#10;") + "</div>"
+
+
 def timestamp(seconds: float) -> str:
     centis = round(seconds * 100)
     return f"{centis // 360000}:{centis % 360000 // 6000:02d}:{centis % 6000 // 100:02d}.{centis % 100:02d}"
 
 
-def video_tag(path: Path | None, start: float, end: float | None, label: str) -> str:
-    if path is None:
+def video_tag(source_id: str | None, start: float, end: float | None, label: str) -> str:
+    """A player of the source video ``source_id`` (None: not in --videos) from ``start`` to ``end``."""
+    if source_id is None:
         return f"<p class='missing-video'>{html.escape(label)}: video not found in --videos</p>"
     fragment = f"#t={start:.3f}" + (f",{end:.3f}" if end is not None else "")
-    src = html.escape(f"{FILE_ROUTE}{path.resolve()}{fragment}", quote=True)
+    src = html.escape(f"{VIDEO_ROUTE}{quote(source_id, safe='')}{fragment}", quote=True)
     style = "width:100%;max-height:60vh"
     return f"<video controls preload='metadata' style='{style}' src='{src}' aria-label='{html.escape(label)}'></video>"
 
@@ -104,7 +136,7 @@ def question_html(record: dict) -> str:
     return head + f"<h3>{html.escape(record['question'])}</h3>" + instruction + options_html(record)
 
 
-def context_html(record: dict, video: Path | None) -> str:
+def context_html(record: dict, video: str | None) -> str:
     metadata = {
         "title": record.get("title") or record["source_id"],
         "specialty": record["specialty"],
@@ -121,8 +153,8 @@ def context_html(record: dict, video: Path | None) -> str:
     )
 
 
-def new_session() -> dict:
-    return {"user": None, "current": None, "skipped": []}
+def new_session(user: str | None = None) -> dict:
+    return {"user": user, "current": None, "skipped": []}
 
 
 class ReviewUI:
@@ -134,44 +166,84 @@ class ReviewUI:
         samples: dict[str, dict],
         videos: dict[str, Path] | None = None,
         login_policy: LoginPolicy | None = None,
+        session_policy: SessionPolicy | None = None,
         clock=time.time,
     ):
         self.store = store
         self.samples = samples
-        self.videos = videos or {}
+        released = {record["source_id"] for record in samples.values()}
+        self.videos = {source: path for source, path in (videos or {}).items() if source in released}
         self.login_policy = login_policy or LoginPolicy()
+        self.session_policy = session_policy or SessionPolicy()
         self.clock = clock
         unknown = sorted({a.sample_id for a in store.assignments()} - set(samples))
         if unknown:
             raise ValueError(f"{len(unknown)} assigned sample(s) are not in the dataset, e.g. {unknown[:3]}")
 
-    def login(self, session: dict, username: str, password: str, client: str | None = None) -> tuple[dict, str]:
-        """Log in, unless the account name or the client is locked by earlier failures (see the module docstring)."""
+    # logging in and out (the server module calls these; see the module docstring) --------------------------------
+
+    def begin_login(self, username: str, client: str) -> LoginAttempt:
+        """May this attempt check a password, and after what slow-down? Counted before the check (atomically)."""
+        account = username.strip()[:128]
+        attempt = self.store.begin_login(account, client, self.clock(), self.login_policy)
+        if not attempt.allowed:
+            logger.warning("login refused for %r from %s: locked for another %.0f s", account, client, attempt.wait_s)
+        elif attempt.wait_s:
+            logger.warning("login for %r from %s slowed down by %.1f s", account, client, attempt.wait_s)
+        return attempt
+
+    def refusal(self, attempt: LoginAttempt) -> str:
+        return f"Too many failed logins from your address: try again in {math.ceil(attempt.wait_s)} s."
+
+    def finish_login(
+        self, username: str, password: str, client: str, attempt: LoginAttempt, replaces: str | None = None
+    ) -> tuple[str | None, str]:
+        """Check the password of an allowed attempt: ``(session token, message)``, the token None on failure.
+        ``replaces`` is the session cookie the browser sent, ended here (a session is never carried across a login)."""
         username = username.strip()
-        account = f"account:{username[:128]}"
-        keys = [account, f"client:{client}"] if client else [account]
-        now = self.clock()
-        wait = self.store.login_locked_until(keys, now, self.login_policy) - now
-        if wait > 0:
-            logger.warning("login refused for %r from %s: locked for another %.0f s", username[:128], client, wait)
-            return new_session(), f"Too many failed logins: try again in {math.ceil(wait)} s."
+        account = username[:128]
         if not self.store.authenticate(username, password):
-            counts = self.store.login_failed(keys, now, self.login_policy)
-            lock = self.login_policy.lock_seconds(max(counts.values()))
+            counts = attempt.failures | self.store.login_failed(account, client, self.clock())
+            lock = self.login_policy.lock_seconds(counts["pair"])
             logger.warning(
                 "failed login for %r from %s (%s)%s",
-                username[:128],
+                account,
                 client,
-                ", ".join(f"{key}: {count} failure(s)" for key, count in counts.items()),
+                ", ".join(f"{count} failure(s) of the {kind}" for kind, count in counts.items()),
                 f"; locked for {lock:.0f} s" if lock else "",
             )
-            return new_session(), WRONG_LOGIN + (
-                f" Too many failed logins: try again in {math.ceil(lock)} s." if lock else ""
+            return None, WRONG_LOGIN + (
+                f" Too many failed logins from your address: try again in {math.ceil(lock)} s." if lock else ""
             )
-        self.store.login_succeeded(account)
+        token = self.store.login_succeeded(account, client, username, self.clock(), self.session_policy, replaces)
         logger.info("login of %r from %s", username, client)
-        session = new_session() | {"user": username}
-        return self.advance(session, Filters()), f"Logged in as {html.escape(session['user'])}."
+        return token, f"Logged in as {username}."
+
+    def session_user(self, token: str | None) -> str | None:
+        """The reviewer of a session cookie, or None (unknown, expired, logged out, password reset, removed)."""
+        return self.store.session_user(token, self.clock(), self.session_policy)
+
+    def logout(self, token: str | None, client: str) -> None:
+        user = self.session_user(token)
+        if token:
+            self.store.end_session(token)
+        if user:
+            logger.info("logout of %r from %s", user, client)
+
+    def resume(self, session: dict, user: str | None) -> dict:
+        """``session`` if it is ``user``'s, else a fresh one for ``user`` (a browser state never changes hands)."""
+        if user is None:
+            return new_session()
+        if session.get("user") != user:
+            return self.advance(new_session(user), Filters())
+        return session
+
+    def video_of(self, user: str | None, source_id: str) -> Path | None:
+        """The video file of ``source_id`` if it is one of ``user``'s assigned samples' videos, else None."""
+        if user is None or source_id not in self.videos:
+            return None
+        assigned = (self.samples[a.sample_id]["source_id"] for a in self.store.assignments(user))
+        return self.videos[source_id] if source_id in set(assigned) else None
 
     def filter_choices(self, session: dict) -> dict[str, list[str]]:
         records = [self.samples[a.sample_id] for a in self.store.assignments(session["user"])]
@@ -207,25 +279,25 @@ class ReviewUI:
         try:
             self.store.record(session["user"], session["current"], decision, tags, note or "")
         except (ValueError, PermissionError) as err:
-            return session, f"Not recorded: {html.escape(str(err))}.", False
+            return session, f"Not recorded: {markdown_text(str(err))}.", False
         done = session["current"]
         session = session | {"skipped": [s for s in session["skipped"] if s != done]}
-        return self.advance(session, filters), f"Recorded: {decision} on {html.escape(done)}.", True
+        return self.advance(session, filters), f"Recorded: {decision} on {markdown_text(done)}.", True
 
     def panels(self, session: dict) -> tuple[str, str, str]:
         """(clip, question, context) HTML of the current sample."""
         if not session["user"]:
             return "", "", ""
         if not session["current"]:
-            return "", "<p>No sample left for these filters. Thank you!</p>", ""
+            return "", html_block("<p>No sample left for these filters. Thank you!</p>"), ""
         record = self.samples[session["current"]]
-        video = self.videos.get(record["source_id"])
+        video = record["source_id"] if record["source_id"] in self.videos else None
         clip = (
             video_tag(video, record["start"], record["end"], "clip")
             + f"<p>Clip {timestamp(record['start'])} → {timestamp(record['end'])} "
             + f"of {html.escape(record['source_id'])}</p>"
         )
-        return clip, question_html(record), context_html(record, video)
+        return tuple(html_block(panel) for panel in (clip, question_html(record), context_html(record, video)))
 
     def my_decisions(self, session: dict) -> list[list[str]]:
         """The reviewer's own decisions in force (never anyone else's), newest first; shown as plain text."""
@@ -239,114 +311,90 @@ class ReviewUI:
 
 
 def build_blocks(ui: ReviewUI):
-    """The Gradio Blocks of the app, wired to ``ui``'s handlers."""
+    """The Gradio Blocks of the app, wired to ``ui``'s handlers. Each event's reviewer is ``request.username``, which
+    the server sets from the session cookie it checked (never from anything the browser says about itself)."""
     import gradio as gr
 
-    with gr.Blocks(title="Sureon expert review") as blocks:
+    with gr.Blocks(title="Sureon expert review", analytics_enabled=False) as blocks:
         session = gr.State(new_session())
-        gr.Markdown("# Sureon expert review")
-        status = gr.Markdown()
-        with gr.Column(visible=True) as login_box:
-            username = gr.Textbox(label="Username")
-            password = gr.Textbox(label="Password", type="password")
-            login_button = gr.Button("Log in", variant="primary")
-        with gr.Column(visible=False) as review_box:
-            with gr.Row():
-                specialty = gr.Dropdown([ALL], value=ALL, label="Specialty")
-                procedure = gr.Dropdown([ALL], value=ALL, label="Procedure")
-                qa_type = gr.Dropdown([ALL], value=ALL, label="QA type")
-                include_decided = gr.Checkbox(label="Also show samples I decided (to change a decision)")
-            with gr.Row():
-                clip = gr.HTML()
-                question = gr.HTML()
-            tags = gr.CheckboxGroup([(label, slug) for slug, label in REASON_TAGS.items()], label="Reasons")
-            note = gr.Textbox(label="Note (required to reject, encouraged to flag)", lines=3)
-            with gr.Row():
-                buttons = {
-                    d: gr.Button(d.capitalize(), variant="primary" if d == "approve" else "secondary")
-                    for d in DECISIONS
-                }
-                skip_button = gr.Button("Skip")
-            gr.Markdown("## Context")
-            context = gr.HTML()
-            gr.Markdown("## My decisions")
-            table = gr.Dataframe(headers=TABLE_HEADERS, datatype="str", interactive=False)
+        with gr.Row():
+            gr.Markdown("# Sureon expert review")
+            # a link: the server ends the session, clears the cookie and shows the login page again
+            gr.Button("Log out", link="/logout", variant="secondary", scale=0)
+        status = gr.Markdown(latex_delimiters=[])
+        with gr.Row():
+            specialty = gr.Dropdown([ALL], value=ALL, label="Specialty")
+            procedure = gr.Dropdown([ALL], value=ALL, label="Procedure")
+            qa_type = gr.Dropdown([ALL], value=ALL, label="QA type")
+            include_decided = gr.Checkbox(label="Also show samples I decided (to change a decision)")
+        with gr.Row():
+            clip = gr.Markdown(latex_delimiters=[])
+            question = gr.Markdown(latex_delimiters=[])
+        tags = gr.CheckboxGroup([(label, slug) for slug, label in REASON_TAGS.items()], label="Reasons")
+        note = gr.Textbox(label="Note (required to reject, encouraged to flag)", lines=3, max_length=MAX_NOTE_CHARS)
+        with gr.Row():
+            buttons = {
+                d: gr.Button(d.capitalize(), variant="primary" if d == "approve" else "secondary") for d in DECISIONS
+            }
+            skip_button = gr.Button("Skip")
+        gr.Markdown("## Context")
+        context = gr.Markdown(latex_delimiters=[])
+        gr.Markdown("## My decisions")
+        table = gr.Dataframe(headers=TABLE_HEADERS, datatype="str", interactive=False)
 
         filter_inputs = [specialty, procedure, qa_type, include_decided]
         view = [session, status, clip, question, context, table, note, tags]
 
+        def reviewer(state: dict, request: gr.Request) -> dict:
+            return ui.resume(state, getattr(request, "username", None) if request else None)
+
         def render(state, message):
             return (state, message, *ui.panels(state), ui.my_decisions(state), "", [])
 
-        def on_login(state, user, secret, request: gr.Request):
-            client = getattr(getattr(request, "client", None), "host", None) if request else None
-            state, message = ui.login(state, user, secret, client)
-            choices = (
-                ui.filter_choices(state)
-                if state["user"]
-                else {"specialty": [ALL], "procedure": [ALL], "category": [ALL]}
-            )
-            logged_in = state["user"] is not None
+        def on_load(state, request: gr.Request):
+            state = reviewer(state, request)
+            if not state["user"]:
+                return (*render(state, "Your session has ended: reload the page to log in."), *([gr.Dropdown()] * 3))
+            choices = ui.filter_choices(state)
             return (
-                *render(state, message),
-                gr.Column(visible=not logged_in),
-                gr.Column(visible=logged_in),
-                "",
+                *render(state, f"Logged in as {markdown_text(state['user'])}."),
                 *(gr.Dropdown(choices=choices[f], value=ALL) for f in ("specialty", "procedure", "category")),
             )
 
-        login_outputs = [*view, login_box, review_box, password, specialty, procedure, qa_type]
-        login_button.click(on_login, [session, username, password], login_outputs, api_name="login")
-        password.submit(on_login, [session, username, password], login_outputs)
+        blocks.load(on_load, [session], [*view, specialty, procedure, qa_type])
 
-        def on_filter(state, *values):
-            return render(ui.advance(state, Filters(*values)) if state["user"] else state, "")
+        # Gradio passes gr.Request only to a positional parameter, hence the spelled-out filter values.
+        def on_filter(state, specialty_, procedure_, qa_type_, decided, request: gr.Request):
+            state, filters = reviewer(state, request), Filters(specialty_, procedure_, qa_type_, decided)
+            return render(ui.advance(state, filters) if state["user"] else state, "")
 
         for component in filter_inputs:
             component.change(on_filter, [session, *filter_inputs], view)
 
-        def on_skip(state, *values):
-            return render(*ui.skip(state, Filters(*values)))
+        def on_skip(state, specialty_, procedure_, qa_type_, decided, request: gr.Request):
+            return render(*ui.skip(reviewer(state, request), Filters(specialty_, procedure_, qa_type_, decided)))
 
         skip_button.click(on_skip, [session, *filter_inputs], view, api_name="skip")
 
         for decision, button in buttons.items():
 
-            def on_decide(state, chosen_tags, text, *values, decision=decision):
-                state, message, recorded = ui.decide(state, decision, chosen_tags or [], text, Filters(*values))
-                if not recorded:  # keep what the reviewer typed
-                    return (state, message, *ui.panels(state), ui.my_decisions(state), text, chosen_tags)
+            def on_decide(
+                state,
+                chosen_tags,
+                text,
+                specialty_,
+                procedure_,
+                qa_type_,
+                decided,
+                request: gr.Request,
+                decision=decision,
+            ):
+                state, filters = reviewer(state, request), Filters(specialty_, procedure_, qa_type_, decided)
+                state, message, recorded = ui.decide(state, decision, chosen_tags or [], text, filters)
+                if not recorded:  # keep what the reviewer typed (a lone surrogate would break the response)
+                    kept = LONE_SURROGATE.sub("\ufffd", text or "")
+                    return (state, message, *ui.panels(state), ui.my_decisions(state), kept, chosen_tags)
                 return render(state, message)
 
             button.click(on_decide, [session, tags, note, *filter_inputs], view, api_name=decision)
     return blocks
-
-
-def launch_app(ui: ReviewUI, host: str, port: int, videos_dir: Path | None = None, block: bool = True):
-    """Serve ``ui``; only ``videos_dir`` is readable through the file route. ``block=False`` returns the Blocks
-    (close it with ``.close()``)."""
-    blocks = build_blocks(ui)
-    blocks.queue(default_concurrency_limit=8).launch(
-        server_name=host,
-        server_port=port,
-        allowed_paths=[str(Path(videos_dir).resolve())] if videos_dir else None,
-        prevent_thread_lock=not block,
-        quiet=not block,
-    )
-    return blocks
-
-
-def serve(
-    dataset: Path,
-    db: Path,
-    videos: Path | None = None,
-    config: str | None = None,
-    host: str = "127.0.0.1",
-    port: int = 7860,
-) -> None:
-    from builders.pipeline.review.samples import DEFAULT_CONFIG, load_samples
-    from builders.sureon.frames import index_videos
-
-    samples = load_samples(dataset, config or DEFAULT_CONFIG)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    launch_app(ReviewUI(ReviewStore(db), samples, index_videos(videos) if videos else {}), host, port, videos)
