@@ -142,7 +142,7 @@ def test_each_answer_is_in_its_frames(built):
             last = nearest_colour(mean_colour(frames[-1]))
             assert truth == world.PHASES[(last + 1) % 7]
         elif code == "AD" and truth in ("Retracting to the right", "Retracting to the left"):
-            xs = [np.nonzero(np.asarray(f.convert("L")).max(axis=0) > 100)[0].mean() for f in frames]
+            xs = [np.nonzero(np.asarray(f.convert("RGB")).max(axis=(0, 2)) > 100)[0].mean() for f in frames]
             assert (xs[-1] > xs[0]) == (truth == "Retracting to the right")
         else:
             continue
