@@ -41,7 +41,7 @@ demo: $(STAMP)
 	$(PY) recipes/sft.py --config recipes/tiny/sft/config_smoke.yaml
 	$(VENV)/bin/sureon world --out $(DEMO_DIR)/world --config recipes/tiny/world/config_demo.yaml
 	$(VENV)/bin/sureon build sureon --release $(DEMO_DIR)/world/release --videos $(DEMO_DIR)/world/videos \
-		--out $(DEMO_DIR)/world-build --configs bench train_all --max-frames 4 --min-frames 4 \
+		--out $(DEMO_DIR)/world-build --configs bench train_all --max-frames 4 --min-frames 4 --no-blur \
 		--cache-dir $(DEMO_DIR)/cache --overwrite
 	$(PY) -m recipes.training.tiny_models --out $(DEMO_DIR)/tiny-world-vlm --corpus $(DEMO_DIR)/world/corpus.txt
 	rm -rf $(DEMO_DIR)/sft-world $(DEMO_DIR)/grpo-world $(DEMO_DIR)/eval $(DEMO_DIR)/grpo_eval

@@ -167,7 +167,10 @@ def reproduce(args) -> Path:
     sft_recipe = yaml.safe_load(Path(args.sft_config).read_text())
     frames = int(sft_recipe.get("max_frames") or 8)
     build, cache = out / "build", out / "cache"
-    build_args = ["--max-frames", str(frames), "--min-frames", str(frames), "--cache-dir", str(cache), "--overwrite"]
+    # a world has no text or face to blur (blurring is for real frames); a real release keeps the default
+    blur = [] if args.release else ["--no-blur"]
+    build_args = ["--max-frames", str(frames), "--min-frames", str(frames), *blur, "--cache-dir", str(cache)]
+    build_args.append("--overwrite")
     video_args = ["--videos", str(videos)] if videos else []
     run.step(
         "build",

@@ -121,6 +121,7 @@ def visual_world(tmp_path_factory):
                 "4",
                 "--min-frames",
                 "4",
+                "--no-blur",  # the world has no text or face to blur; blurring is for real frames
                 "--cache-dir",
                 str(root / "cache"),
             ]
