@@ -79,6 +79,23 @@ def test_every_question_once_per_condition_with_the_builds_frames_options_and_an
     assert {"SM", "TO", "AD"} <= {r["category"] for r in build_rows}  # the demo covers options, orders, summaries
 
 
+def test_max_frames_shows_the_frames_training_and_evaluation_keep(bench, build_rows, tmp_path):
+    """The one frame rule: `--max-frames 4` exports the 4 frames `select_frames` keeps, labelled off protocol."""
+    from builders.prompt import select_frames
+
+    out = tmp_path / "export4"
+    assert cli_main(["export", "vlmevalkit", "--dataset", str(bench), "--out", str(out), "--max-frames", "4"]) == 0
+    manifest = json.loads((out / export.MANIFEST).read_text())
+    assert manifest["datasets"]["Sureon_visual"]["frames"]["frames_shown"] == 4
+    assert manifest["datasets"]["Sureon_visual"]["frames"]["at_protocol"] is False
+    root = out / manifest["datasets"]["Sureon_visual"]["frames_root"]
+    by_id = {row["question_id"]: row for row in build_rows}
+    for row in tsv(out, "Sureon_visual"):
+        kept = select_frames(by_id[row["question_id"]], 4)
+        assert json.loads(row["frame_timestamps"]) == kept["frame_timestamps"]
+        assert [(root / f).read_bytes() for f in json.loads(row["image_path"])] == [f["bytes"] for f in kept["frames"]]
+
+
 def test_the_prompt_is_our_formatter_over_the_same_frames(exported):
     root = exported / "frames" / "Sureon"
     for row in tsv(exported, "Sureon"):

@@ -359,13 +359,21 @@ def launcher() -> str:
     )
 
 
-def export_sureon(dataset: str, out: Path, name: str, config: str, split: str) -> dict[str, dict]:
-    """The three Sureon datasets (visual, blind, both); returns their manifest entries."""
+def export_sureon(
+    dataset: str, out: Path, name: str, config: str, split: str, max_frames: int | None = None
+) -> dict[str, dict]:
+    """The three Sureon datasets (visual, blind, both); returns their manifest entries. ``max_frames``: the frames
+    of each clip shown, chosen by the function training and ``sureon eval sureon --max-frames`` use."""
+    from builders.prompt import frame_protocol, select_frames
     from recipes.export.lmms_eval import accuracy_categories, load_sureon_split
 
     source, docs = load_sureon_split(dataset, config, split, "VLMEvalKit")
     root, frames = frame_files(docs, source, out, f"{FRAMES}/{name}")
     records = [_text_record(row) for row in docs.select_columns([c for c in docs.column_names if c != "frames"])]
+    stored = max((len(listed) for listed in frames), default=0)
+    chosen = [select_frames(r | {"frames": listed}, max_frames) for r, listed in zip(records, frames, strict=True)]
+    frames = [c["frames"] for c in chosen]
+    records = [_text_record(c) for c in chosen]
     categories = accuracy_categories(docs)
     width = max((len(r.get("options") or []) for r in records), default=0)
     columns = BASE_COLUMNS + list(LETTERS[:width]) + TAIL_COLUMNS
@@ -386,6 +394,7 @@ def export_sureon(dataset: str, out: Path, name: str, config: str, split: str) -
             "judged_not_scored": sum(r["answer_format"] == OPEN for r in records),
             "categories": categories,
             "source": {"dataset": str(source), "config": config, "split": split},
+            "frames": frame_protocol(max_frames, stored),
         }
     return entries
 
@@ -481,6 +490,7 @@ def export_vlmevalkit(
     config: str = "bench",
     split: str = "test",
     overwrite: bool = False,
+    max_frames: int | None = None,
 ) -> dict:
     from builders.hub import staged_output
 
@@ -492,7 +502,7 @@ def export_vlmevalkit(
         raise ValueError(f"--name {name!r}: letters, digits, - and _ only (it names files and VLMEvalKit datasets)")
     out = Path(out)
     with staged_output(out, overwrite) as staging:
-        entries = export_sureon(dataset, staging, name, config, split) if dataset is not None else {}
+        entries = export_sureon(dataset, staging, name, config, split, max_frames) if dataset is not None else {}
         if public is not None:
             entries |= export_public(public, staging, name, benchmarks)
         manifest = {"command": COMMAND, "vlmevalkit": "ms-vlmeval 0.0.20", "datasets": entries}
@@ -510,6 +520,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument(
         "--benchmark", dest="benchmarks", nargs="+", metavar="NAME", help="bench-* configs (default: all of them)"
     )
+    parser.add_argument(
+        "--max-frames",
+        type=int,
+        help="frames shown per Sureon clip, chosen as training and `sureon eval sureon --max-frames` choose them "
+        "(default: every frame the build stored, the benchmark's protocol)",
+    )
     parser.add_argument("--name", default="Sureon", help="dataset name prefix (default Sureon)")
     parser.add_argument("--out", required=True, type=Path, help="the export folder (TSVs, frames, launcher)")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
@@ -526,6 +542,7 @@ def run(args: argparse.Namespace) -> int:
         config=args.config,
         split=args.split,
         overwrite=args.overwrite,
+        max_frames=args.max_frames,
     )
     for dataset_name, entry in manifest["datasets"].items():
         print(f"{dataset_name}: {entry['rows']} rows ({', '.join(entry['modes'])})")
