@@ -1,8 +1,28 @@
-"""Shared fixtures. Everything runs offline: the Hub is never contacted, fixtures are generated in the session."""
+"""Shared fixtures, parallel workers and the per-test CPU budget. Everything runs offline: the Hub is never contacted,
+fixtures are generated in the session.
+
+Speed (`make test` runs ``pytest -n N --dist loadfile``, pytest-xdist, one worker per core up to four):
+- Build anything that costs seconds (a dataset, a tiny model, a short training run) once per run in a session fixture
+  through ``build_once``: the workers then share one copy instead of building one each. Fixtures a test may modify
+  stay function-scoped copies (``videos_copy``).
+- ``--dist loadfile`` keeps each test file on one worker, so a module-scoped fixture is built once too.
+- With N workers on C cores, torch in each worker (and every process a test starts, through ``OMP_NUM_THREADS``)
+  uses C // N threads, so that the workers do not oversubscribe the cores.
+- Each test's CPU seconds (setup, call and teardown; this process and the child processes it waited for) are
+  measured: the slowest are listed at the end of the run, and a test over its budget fails. The default budget is
+  ``DEFAULT_CPU_BUDGET_S`` (``SUREON_TEST_CPU_BUDGET`` overrides it); a test that needs more says so with
+  ``@pytest.mark.cpu_budget(seconds)`` where a reader sees it (tests marked ``slow`` have none). CPU time, not wall
+  time: the cores of a shared machine make wall times noisy, and a slower CPU raises both.
+"""
 
 import copy
 import os
+import pickle
+import resource
 import shutil
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,9 +37,99 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))  # set by pytest-xdist in each worker
+if WORKERS > 1:  # before torch is imported: it reads OMP_NUM_THREADS once, as do the processes tests start
+    os.environ["OMP_NUM_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // WORKERS))
+
+DEFAULT_CPU_BUDGET_S = float(os.environ.get("SUREON_TEST_CPU_BUDGET", "60"))
+SLOWEST_LISTED = 15
+_STARTED = pytest.StashKey[tuple[float, float]]()  # CPU and wall clock at a test's setup
+_MEASURED: list[tuple[float, float, float, str]] = []  # (CPU s, wall s, budget s, test id) of every test run
+
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_RELEASE = REPO / "sample_data" / "sureon_release"
+
+
+def pytest_configure(config):
+    if WORKERS > 1 and "torch" in sys.modules:  # imported before this file by a plugin
+        import torch
+
+        torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
+
+def build_once(tmp_path_factory, name: str, build: Callable[[Path], object]):
+    """``build(folder)`` run once per test run, even across pytest-xdist workers; returns its (pickled) result.
+
+    Under xdist every worker has its own temp folder inside one folder of the run: the first worker to need ``name``
+    builds it there under a file lock, the others wait for it and read the result. A build that fails leaves no
+    result, so a later worker tries again (and fails with its own error). Tests must not modify what it built.
+    """
+    if WORKERS <= 1:
+        return build(tmp_path_factory.mktemp(name))
+    from filelock import FileLock
+
+    folder = tmp_path_factory.getbasetemp().parent / "shared" / name
+    folder.parent.mkdir(exist_ok=True)
+    result = folder / "build_once_result.pickle"
+    with FileLock(str(folder) + ".lock"):
+        if not result.is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            built = build(folder)
+            result.write_bytes(pickle.dumps(built))  # own file in this run's temp folder
+            return built
+    return pickle.loads(result.read_bytes())
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    item.stash[_STARTED] = (_cpu_seconds(), time.perf_counter())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On the teardown report: the test's CPU and wall seconds, and a failure when the CPU is over its budget."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "teardown" or _STARTED not in item.stash:
+        return
+    cpu_start, wall_start = item.stash[_STARTED]
+    cpu, wall = _cpu_seconds() - cpu_start, time.perf_counter() - wall_start
+    marker = item.get_closest_marker("cpu_budget")
+    budget = float(marker.args[0]) if marker else DEFAULT_CPU_BUDGET_S
+    if item.get_closest_marker("slow"):  # `make slow_test` is where long tests go: listed, never failed for it
+        budget = 0.0
+    report.user_properties += [("cpu_s", cpu), ("wall_s", wall), ("cpu_budget_s", budget)]
+    if budget and cpu > budget and report.passed:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} used {cpu:.0f} CPU seconds (setup, call and teardown; {wall:.0f} s wall), over its "
+            f"budget of {budget:.0f} s: check what it checks on a smaller input or share its fixtures across "
+            "tests (tests/conftest.py), or give it a budget with @pytest.mark.cpu_budget(seconds) and say why."
+        )
+
+
+def pytest_runtest_logreport(report):
+    """Collects the figures of every test (in the controller under xdist: the reports carry them)."""
+    figures = dict(report.user_properties)
+    if report.when == "teardown" and "cpu_s" in figures:
+        _MEASURED.append((figures["cpu_s"], figures["wall_s"], figures["cpu_budget_s"], report.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _MEASURED:
+        return
+    total = sum(cpu for cpu, *_ in _MEASURED)
+    terminalreporter.write_sep("=", f"slowest {SLOWEST_LISTED} tests by CPU seconds (of {total:.0f} in all tests)")
+    for cpu, wall, budget, nodeid in sorted(_MEASURED, reverse=True)[:SLOWEST_LISTED]:
+        limit = f"budget {budget:.0f}" if budget else "no budget"
+        terminalreporter.write_line(f"{cpu:6.1f} s CPU {wall:6.1f} s wall  ({limit})  {nodeid}")
 
 
 @pytest.fixture(autouse=True)
@@ -34,9 +144,12 @@ def _isolated_caches(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def sample_videos(tmp_path_factory) -> Path:
     """The sample source videos (written once per session with PyAV)."""
-    out = tmp_path_factory.mktemp("videos")
-    write_sample_videos(out)
-    return out
+
+    def write(out: Path) -> Path:
+        write_sample_videos(out)
+        return out
+
+    return build_once(tmp_path_factory, "videos", write)
 
 
 @pytest.fixture
@@ -74,11 +187,17 @@ def sureon_build(sample_videos, tmp_path_factory):
     """The sample release built once per session with frames (all configs); tests must not modify it."""
     from builders.sureon.build import BuildOptions, build_sureon
 
-    tmp = tmp_path_factory.mktemp("sureon_build")
-    options = BuildOptions(
-        release=SAMPLE_RELEASE, out=tmp / "out", videos=sample_videos, cache_dir=tmp / "cache", on_missing_video="skip"
-    )
-    return build_sureon(options)
+    def build(tmp: Path):
+        options = BuildOptions(
+            release=SAMPLE_RELEASE,
+            out=tmp / "out",
+            videos=sample_videos,
+            cache_dir=tmp / "cache",
+            on_missing_video="skip",
+        )
+        return build_sureon(options)
+
+    return build_once(tmp_path_factory, "sureon_build", build)
 
 
 @pytest.fixture(scope="session")
@@ -89,18 +208,20 @@ def bench(sample_videos, tmp_path_factory) -> Path:
 
     from builders.sureon.build import BuildOptions, build_sureon
 
-    tmp = tmp_path_factory.mktemp("demo_bench")
-    with pytest.MonkeyPatch.context() as patch:  # datasets' cache out of the user's home for a session fixture
-        patch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp / "hf_datasets_cache")
-        options = BuildOptions(
-            release=SAMPLE_RELEASE,
-            out=tmp / "sureon",
-            videos=sample_videos,
-            configs=["bench"],
-            on_missing_video="skip",
-            cache_dir=tmp / "frame-cache",
-        )
-        return build_sureon(options).out
+    def build(tmp: Path) -> Path:
+        with pytest.MonkeyPatch.context() as patch:  # datasets' cache out of the user's home for a session fixture
+            patch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp / "hf_datasets_cache")
+            options = BuildOptions(
+                release=SAMPLE_RELEASE,
+                out=tmp / "sureon",
+                videos=sample_videos,
+                configs=["bench"],
+                on_missing_video="skip",
+                cache_dir=tmp / "frame-cache",
+            )
+            return build_sureon(options).out
+
+    return build_once(tmp_path_factory, "demo_bench", build)
 
 
 @pytest.fixture(scope="session")
@@ -108,7 +229,7 @@ def tiny_qwen3_vl(tmp_path_factory) -> Path:
     """A random 2-layer Qwen3-VL with its processor, saved once per session (read-only for tests)."""
     from recipes.training.tiny_models import build_tiny_qwen3_vl
 
-    return build_tiny_qwen3_vl(tmp_path_factory.mktemp("tiny") / "qwen3-vl")
+    return build_once(tmp_path_factory, "tiny-qwen3-vl", lambda tmp: build_tiny_qwen3_vl(tmp / "qwen3-vl"))
 
 
 @pytest.fixture(scope="session")
@@ -116,4 +237,4 @@ def tiny_causal_lm(tmp_path_factory) -> Path:
     """A random 2-layer text-only Qwen3 with its tokenizer, saved once per session (read-only for tests)."""
     from recipes.training.tiny_models import build_tiny_causal_lm
 
-    return build_tiny_causal_lm(tmp_path_factory.mktemp("tiny") / "qwen3")
+    return build_once(tmp_path_factory, "tiny-causal-lm", lambda tmp: build_tiny_causal_lm(tmp / "qwen3"))
