@@ -8,7 +8,7 @@ Speed (`make test` runs ``pytest -n N --dist loadfile``, pytest-xdist, one worke
 - ``--dist loadfile`` keeps each test file on one worker, so a module-scoped fixture is built once too.
 - With N workers on C cores, torch in each worker (and every process a test starts, through ``OMP_NUM_THREADS``)
   uses C // N threads, so that the workers do not oversubscribe the cores.
-- Each test's CPU seconds (setup, call and teardown; this process and the child processes it waited for) are
+- Each test's CPU seconds (setup and call; this process and the child processes it waited for) are
   measured: the slowest are listed at the end of the run, and a test over its budget fails. The default budget is
   ``DEFAULT_CPU_BUDGET_S`` (``SUREON_TEST_CPU_BUDGET`` overrides it); a test that needs more says so with
   ``@pytest.mark.cpu_budget(seconds)`` where a reader sees it (tests marked ``slow`` have none). CPU time, not wall
@@ -94,10 +94,10 @@ def pytest_runtest_setup(item):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """On the teardown report: the test's CPU and wall seconds, and a failure when the CPU is over its budget."""
+    """On the call's report: the test's CPU and wall seconds, and a failure when the CPU is over its budget."""
     outcome = yield
     report = outcome.get_result()
-    if report.when != "teardown" or _STARTED not in item.stash:
+    if report.when != "call" or _STARTED not in item.stash:
         return
     cpu_start, wall_start = item.stash[_STARTED]
     cpu, wall = _cpu_seconds() - cpu_start, time.perf_counter() - wall_start
@@ -109,8 +109,8 @@ def pytest_runtest_makereport(item, call):
     if budget and cpu > budget and report.passed:
         report.outcome = "failed"
         report.longrepr = (
-            f"{item.nodeid} used {cpu:.0f} CPU seconds (setup, call and teardown; {wall:.0f} s wall), over its "
-            f"budget of {budget:.0f} s: check what it checks on a smaller input or share its fixtures across "
+            f"{item.nodeid} used {cpu:.1f} CPU seconds (setup and call; {wall:.1f} s wall), over its budget of "
+            f"{budget:g} s: check what it checks on a smaller input or share its fixtures across "
             "tests (tests/conftest.py), or give it a budget with @pytest.mark.cpu_budget(seconds) and say why."
         )
 
@@ -118,7 +118,7 @@ def pytest_runtest_makereport(item, call):
 def pytest_runtest_logreport(report):
     """Collects the figures of every test (in the controller under xdist: the reports carry them)."""
     figures = dict(report.user_properties)
-    if report.when == "teardown" and "cpu_s" in figures:
+    if report.when == "call" and "cpu_s" in figures:
         _MEASURED.append((figures["cpu_s"], figures["wall_s"], figures["cpu_budget_s"], report.nodeid))
 
 
@@ -128,7 +128,7 @@ def pytest_terminal_summary(terminalreporter):
     total = sum(cpu for cpu, *_ in _MEASURED)
     terminalreporter.write_sep("=", f"slowest {SLOWEST_LISTED} tests by CPU seconds (of {total:.0f} in all tests)")
     for cpu, wall, budget, nodeid in sorted(_MEASURED, reverse=True)[:SLOWEST_LISTED]:
-        limit = f"budget {budget:.0f}" if budget else "no budget"
+        limit = f"budget {budget:g}" if budget else "no budget"
         terminalreporter.write_line(f"{cpu:6.1f} s CPU {wall:6.1f} s wall  ({limit})  {nodeid}")
 
 
