@@ -44,7 +44,7 @@ if WORKERS > 1:  # before torch is imported: it reads OMP_NUM_THREADS once, as d
 DEFAULT_CPU_BUDGET_S = float(os.environ.get("SUREON_TEST_CPU_BUDGET", "60"))
 SLOWEST_LISTED = 15
 _STARTED = pytest.StashKey[tuple[float, float]]()  # CPU and wall clock at a test's setup
-_MEASURED: list[tuple[float, float, float, str]] = []  # (CPU s, wall s, budget s, test id) of every test run
+_MEASURED: list[tuple[float, float, float, str, str]] = []  # (CPU s, wall s, budget s, test id, worker) of each test
 
 
 REPO = Path(__file__).resolve().parents[1]
@@ -105,7 +105,8 @@ def pytest_runtest_makereport(item, call):
     budget = float(marker.args[0]) if marker else DEFAULT_CPU_BUDGET_S
     if item.get_closest_marker("slow"):  # `make slow_test` is where long tests go: listed, never failed for it
         budget = 0.0
-    report.user_properties += [("cpu_s", cpu), ("wall_s", wall), ("cpu_budget_s", budget)]
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    report.user_properties += [("cpu_s", cpu), ("wall_s", wall), ("cpu_budget_s", budget), ("worker", worker)]
     if budget and cpu > budget and report.passed:
         report.outcome = "failed"
         report.longrepr = (
@@ -119,7 +120,9 @@ def pytest_runtest_logreport(report):
     """Collects the figures of every test (in the controller under xdist: the reports carry them)."""
     figures = dict(report.user_properties)
     if report.when == "call" and "cpu_s" in figures:
-        _MEASURED.append((figures["cpu_s"], figures["wall_s"], figures["cpu_budget_s"], report.nodeid))
+        _MEASURED.append(
+            (figures["cpu_s"], figures["wall_s"], figures["cpu_budget_s"], report.nodeid, figures["worker"])
+        )
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -127,9 +130,15 @@ def pytest_terminal_summary(terminalreporter):
         return
     total = sum(cpu for cpu, *_ in _MEASURED)
     terminalreporter.write_sep("=", f"slowest {SLOWEST_LISTED} tests by CPU seconds (of {total:.0f} in all tests)")
-    for cpu, wall, budget, nodeid in sorted(_MEASURED, reverse=True)[:SLOWEST_LISTED]:
+    for cpu, wall, budget, nodeid, _ in sorted(_MEASURED, reverse=True)[:SLOWEST_LISTED]:
         limit = f"budget {budget:g}" if budget else "no budget"
         terminalreporter.write_line(f"{cpu:6.1f} s CPU {wall:6.1f} s wall  ({limit})  {nodeid}")
+    per_worker: dict[str, float] = {}
+    for cpu, *_, worker in _MEASURED:
+        per_worker[worker] = per_worker.get(worker, 0.0) + cpu
+    # the busiest worker's share bounds the run's wall time on idle cores (plus start-up and collection)
+    shares = ", ".join(f"{worker} {cpu:.0f}" for worker, cpu in sorted(per_worker.items()))
+    terminalreporter.write_line(f"CPU seconds of the tests per worker: {shares}")
 
 
 @pytest.fixture(autouse=True)
