@@ -137,8 +137,9 @@ def pytest_terminal_summary(terminalreporter):
     for cpu, *_, worker in _MEASURED:
         per_worker[worker] = per_worker.get(worker, 0.0) + cpu
     # the busiest worker's share bounds the run's wall time on idle cores (plus start-up and collection)
-    shares = ", ".join(f"{worker} {cpu:.0f}" for worker, cpu in sorted(per_worker.items()))
-    terminalreporter.write_line(f"CPU seconds of the tests per worker: {shares}")
+    if len(per_worker) > 1:
+        shares = ", ".join(f"{worker} {cpu:.0f}" for worker, cpu in sorted(per_worker.items()))
+        terminalreporter.write_line(f"CPU seconds of the tests per worker: {shares}")
 
 
 @pytest.fixture(autouse=True)
