@@ -8,8 +8,9 @@ Speed (`make test` runs ``pytest -n N --dist loadfile``, pytest-xdist, one worke
 - ``--dist loadfile`` keeps each test file on one worker, so a module-scoped fixture is built once too.
 - With N workers on C cores, torch in each worker (and every process a test starts, through ``OMP_NUM_THREADS``)
   uses C // N threads, so that the workers do not oversubscribe the cores.
-- Each test's CPU seconds (setup and call; this process and the child processes it waited for) are
-  measured: the slowest are listed at the end of the run, and a test over its budget fails. The default budget is
+- Each test's CPU seconds (setup and call; this process and the child processes it waited for) are measured, less
+  the session- and module-scoped fixtures it happened to set up first, which are measured apart: the slowest tests
+  and shared fixtures are listed at the end of the run, and a test over its budget fails. The default budget is
   ``DEFAULT_CPU_BUDGET_S`` (``SUREON_TEST_CPU_BUDGET`` overrides it); a test that needs more says so with
   ``@pytest.mark.cpu_budget(seconds)`` where a reader sees it (tests marked ``slow`` have none). CPU time, not wall
   time: the cores of a shared machine make wall times noisy, and a slower CPU raises both.
@@ -45,6 +46,9 @@ DEFAULT_CPU_BUDGET_S = float(os.environ.get("SUREON_TEST_CPU_BUDGET", "60"))
 SLOWEST_LISTED = 15
 _STARTED = pytest.StashKey[tuple[float, float]]()  # CPU and wall clock at a test's setup
 _MEASURED: list[tuple[float, float, float, str, str]] = []  # (CPU s, wall s, budget s, test id, worker) of each test
+_SHARING = [0]  # session- or module-scoped fixtures being set up now (nested ones are counted by the outermost)
+_SHARED_NOW: list[tuple[str, float]] = []  # (fixture, CPU s) of the shared fixtures set up for the running test
+_SHARED_FIXTURES: list[tuple[float, str, str]] = []  # (CPU s, fixture, worker) of every shared fixture set up
 
 
 REPO = Path(__file__).resolve().parents[1]
@@ -90,6 +94,23 @@ def _cpu_seconds() -> float:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     item.stash[_STARTED] = (_cpu_seconds(), time.perf_counter())
+    _SHARED_NOW.clear()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    """A session- or module-scoped fixture's CPU seconds are its own, not the first test's that needed it."""
+    if fixturedef.scope == "function" or _SHARING[0]:
+        yield
+        return
+    _SHARING[0] += 1
+    start = _cpu_seconds()
+    try:
+        yield
+    finally:
+        _SHARING[0] -= 1
+        _SHARED_NOW.append((f"{fixturedef.argname} ({fixturedef.scope}, {request.node.nodeid or 'session'})",
+                            _cpu_seconds() - start))  # fmt: skip
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -100,13 +121,15 @@ def pytest_runtest_makereport(item, call):
     if report.when != "call" or _STARTED not in item.stash:
         return
     cpu_start, wall_start = item.stash[_STARTED]
-    cpu, wall = _cpu_seconds() - cpu_start, time.perf_counter() - wall_start
+    shared = sum(spent for _, spent in _SHARED_NOW)
+    cpu, wall = _cpu_seconds() - cpu_start - shared, time.perf_counter() - wall_start
     marker = item.get_closest_marker("cpu_budget")
     budget = float(marker.args[0]) if marker else DEFAULT_CPU_BUDGET_S
     if item.get_closest_marker("slow"):  # `make slow_test` is where long tests go: listed, never failed for it
         budget = 0.0
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     report.user_properties += [("cpu_s", cpu), ("wall_s", wall), ("cpu_budget_s", budget), ("worker", worker)]
+    report.user_properties += [("shared_fixtures", list(_SHARED_NOW))]
     if budget and cpu > budget and report.passed:
         report.outcome = "failed"
         report.longrepr = (
@@ -123,6 +146,7 @@ def pytest_runtest_logreport(report):
         _MEASURED.append(
             (figures["cpu_s"], figures["wall_s"], figures["cpu_budget_s"], report.nodeid, figures["worker"])
         )
+        _SHARED_FIXTURES.extend((spent, name, figures["worker"]) for name, spent in figures["shared_fixtures"])
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -133,10 +157,15 @@ def pytest_terminal_summary(terminalreporter):
     for cpu, wall, budget, nodeid, _ in sorted(_MEASURED, reverse=True)[:SLOWEST_LISTED]:
         limit = f"budget {budget:g}" if budget else "no budget"
         terminalreporter.write_line(f"{cpu:6.1f} s CPU {wall:6.1f} s wall  ({limit})  {nodeid}")
+    if _SHARED_FIXTURES:
+        shared = sum(cpu for cpu, *_ in _SHARED_FIXTURES)
+        terminalreporter.write_line(f"slowest shared fixtures (session, module scope; {shared:.0f} CPU s in all):")
+        for cpu, name, _ in sorted(_SHARED_FIXTURES, reverse=True)[:SLOWEST_LISTED]:
+            terminalreporter.write_line(f"{cpu:6.1f} s CPU  {name}")
     per_worker: dict[str, float] = {}
-    for cpu, *_, worker in _MEASURED:
+    for cpu, *_, worker in _MEASURED + [(cpu, worker) for cpu, _, worker in _SHARED_FIXTURES]:
         per_worker[worker] = per_worker.get(worker, 0.0) + cpu
-    # the busiest worker's share bounds the run's wall time on idle cores (plus start-up and collection)
+    # on idle cores the run takes about the busiest worker's share, plus start-up and collection
     if len(per_worker) > 1:
         shares = ", ".join(f"{worker} {cpu:.0f}" for worker, cpu in sorted(per_worker.items()))
         terminalreporter.write_line(f"CPU seconds of the tests per worker: {shares}")

@@ -1,7 +1,7 @@
 """The suite's own speed machinery (tests/conftest.py). Under `make test`, this worker's torch has its share of the
 cores. On a small suite of its own run by two pytest-xdist workers that each run every test (``--dist each``): a
 ``build_once`` fixture is built by one worker and read by both, and a test over its CPU budget fails with what to do
-while a test that states a larger budget, or is marked ``slow``, passes."""
+while a test that states a larger budget, or is marked ``slow``, or whose cost is a module fixture's, passes."""
 
 import os
 import subprocess
@@ -64,6 +64,16 @@ def test_with_a_budget_of_its_own():
 @pytest.mark.slow
 def test_slow_tests_have_no_budget():
     burn(0.2)
+
+
+@pytest.fixture(scope="module")
+def costly_module_fixture():
+    burn(0.2)
+    return 1
+
+
+def test_a_shared_fixture_is_not_the_first_tests_cost(costly_module_fixture):
+    assert costly_module_fixture == 1
 """
 
 
@@ -90,9 +100,10 @@ def test_shared_builds_and_the_cpu_budget_under_two_workers(tmp_path):
     done = subprocess.run(command, cwd=suite, env=env, capture_output=True, text=True, timeout=300, check=False)
     out = done.stdout
     assert done.returncode == 1, out[-3000:] + done.stderr[-3000:]
-    assert "6 passed" in out and "2 failed" in out, out[-3000:]
+    assert "8 passed" in out and "2 failed" in out, out[-3000:]
     assert "FAILED test_budgets.py::test_over_the_budget" in out
     assert "CPU seconds" in out and "over its budget of 0.1 s" in out and "@pytest.mark.cpu_budget(seconds)" in out
     assert len(build_log.read_text().splitlines()) == 1  # built by one worker ...
     assert len(set(users_log.read_text().splitlines())) == 2  # ... and read by both
     assert "slowest 15 tests by CPU seconds" in out and "(no budget)  test_budgets.py::test_slow" in out
+    assert "s CPU  costly_module_fixture (module, test_budgets.py)" in out
