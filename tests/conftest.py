@@ -56,6 +56,7 @@ SAMPLE_RELEASE = REPO / "sample_data" / "sureon_release"
 
 
 def pytest_configure(config):
+    config.pluginmanager.register(_SharedFixtureClock(), "sureon-shared-fixture-clock")
     if WORKERS > 1 and "torch" in sys.modules:  # imported before this file by a plugin
         import torch
 
@@ -97,20 +98,23 @@ def pytest_runtest_setup(item):
     _SHARED_NOW.clear()
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_fixture_setup(fixturedef, request):
-    """A session- or module-scoped fixture's CPU seconds are its own, not the first test's that needed it."""
-    if fixturedef.scope == "function" or _SHARING[0]:
-        yield
-        return
-    _SHARING[0] += 1
-    start = _cpu_seconds()
-    try:
-        yield
-    finally:
-        _SHARING[0] -= 1
-        _SHARED_NOW.append((f"{fixturedef.argname} ({fixturedef.scope}, {request.node.nodeid or 'session'})",
-                            _cpu_seconds() - start))  # fmt: skip
+class _SharedFixtureClock:
+    """A session- or module-scoped fixture's CPU seconds are its own, not the first test's that needed it. A plugin
+    of its own: pytest asks a session fixture's hooks of the conftest files above the root, not of this one."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        if fixturedef.scope == "function" or _SHARING[0]:
+            yield
+            return
+        _SHARING[0] += 1
+        start = _cpu_seconds()
+        try:
+            yield
+        finally:
+            _SHARING[0] -= 1
+            where = f", {request.node.nodeid}" if request.node.nodeid else ""
+            _SHARED_NOW.append((f"{fixturedef.argname} ({fixturedef.scope}{where})", _cpu_seconds() - start))
 
 
 @pytest.hookimpl(hookwrapper=True)
