@@ -36,12 +36,13 @@ def test_each_benchmark_completes_at_its_quick_setting_and_prints_ratios(name, t
     monkeypatch.chdir(tmp_path)  # anything a script writes relative to the working directory stays in tmp_path
     out = run_quick(name, tmp_path, capsys)
     assert RATIO.search(out), f"benchmarks/{name}.py printed no ratio:\n{out}"
+    if name == "frames":
+        frames_benchmark_ran_both_parts_with_the_sampler_as_it_is(out)
 
 
-def test_frames_benchmark_runs_both_parts_with_the_sampler_as_it_is(tmp_path, capsys):
+def frames_benchmark_ran_both_parts_with_the_sampler_as_it_is(out: str) -> None:
     # part 2 compares the build's extract_video_clips with the previous sampler; both must read back the planned
     # frames (encode_jpeg's output is (bytes, regions) since blurring, which part 2 once took for bytes)
-    out = run_quick("frames", tmp_path, capsys)
     assert "part 1, one window" in out and "part 2, a lecture's clips" in out
     assert "after / before = " in out and "after / the cheaper floor = " in out
     assert out.count("returned the planned frames (painted indices checked)") == 1

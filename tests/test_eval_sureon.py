@@ -14,7 +14,6 @@ from builders.prompt import answer_target, format_messages
 from recipes.evaluation.answers import parse_answer
 from recipes.evaluation.inference import TransformersBackend
 from recipes.evaluation.sureon.evaluate import PREDICTION_FIELDS, check_frames
-from recipes.training.tiny_models import build_tiny_qwen3_vl
 from sureon.cli import main as cli_main
 
 
@@ -45,8 +44,8 @@ def module_tmp(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def tiny_vl(module_tmp):
-    return build_tiny_qwen3_vl(module_tmp / "tiny-qwen3-vl")
+def tiny_vl(tiny_qwen3_vl):
+    return tiny_qwen3_vl  # the session's (read-only): the evaluation writes under its --out only
 
 
 @pytest.fixture(scope="module")

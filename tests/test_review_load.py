@@ -38,7 +38,8 @@ def review_for_a_while(url: str, name: str) -> list[tuple]:
     """One reviewer's session: log in, then alternate reject / approve until time is up; returns the acks."""
     login = httpx.post(f"{url}login", data={"username": name, "password": PASSWORD}, timeout=60)
     assert login.status_code == 303, login.text
-    client = Client(url, verbose=False, headers={"Cookie": f"{COOKIE}={login.cookies[COOKIE]}"})
+    cookie = {"Cookie": f"{COOKIE}={login.cookies[COOKIE]}"}
+    client = Client(url, verbose=False, headers=cookie, httpx_kwargs={"timeout": 60})  # 5 s timed out on busy cores
     acks, deadline, step = [], time.monotonic() + SECONDS, 0
     while time.monotonic() < deadline:
         decision = ("reject", "approve")[step % 2]
