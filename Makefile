@@ -39,7 +39,7 @@ demo: $(STAMP)
 	$(PY) -m recipes.training.tiny_models --out $(DEMO_DIR)/tiny-qwen3-vl
 	rm -rf $(DEMO_DIR)/sft-smoke
 	$(PY) recipes/sft.py --config recipes/tiny/sft/config_smoke.yaml
-	$(VENV)/bin/sureon world --out $(DEMO_DIR)/world --config recipes/tiny/world/config_demo.yaml
+	$(VENV)/bin/sureon world --out $(DEMO_DIR)/world --config recipes/tiny/world/demo.yaml
 	$(VENV)/bin/sureon build sureon --release $(DEMO_DIR)/world/release --videos $(DEMO_DIR)/world/videos \
 		--out $(DEMO_DIR)/world-build --configs bench train_all --max-frames 4 --min-frames 4 --no-blur \
 		--cache-dir $(DEMO_DIR)/cache --overwrite

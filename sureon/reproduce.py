@@ -35,7 +35,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RECIPES = REPO_ROOT / "recipes" / "tiny"
-DEFAULT_WORLD = RECIPES / "world" / "config_reproduce.yaml"
+DEFAULT_WORLD = RECIPES / "world" / "reproduce.yaml"
 DEFAULT_SFT = RECIPES / "sft" / "config_world.yaml"
 DEFAULT_GUESSER = RECIPES / "guesser" / "config_world.yaml"
 DEFAULT_GRPO = RECIPES / "grpo" / "config_world.yaml"

@@ -115,4 +115,4 @@ def test_the_vllm_stand_in_has_head_dim_64_and_qwen3_vl_8b_rope_layout(tmp_path)
     with pytest.raises(ValueError, match="multiple of 16"):
         build_tiny_qwen3_vl(tmp_path / "bad", head_dim=40)
     with pytest.raises(SystemExit):
-        main(["--out", str(tmp_path / "lm"), "--kind", "causal-lm", "--head-dim", "64"])
+        main(["--out", str(tmp_path / "lm"), "--kind", "causal-lm", "--weight-std", "0.3"])
