@@ -18,6 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from builders.sureon.clips import clip_id_time, transcript_line
 from builders.sureon.release import RELEASE_SCHEMA
 
 
@@ -151,19 +152,6 @@ TOPICS = {
 }
 
 
-def clock(seconds: float, separator: str) -> str:
-    hundredths = round(seconds * 100)
-    whole, frac = divmod(hundredths, 100)
-    return f"{whole // 3600:02d}-{whole % 3600 // 60:02d}-{whole % 60:02d}{separator}{frac:02d}"
-
-
-def transcript(start: float, end: float) -> str:
-    def hms(t):
-        return f"{int(t) // 3600}:{int(t) % 3600 // 60:02d}:{int(t) % 60:02d}"
-
-    return f"[{hms(start)} → {hms(end)}] Now we carefully continue with this part of the procedure."
-
-
 def release_rows() -> dict[str, list[dict]]:
     """Rows of each split, exactly as written to the sample parquet files."""
     rows: dict[str, list[dict]] = {"train": [], "validation": [], "test": []}
@@ -177,7 +165,7 @@ def release_rows() -> dict[str, list[dict]]:
         rows[split].append(
             {
                 "question_id": f"sureon_{split}_{number:04d}",
-                "clip_id": f"{source}_{slug}_{clock(start, sep)}_{clock(end, sep)}",
+                "clip_id": f"{source}_{slug}_{clip_id_time(start, sep)}_{clip_id_time(end, sep)}",
                 "question": question,
                 "answer": answer,
                 "options": options,
@@ -185,7 +173,9 @@ def release_rows() -> dict[str, list[dict]]:
                 "specialty": specialty,
                 "subject": subject,
                 "procedure": procedure,
-                "transcript": transcript(start, end),
+                "transcript": transcript_line(
+                    start, end, "Now we carefully continue with this part of the procedure."
+                ),
                 "reasoning": REASONING if slug == "temporal_ordering" else "",
                 "passes_blind_curation": None if split == "test" else flag,
             }

@@ -84,3 +84,20 @@ def format_clock(seconds: float) -> str:
     hours, rem = divmod(whole, 3600)
     minutes, secs = divmod(rem, 60)
     return f"{hours:02d}:{minutes:02d}:{secs:02d}.{frac:02d}"
+
+
+def clip_id_time(seconds: float, separator: str = ".") -> str:
+    """``754.25`` -> ``00-12-34.25``: a time as the release writes it inside a ``clip_id`` (``_`` as the decimal
+    separator is the other spelling seen); :func:`parse_clip_id` reads both back."""
+    hundredths = round(seconds * 100)
+    whole, frac = divmod(hundredths, 100)
+    return f"{whole // 3600:02d}-{whole % 3600 // 60:02d}-{whole % 60:02d}{separator}{frac:02d}"
+
+
+def transcript_line(start: float, end: float, text: str) -> str:
+    """One ASR line as the release's ``transcript`` holds them: ``[h:mm:ss → h:mm:ss] text``."""
+
+    def hms(t: float) -> str:
+        return f"{int(t) // 3600}:{int(t) % 3600 // 60:02d}:{int(t) % 60:02d}"
+
+    return f"[{hms(start)} → {hms(end)}] {text}"

@@ -50,6 +50,7 @@ import pyarrow.parquet as pq
 
 from builders.options import LETTERS, stable_seed
 from builders.sureon.categories import BY_CODE
+from builders.sureon.clips import clip_id_time, transcript_line
 from builders.sureon.release import RELEASE_SCHEMA
 
 
@@ -390,19 +391,6 @@ def _options(config: WorldConfig, q: Question) -> tuple[list[str], str]:
     return texts, correct
 
 
-def _clock(seconds: float) -> str:
-    hundredths = round(seconds * 100)
-    whole, frac = divmod(hundredths, 100)
-    return f"{whole // 3600:02d}-{whole % 3600 // 60:02d}-{whole % 60:02d}.{frac:02d}"
-
-
-def _transcript(start: float, end: float) -> str:
-    def hms(t):
-        return f"{int(t) // 3600}:{int(t) % 3600 // 60:02d}:{int(t) % 60:02d}"
-
-    return f"[{hms(start)} → {hms(end)}] We continue with this part of the procedure."
-
-
 def _row(config: WorldConfig, q: Question) -> dict:
     procedure, specialty, subject = q.procedure
     slug = BY_CODE[q.code].slug
@@ -427,7 +415,7 @@ def _row(config: WorldConfig, q: Question) -> dict:
             question += NARRATOR_REMARK.format(answer=answer.lower())
     return {
         "question_id": q.question_id,
-        "clip_id": f"{q.source_id}_{slug}_{_clock(q.start)}_{_clock(q.end)}",
+        "clip_id": f"{q.source_id}_{slug}_{clip_id_time(q.start)}_{clip_id_time(q.end)}",
         "question": question,
         "answer": answer,
         "options": options,
@@ -435,7 +423,7 @@ def _row(config: WorldConfig, q: Question) -> dict:
         "specialty": specialty,
         "subject": subject,
         "procedure": procedure.capitalize(),
-        "transcript": _transcript(q.start, q.end),
+        "transcript": transcript_line(q.start, q.end, "We continue with this part of the procedure."),
         "reasoning": "",
         "passes_blind_curation": None,
     }
