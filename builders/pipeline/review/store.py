@@ -207,9 +207,13 @@ def _owner_only(path: Path) -> None:
     except FileExistsError:
         pass
     for file in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-        if file.exists() and file.stat().st_mode & 0o077:
-            logger.warning("%s was readable by other users (mode %o); setting it to 0600", file, file.stat().st_mode)
-            os.chmod(file, 0o600)
+        try:  # another connection may remove its -wal/-shm between any two calls: stat once, tolerate its absence
+            mode = file.stat().st_mode
+            if mode & 0o077:
+                logger.warning("%s was readable by other users (mode %o); setting it to 0600", file, mode)
+                os.chmod(file, 0o600)
+        except FileNotFoundError:
+            continue
 
 
 def check_decision(decision: str, tags: Iterable[str], note: str) -> tuple[str, ...]:
