@@ -14,26 +14,13 @@ import pyarrow.parquet as pq
 
 from builders.hub import staged_output
 from builders.options import LETTERS
-from builders.sureon.release import RELEASE_OPTIONS_TYPE
+from builders.sureon.release import RELEASE_SCHEMA
 
 
-RELEASE_FIELDS = [
-    ("question_id", pa.string()),
-    ("clip_id", pa.string()),
-    ("source_id", pa.string()),
-    ("start", pa.float64()),
-    ("end", pa.float64()),
-    ("category", pa.string()),
-    ("question", pa.string()),
-    ("answer", pa.string()),
-    ("options", RELEASE_OPTIONS_TYPE),
-    ("specialty", pa.string()),
-    ("subject", pa.string()),
-    ("procedure", pa.string()),
-    ("transcript", pa.string()),
-    ("reasoning", pa.string()),
-    ("passes_blind_curation", pa.bool_()),
-]
+# The release's columns (one schema, builders/sureon/release.py) plus where each clip lies in its source, which the
+# release reader uses when present: a new video's clip ids need not be parsed back.
+CLIP_FIELDS = [pa.field("source_id", pa.string()), pa.field("start", pa.float64()), pa.field("end", pa.float64())]
+RELEASE_FIELDS = [*list(RELEASE_SCHEMA)[:2], *CLIP_FIELDS, *list(RELEASE_SCHEMA)[2:]]
 SPLITS = ("train", "validation")
 
 

@@ -313,22 +313,25 @@ def _plan_split(config: WorldConfig, split: str) -> list[Question]:
     return questions
 
 
+def _scene(code: str, answer: int, colour: int) -> dict:
+    """How a clip shows ``answer`` (a vocabulary index) for a question of category ``code``."""
+    if code == "EE":
+        return {"colour": answer, "motion": "still", "pattern": "solid"}
+    if code in ("EA", "SPI"):
+        return {"colour": colour, "motion": "still", "pattern": PATTERNS[answer]}
+    if code == "F":
+        last = (answer - 1) % 7
+        return {"phases": [(last - 2) % 7, (last - 1) % 7, last]}
+    return {"colour": colour, "motion": MOTIONS[answer], "pattern": "solid"}  # AD, PAD, IAI, LAR
+
+
 def _draw_question(rng, question_id, split, source_id, code, procedure) -> Question:
     colour = rng.randrange(7)
     if code in ("TO", "SM"):
         phases = rng.sample(range(7), 3)
         return Question(question_id, split, source_id, code, procedure, 0, {"phases": phases})
     answer = rng.randrange(7)
-    if code == "EE":
-        scene = {"colour": answer, "motion": "still", "pattern": "solid"}
-    elif code in ("EA", "SPI"):
-        scene = {"colour": colour, "motion": "still", "pattern": PATTERNS[answer]}
-    elif code == "F":
-        last = (answer - 1) % 7
-        scene = {"phases": [(last - 2) % 7, (last - 1) % 7, last]}
-    else:  # AD, PAD, IAI, LAR: the motion shows the answer
-        scene = {"colour": colour, "motion": MOTIONS[answer], "pattern": "solid"}
-    return Question(question_id, split, source_id, code, procedure, answer, scene)
+    return Question(question_id, split, source_id, code, procedure, answer, _scene(code, answer, colour))
 
 
 def _assign_shortcuts(config: WorldConfig, questions: list[Question]) -> None:
@@ -354,18 +357,8 @@ def procedure_prior(config: WorldConfig, procedure: str, code: str) -> int:
 
 
 def _apply_procedure_prior(config: WorldConfig, q: Question) -> None:
-    prior = procedure_prior(config, q.procedure[0], q.code)
-    redrawn = _draw_question(random.Random(0), q.question_id, q.split, q.source_id, q.code, q.procedure)
-    if q.code == "EE":
-        redrawn.scene = {"colour": prior, "motion": "still", "pattern": "solid"}
-    elif q.code in ("EA", "SPI"):
-        redrawn.scene = {**q.scene, "pattern": PATTERNS[prior]}
-    elif q.code == "F":
-        last = (prior - 1) % 7
-        redrawn.scene = {"phases": [(last - 2) % 7, (last - 1) % 7, last]}
-    else:
-        redrawn.scene = {**q.scene, "motion": MOTIONS[prior]}
-    q.answer_index, q.scene = prior, redrawn.scene
+    q.answer_index = procedure_prior(config, q.procedure[0], q.code)
+    q.scene = _scene(q.code, q.answer_index, q.scene.get("colour", 0))
 
 
 # ----------------------------------------------------------------------------------------------------------- rows

@@ -74,13 +74,17 @@ def shortcut_recovery(decisions: dict[str, dict], truth: dict[str, str | None]) 
 # ------------------------------------------------------------------------------------------------------ tables
 
 
+def one_model(path: Path) -> tuple[str, list]:
+    """``(model, predictions)`` of a prediction file written by one ``sureon eval sureon`` run."""
+    models = read_predictions(path)
+    if len(models) != 1:
+        raise ValueError(f"{path}: expected one model's predictions, found {sorted(models)}")
+    return next(iter(models.items()))
+
+
 def blind_accuracy(predictions: Path) -> dict:
     """Pooled blind accuracy (with its interval) of one ``sureon eval sureon --mode blind`` run."""
-    models = read_predictions(predictions)
-    if len(models) != 1:
-        raise ValueError(f"{predictions}: expected one model's predictions, found {sorted(models)}")
-    ((name, rows),) = models.items()
-    result = score_model(name, rows)
+    result = score_model(*one_model(predictions))
     if "blind" not in result.modes:
         raise ValueError(f"{predictions}: no blind predictions")
     return result.modes["blind"].estimates[OVERALL].as_dict()
@@ -114,11 +118,7 @@ def table4(runs: dict[str, Path]) -> dict:
     visual and blind outcomes."""
     rows, outcomes = {}, {}
     for name, path in runs.items():
-        models = read_predictions(path)
-        if len(models) != 1:
-            raise ValueError(f"{path}: expected one model's predictions, found {sorted(models)}")
-        ((model, predictions),) = models.items()
-        result = score_model(model, predictions)
+        result = score_model(*one_model(path))
         if set(result.modes) != {"visual", "blind"}:
             raise ValueError(f"{path}: Table 4 needs both modes (sureon eval sureon --mode both)")
         visual, blind = result.modes["visual"], result.modes["blind"]
@@ -194,8 +194,7 @@ def checkpoint_accuracies(paths: dict[int, Path]) -> list[dict]:
     """``[{step, visual, blind}]`` (pooled accuracy, percent) from each checkpoint's ``--mode both`` predictions."""
     curve = []
     for step, path in sorted(paths.items()):
-        ((model, predictions),) = read_predictions(path).items()
-        modes = score_model(model, predictions).modes
+        modes = score_model(*one_model(path)).modes
         curve.append({"step": step} | {mode: modes[mode].estimates[OVERALL].accuracy for mode in modes})
     return curve
 
@@ -361,7 +360,7 @@ def assemble(out: Path, *, truth: dict[str, str | None] | None, frames: int, fol
         }
     report["table4"] = table4({name: out / "eval" / name / "predictions.jsonl" for name in ("raw", "curated")})
     report["training_rows"] = {name: _training_rows(out / "sft" / name) for name in ("raw", "curated")}
-    ((_, predictions),) = read_predictions(out / "eval" / "curated" / "predictions.jsonl").items()
+    _, predictions = one_model(out / "eval" / "curated" / "predictions.jsonl")
     items = {p.question_id: p for p in predictions if p.scored_by == "accuracy"}
     from recipes.evaluation.sureon.metrics import random_baseline
 
@@ -400,8 +399,7 @@ def _training_rows(run_dir: Path) -> int | None:
 
 
 def _visual_by_subset(path: Path) -> dict[str, float]:
-    ((model, predictions),) = read_predictions(path).items()
-    visual = score_model(model, predictions).modes["visual"]
+    visual = score_model(*one_model(path)).modes["visual"]
     return {subset: e.accuracy for subset, e in visual.estimates.items()}
 
 
