@@ -17,7 +17,9 @@ marker says it finished (``OUT/steps/<step>.json``; a training run killed midway
 7. ``sft``: the SFT recipe on the raw training set and on the curated one, the same steps each;
 8. ``eval``: ``sureon eval sureon --mode both`` of both runs and of each saved checkpoint; blind evaluations of the
    guessers on the validation pool;
-9. ``grpo``: the GRPO recipe from the curated SFT run, then its evaluation;
+9. ``grpo``: the GRPO recipe from an early checkpoint of the curated SFT run (``--grpo-from-step``; a finished run
+   answers its own training questions almost always right, which leaves a reward no room to rise), then its
+   evaluation;
 10. ``report``: ``OUT/report/report.md`` (+ ``report.json``, plots) in the seed's shapes
     (:mod:`recipes.evaluation.sureon.miniature`), and ``sureon report sureon`` of the runs.
 
@@ -36,9 +38,9 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RECIPES = REPO_ROOT / "recipes" / "tiny"
 DEFAULT_WORLD = RECIPES / "world" / "reproduce.yaml"
-DEFAULT_SFT = RECIPES / "sft" / "config_world.yaml"
+DEFAULT_SFT = RECIPES / "sft" / "config_reproduce.yaml"
 DEFAULT_GUESSER = RECIPES / "guesser" / "config_world.yaml"
-DEFAULT_GRPO = RECIPES / "grpo" / "config_world.yaml"
+DEFAULT_GRPO = RECIPES / "grpo" / "config_reproduce.yaml"
 GUESSER_WIDTH = {"hidden_size": 128, "head_dim": 32}
 INDEPENDENT_WORLD_SEED_OFFSET = 1000
 
@@ -410,17 +412,27 @@ def reproduce(args) -> Path:
                 what=f"blind accuracy of the {column} guesser on the {pool} validation pool",
             )
 
-    # -- GRPO from the curated SFT run
+    # -- GRPO from a checkpoint of the curated SFT run
     grpo = out / "grpo"
+    start = sft / "curated" / f"checkpoint-{args.grpo_from_step}" if args.grpo_from_step else sft / "curated"
+    if not start.is_dir():
+        saved = sorted(p.name for p in (sft / "curated").glob("checkpoint-*"))
+        raise FileNotFoundError(
+            f"{start}: no such checkpoint of the curated SFT run (saved: {', '.join(saved) or 'none'}); pass "
+            "--grpo-from-step with a step the SFT recipe saves (its save_steps), or 0 for the finished run"
+        )
+    grpo_before = (
+        evals / "checkpoints" / f"curated-{start.name}" if args.grpo_from_step else evals / "curated"
+    ) / "predictions.jsonl"
     grpo_recipe = run.recipe(
         Path(args.grpo_config),
         "grpo",
-        model_name_or_path=str(sft / "curated"),
+        model_name_or_path=str(start),
         dataset_mixture=[{"path": str(build_curated), "name": "db", "split": "train"}],
         output_dir=str(grpo),
         seed=args.seed,
     )
-    run.step("grpo", lambda: run.train("grpo.py", grpo_recipe), what="GRPO from the curated SFT run")
+    run.step("grpo", lambda: run.train("grpo.py", grpo_recipe), what=f"GRPO from {start.relative_to(out)}")
     run.step("eval-grpo", lambda: evaluate(grpo, evals / "grpo", "--mode", "visual"), what="benchmark after GRPO")
 
     report = out / "report"
@@ -439,7 +451,9 @@ def reproduce(args) -> Path:
         what="sureon report sureon (raw vs curated)",
     )
     truth = world_module.read_shortcuts(truth_path) if truth_path else None
-    data = miniature.assemble(out, truth=truth, frames=frames, folds=folds)
+    data = miniature.assemble(
+        out, truth=truth, frames=frames, folds=folds, grpo_start=(args.grpo_from_step, grpo_before)
+    )
     miniature.write_report(data, report)
     print(f"[reproduce] report: {report / 'report.md'}")
     return report
@@ -455,6 +469,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--guesser-config", type=Path, default=DEFAULT_GUESSER)
     parser.add_argument("--grpo-config", type=Path, default=DEFAULT_GRPO)
     parser.add_argument("--num-folds", type=int, default=4)
+    parser.add_argument(
+        "--grpo-from-step",
+        type=int,
+        default=100,
+        help="GRPO starts from this checkpoint of the curated SFT run (0: the finished run)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="the training seed of every run")
 
 

@@ -3,24 +3,19 @@
 - The SFT recipe learns what only the frames show: visual accuracy far above chance, blind accuracy at chance, on
   held-out benchmark questions. A negative control, the same run on frames of other clips, stays at chance, so this
   test fails if frames and labels stop lining up anywhere between the build and the collator.
-- GRPO from that checkpoint raises its reward.
-- Blind guessers trained by the guesser recipe on held-out folds find the rows with a planted shortcut, through
-  ``sureon curate --num-folds``.
+- GRPO from an early checkpoint of that run raises its reward.
+- Blind guessers finding planted shortcuts through ``sureon curate --num-folds``: tests/test_curation_learning.py.
 
 Each run is the real recipe (``recipes/sft.py`` / ``recipes/grpo.py`` through their parsers and ``main``) on the
 tiny recipes of ``recipes/tiny/``, shortened; what is asserted are a user's figures, from ``sureon eval sureon`` and
-``sureon curate``. Thresholds leave room for seeds: measured, visual ~85 %, blind ~15 % (chance 14.3 %). The GRPO and
-curation checks are not met yet at this budget: they run with ``-m slow`` and are marked as expected failures, with
-what was measured.
+``sureon curate``. Thresholds leave room for seeds: measured, visual ~85 %, blind ~15 % (chance 14.3 %).
 """
 
-import json
 import shutil
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-import yaml
+from recipe_runs import REPO, evaluate, train
 
 from builders.sureon import world
 from recipes.evaluation.sureon import miniature
@@ -29,7 +24,6 @@ from sureon.cli import main as sureon
 
 # Minutes of training on a busy machine: the fixtures' runs are charged to the first test that uses them.
 pytestmark = pytest.mark.timeout(1800)
-REPO = Path(__file__).resolve().parents[1]
 CHANCE = 100 / 7
 VISUAL_WORLD = {
     "categories": ["EE"],
@@ -39,66 +33,6 @@ VISUAL_WORLD = {
     "videos": {"train": 40, "validation": 1, "test": 8},
     "questions_per_video": {"train": 12, "validation": 2, "test": 10},
 }
-SHORTCUT_WORLD = {
-    "categories": list(world.MCQ_CODES),
-    "option_order": "vocabulary",
-    "options": {"train": 7, "validation": 7, "test": 7},
-    "shortcuts": {"train": {"length": 0.5}},
-    "videos": {"train": 48, "validation": 1, "test": 1},
-    "questions_per_video": {"train": 12, "validation": 2, "test": 2},
-}
-
-
-@contextmanager
-def one_thread():
-    """Tiny models train several times faster on one BLAS thread (what `sureon reproduce` runs them with)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def train(script: str, recipe: Path, out: Path, **overrides) -> Path:
-    """The recipe YAML with ``overrides``, run through the script's own parser and ``main``."""
-    import importlib.util
-
-    config = yaml.safe_load(recipe.read_text()) | {"output_dir": str(out), "report_to": "none"} | overrides
-    path = out.with_suffix(".yaml")
-    path.write_text(yaml.safe_dump(config))
-    spec = importlib.util.spec_from_file_location(f"recipe_{script}", REPO / "recipes" / f"{script}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    with one_thread():
-        args = module.make_parser().parse_args_and_config(["--config", str(path)])
-        return Path(module.main(*args, recipe=str(path)))
-
-
-def evaluate(model: Path, build: Path, out: Path) -> dict:
-    with one_thread():
-        assert (
-            sureon(
-                [
-                    "eval",
-                    "sureon",
-                    "--model",
-                    str(model),
-                    "--dataset",
-                    str(build),
-                    "--mode",
-                    "both",
-                    "--out",
-                    str(out),
-                    "--max-new-tokens",
-                    "4",
-                ]
-            )
-            == 0
-        )
-    return json.loads((out / "summary.json").read_text())["modes"]
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +108,8 @@ def visual_runs(visual_world, tmp_path_factory):
         model_name_or_path=str(model),
         dataset_mixture=mixture,
         max_steps=400,
-        save_steps=400,
+        save_steps=100,  # checkpoint-100, before the run leaves its plateau, is GRPO's start
+        save_total_limit=None,
     )
     control_build = frames_of_other_clips(build, runs / "control_build")
     control = train(
@@ -207,107 +142,25 @@ def test_frames_of_other_clips_teach_nothing(visual_runs):
     assert visual_runs["trained"]["visual"]["mu"] - modes["visual"]["mu"] >= 30
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="not yet shown at CPU scale: from an SFT model at ~90 % the reward has no room to rise (measured 1.0 -> "
-    "0.83 over 18 steps), and at temperature 2 it stays in noise (0.15 -> 0.10); `make reproduce` reports GRPO's "
-    "rewards per step",
-)
-def test_grpo_from_the_sft_checkpoint_raises_its_reward(visual_runs, tmp_path):
-    recipe = REPO / "recipes" / "tiny" / "grpo" / "config_world.yaml"
+@pytest.mark.cpu_budget(120)  # 200 GRPO steps of 4 prompts x 4 completions: ~50 CPU s
+def test_grpo_from_an_early_sft_checkpoint_raises_its_reward(visual_runs, tmp_path):
+    """From the SFT run's checkpoint at step 100 (its answers half formed, its frames barely read: room to learn),
+    the GRPO recipe's mean reward over its last third of steps exceeds its first third's by a margin that the noise
+    of 16 completions a step does not reach (a standard error of about 0.02 over a third of the run). From a
+    finished SFT run there is no room: measured 1.0 -> 0.83."""
+    recipe = REPO / "recipes" / "tiny" / "grpo" / "config_reproduce.yaml"
     mixture = [{"path": str(visual_runs["build"]), "name": "train_all", "split": "train"}]
     out = train(
         "grpo",
         recipe,
         tmp_path / "grpo",
-        model_name_or_path=str(visual_runs["sft"]),
+        model_name_or_path=str(visual_runs["sft"] / "checkpoint-100"),
         dataset_mixture=mixture,
-        max_steps=18,
-        save_steps=18,
-        learning_rate=1e-3,
+        max_steps=200,
+        save_steps=200,
     )
-    curve = miniature.reward_curve(out)["mcq_accuracy"]
-    early, late = miniature.early_late(curve)
-    assert late > early, curve
-
-
-@pytest.fixture(scope="module")
-def shortcut_world(tmp_path_factory):
-    """Multiple-choice questions, half of the training rows with the correct option longer than the others; built
-    without videos (the guessers are blind)."""
-    root = tmp_path_factory.mktemp("shortcut_world")
-    world.write_world(root / "world", world.WorldConfig.from_dict(SHORTCUT_WORLD), videos=False)
-    assert (
-        sureon(
-            [
-                "build",
-                "sureon",
-                "--release",
-                str(root / "world" / "release"),
-                "--out",
-                str(root / "build"),
-                "--configs",
-                "train_all",
-            ]
-        )
-        == 0
-    )
-    return root
-
-
-@pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="not yet at CPU-test scale: two fold guessers of 900 steps (490 CPU s) removed 48 % of the planted rows "
-    "here; `make reproduce`'s four folds of 600 steps on a larger world reach 82 % (precision 93 %), the whole-split "
-    "guesser 97 % on validation",
-)
-def test_fold_guessers_find_the_planted_shortcut_through_sureon_curate(shortcut_world):
-    from recipes.training.tiny_models import build_tiny_causal_lm
-
-    root = shortcut_world
-    model = build_tiny_causal_lm(root / "tiny-lm", corpus=root / "world" / "corpus.txt", hidden_size=128, head_dim=32)
-    recipe = REPO / "recipes" / "tiny" / "guesser" / "config_world.yaml"
-    mixture = [{"path": str(root / "build"), "name": "train_all", "split": "train"}]
-    specs = []
-    for fold in range(2):
-        # seed 7, not the curation's default 42: curate takes the folds the guessers trained with
-        out = train(
-            "sft",
-            recipe,
-            root / f"fold{fold}",
-            model_name_or_path=str(model),
-            dataset_mixture=mixture,
-            fold=fold,
-            num_folds=2,
-            seed=7,
-            max_steps=900,  # the recipe's 600 reach recall ~0.8 on seven options; 900 the test's 0.9
-            save_steps=900,
-        )
-        specs.append(f"--guesser=model={out},name=fold{fold}")
-    with one_thread():
-        assert (
-            sureon(
-                [
-                    "curate",
-                    "--dataset",
-                    str(root / "build"),
-                    "--config",
-                    "train_all",
-                    "--split",
-                    "train",
-                    *specs,
-                    "--num-folds",
-                    "2",
-                    "--out",
-                    str(root / "curated"),
-                ]
-            )
-            == 0
-        )
-    figures = miniature.shortcut_recovery(
-        miniature.read_decisions(root / "curated"), world.read_shortcuts(root / "world")
-    )
-    assert figures["recall"] >= 0.9, figures
-    assert figures["plain_removed_rate"] <= 0.1, figures
+    curves = miniature.reward_curve(out)
+    early, late = miniature.early_late(curves["mcq_accuracy"])
+    assert late - early >= 0.05, (early, late)
+    early, late = miniature.early_late(curves["total"])
+    assert late - early >= 0.05, (early, late)

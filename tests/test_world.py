@@ -13,6 +13,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from builders.options import LETTERS
 from builders.sureon import world
@@ -179,6 +180,46 @@ def test_shortcuts_are_planted_where_the_ground_truth_says(small_world):
             assert correct[0]["text"] == world.VOCABULARY[code][prior]
         if kind is None and row["options"]:
             assert len({len(o["text"]) > 40 for o in row["options"]}) == 1  # no option stands out by length
+
+
+def test_decoys_and_clips_of_another_answer_are_where_the_settings_say(tmp_path):
+    """A decoy row's longer option is a distractor (a hardened benchmark's row); with ``shortcut_clips: other`` a
+    planted row's clip shows another answer (read back from its drawn frames), a plain row's its own."""
+    settings = world.WorldConfig.from_dict(
+        {
+            "categories": ["EE", "F"],
+            "option_order": "vocabulary",
+            "options": {"train": 7, "validation": 7, "test": 7},
+            "videos": {"train": 4, "validation": 1, "test": 4},
+            "questions_per_video": {"train": 10, "validation": 2, "test": 10},
+            "shortcuts": {"train": {"length": 0.5}, "test": {"length": 0.1}},
+            "decoys": {"test": 0.4},
+            "shortcut_clips": "other",
+        }
+    )
+    summary = world.write_world(tmp_path, settings, videos=False)
+    assert summary["counts"]["test"]["decoys"] == 16 and summary["counts"]["train"]["decoys"] == 0
+    truth = [json.loads(line) for line in (tmp_path / "shortcuts.jsonl").read_text().splitlines()]
+    decoys = {t["question_id"] for t in truth if t["decoy"]}
+    assert len(decoys) == 16 and not any(t["decoy"] and t["shortcut"] for t in truth)
+    import pyarrow.parquet as pq
+
+    for row in pq.read_table(tmp_path / "release" / "data" / "test-00000-of-00001.parquet").to_pylist():
+        long_options = [o for o in row["options"] if world.ELABORATION in o["text"]]
+        if row["question_id"] in decoys:
+            assert len(long_options) == 1 and not long_options[0]["correct"], row
+        elif world.read_shortcuts(tmp_path)[row["question_id"]] is None:
+            assert not long_options
+    for q in world.plan_world(settings):
+        if q.code != "EE":
+            continue
+        frame = next(world._segment_frames(settings, q, 4))
+        shown = nearest_colour(mean_colour(Image.fromarray(frame)))
+        assert (shown != q.answer_index) == (q.shortcut is not None), q.question_id
+    with pytest.raises(ValueError, match="decoys.test"):
+        world.WorldConfig.from_dict({"shortcuts": {"test": {"length": 0.8}}, "decoys": {"test": 0.3}})
+    with pytest.raises(ValueError, match="shortcut_clips"):
+        world.WorldConfig.from_dict({"shortcut_clips": "none"})
 
 
 def test_answer_positions_are_shuffled_by_a_seeded_rng(small_world):

@@ -28,9 +28,18 @@ distractors), each on a configurable share of the MCQ rows of each split, at mos
 - ``procedure``: a procedure prior, the same answer for every planted clip of one procedure and category (the
   question names the procedure, as every question of the world does).
 
-A planted row stays visually grounded (its clip shows its answer): only its text gives the answer away too. The
-ground truth is written beside the release: ``shortcuts.jsonl`` (one line per question: split, category, kind or
-null) and ``world.json`` (the settings, vocabularies and counts).
+By default a planted row stays visually grounded (its clip shows its answer): only its text gives the answer away
+too. With ``shortcut_clips: other`` its clip shows the scene of another answer, as a stage-1 question written from
+the narration alone can ask of a clip that does not show it: such a row teaches that the text settles the answer.
+
+**Decoys** (``decoys: {split: share}``, on rows without a shortcut): a *distractor* is the longer, more specific
+option. That is what stage 3's distractor hardening (the seed's Algorithm 1, B.4.3) leaves on a benchmark: options
+drawn until the blind guessers fail, so a language prior learned from raw data points at a wrong option. A benchmark
+(the test split) with decoys and a few residual shortcuts is one that was curated and hardened, whose experts missed
+a few; on it a model that learned the length prior loses on decoys what it wins on residual shortcut rows.
+
+The ground truth is written beside the release: ``shortcuts.jsonl`` (one line per question: split, category, kind or
+null, decoy) and ``world.json`` (the settings, vocabularies and counts).
 
 Layout written under ``out``: ``release/data/<split>-00000-of-00001.parquet`` (read by ``sureon build sureon
 --release out/release``), ``videos/<source_id>.mp4`` (``--videos out/videos``), ``world.json``,
@@ -54,8 +63,10 @@ from builders.sureon.clips import clip_id_time, transcript_line
 from builders.sureon.release import RELEASE_SCHEMA
 
 
+STILL_HALF = 0.45  # half the side of a still object, in frame sizes
 SHORTCUT_KINDS = ("length", "position", "wording", "procedure")
 OPTION_ORDERS = ("shuffled", "vocabulary")
+SHORTCUT_CLIPS = ("answer", "other")
 SPLITS = ("train", "validation", "test")
 MCQ_CODES = ("AD", "EE", "EA", "PAD", "IAI", "LAR", "SPI", "F")
 ALL_CODES = (*MCQ_CODES, "TO", "SM")
@@ -159,7 +170,10 @@ class WorldConfig:
 
     ``videos``: source videos per split; ``questions_per_video``: per split (the categories cycle through
     ``categories``, offset per video, so each split is balanced); ``shortcuts``: ``{split: {kind: share}}``, the
-    share of a split's MCQ rows planted with each kind (kinds exclusive, shares summing to at most 1).
+    share of a split's MCQ rows planted with each kind (kinds exclusive, shares summing to at most 1); ``decoys``:
+    ``{split: share}``, the share of its MCQ rows (others than the planted ones) whose longer option is a
+    distractor; ``shortcut_clips``: ``answer`` (a planted row's clip shows its answer) or ``other`` (another
+    answer's scene).
     """
 
     seed: int = 0
@@ -168,6 +182,8 @@ class WorldConfig:
     options: dict = field(default_factory=lambda: {"train": 4, "validation": 4, "test": 7})
     categories: tuple = ALL_CODES
     shortcuts: dict = field(default_factory=lambda: {"train": {"length": 0.5}, "validation": {"length": 0.5}})
+    decoys: dict = field(default_factory=dict)
+    shortcut_clips: str = "answer"
     position_letter: str = "A"
     option_order: str = "shuffled"
     frame_size: int = 64
@@ -187,11 +203,22 @@ class WorldConfig:
                 raise ValueError(f"shortcuts.{split}: unknown kind(s) {bad} (kinds: {', '.join(SHORTCUT_KINDS)})")
             if any(not 0 <= share <= 1 for share in shares.values()) or sum(shares.values()) > 1 + 1e-9:
                 raise ValueError(f"shortcuts.{split}: shares must lie in [0, 1] and sum to at most 1, got {shares}")
+        for split, share in self.decoys.items():
+            if split not in SPLITS:
+                raise ValueError(f"decoys: unknown split {split!r} (splits: {', '.join(SPLITS)})")
+            planted = sum((self.shortcuts.get(split) or {}).values())
+            if not 0 <= float(share) <= 1 or planted + float(share) > 1 + 1e-9:
+                raise ValueError(
+                    f"decoys.{split}: a share in [0, 1] that with the split's shortcuts ({planted:g}) sums to at "
+                    f"most 1, got {share}"
+                )
         for split in SPLITS:
             if not 2 <= int(self.options.get(split, 4)) <= 7:
                 raise ValueError(f"options.{split}: between 2 and 7 options (the vocabularies have 7 words)")
             if int(self.videos.get(split, 0)) < 1 or int(self.questions_per_video.get(split, 0)) < 1:
                 raise ValueError(f"{split}: needs at least one video and one question per video")
+        if self.shortcut_clips not in SHORTCUT_CLIPS:
+            raise ValueError(f"shortcut_clips must be one of {', '.join(SHORTCUT_CLIPS)}, got {self.shortcut_clips!r}")
         if self.option_order not in OPTION_ORDERS:
             raise ValueError(f"option_order must be one of {', '.join(OPTION_ORDERS)}, got {self.option_order!r}")
         if self.position_letter not in LETTERS[: min(int(n) for n in self.options.values())]:
@@ -252,7 +279,10 @@ def draw_frame(size: int, *, colour, motion: str = "still", pattern: str = "soli
     frame = np.empty((size, size, 3), dtype=np.uint8)
     frame[:] = BACKGROUND
     travel = size * 0.3
-    centre, half = [size / 2, size / 2], size * 0.22
+    # a still object fills most of the view; a moving one leaves room to travel. Measured on the tiny recipe: with
+    # the still object as small as a moving one, its colour questions stayed at chance for 300 to 1,000+ steps
+    # (seed-dependent); filling the view, it leaves the plateau within 200
+    centre, half = [size / 2, size / 2], size * (STILL_HALF if motion == "still" else 0.22)
     offset = (progress - 0.5) * 2 * travel
     if motion == "right":
         centre[0] += offset
@@ -286,6 +316,7 @@ class Question:
     answer_index: int  # into the category's vocabulary (MCQ) or the shown phases (TO / SM)
     scene: dict  # how to draw the clip: colour / motion / pattern, or the phases in order
     shortcut: str | None = None
+    decoy: bool = False
     start: float = 0.0
     end: float = 0.0
 
@@ -335,7 +366,8 @@ def _draw_question(rng, question_id, split, source_id, code, procedure) -> Quest
 
 
 def _assign_shortcuts(config: WorldConfig, questions: list[Question]) -> None:
-    """Exact shares: the split's MCQ rows ordered by a seeded hash, the first ``round(share * n)`` to each kind."""
+    """Exact shares: the split's MCQ rows ordered by a seeded hash, the first ``round(share * n)`` to each kind, the
+    next ones decoys."""
     by_split: dict[str, list[Question]] = {}
     for q in questions:
         if q.code in MCQ_CODES:
@@ -349,6 +381,8 @@ def _assign_shortcuts(config: WorldConfig, questions: list[Question]) -> None:
             for q in ranked[taken : taken + count]:
                 q.shortcut = kind
             taken += count
+        for q in ranked[taken : taken + round(float(config.decoys.get(split, 0.0)) * len(ranked))]:
+            q.decoy = True
 
 
 def procedure_prior(config: WorldConfig, procedure: str, code: str) -> int:
@@ -371,14 +405,16 @@ def _options(config: WorldConfig, q: Question) -> tuple[list[str], str]:
     rng = random.Random(stable_seed(str(config.seed), q.question_id, "options"))
     distractors = rng.sample([i for i in range(7) if i != q.answer_index], count - 1)
     correct = vocabulary[q.answer_index] + (ELABORATION if q.shortcut == "length" else "")
+    decoy = rng.choice(distractors) if q.decoy else None
+    words = [w + (ELABORATION if i == decoy else "") for i, w in enumerate(vocabulary)]
     if config.option_order == "vocabulary":
         chosen = sorted([*distractors, q.answer_index])
-        texts = [correct if i == q.answer_index else vocabulary[i] for i in chosen]
+        texts = [correct if i == q.answer_index else words[i] for i in chosen]
         if q.shortcut == "position":
             texts.remove(correct)
             texts.insert(LETTERS.index(config.position_letter), correct)
         return texts, correct
-    texts = [vocabulary[i] for i in distractors]
+    texts = [words[i] for i in distractors]
     position = LETTERS.index(config.position_letter) if q.shortcut == "position" else rng.randrange(count)
     texts.insert(position, correct)
     return texts, correct
@@ -486,6 +522,10 @@ def plan_world(config: WorldConfig) -> list[Question]:
     for q in questions:
         if q.shortcut == "procedure":
             _apply_procedure_prior(config, q)
+        if q.shortcut and config.shortcut_clips == "other":
+            rng = random.Random(stable_seed(str(config.seed), q.question_id, "other clip"))
+            shown = rng.choice([i for i in range(7) if i != q.answer_index])
+            q.scene = _scene(q.code, shown, q.scene.get("colour", 0))
     return questions
 
 
@@ -516,7 +556,8 @@ def write_world(out: Path, config: WorldConfig | None = None, *, videos: bool = 
                 _write_video(path, video_frames, config.fps)
 
     truth = [
-        {"question_id": q.question_id, "split": q.split, "category": q.code, "shortcut": q.shortcut} for q in questions
+        {"question_id": q.question_id, "split": q.split, "category": q.code, "shortcut": q.shortcut, "decoy": q.decoy}
+        for q in questions
     ]
     _write_text(out / "shortcuts.jsonl", "".join(json.dumps(t, sort_keys=True) + "\n" for t in truth))
     _write_text(out / "corpus.txt", "".join(line + "\n" for line in corpus_lines(rows)))
@@ -538,6 +579,7 @@ def write_world(out: Path, config: WorldConfig | None = None, *, videos: bool = 
                 "shortcuts": dict(
                     sorted(Counter(q.shortcut for q in questions if q.split == split and q.shortcut).items())
                 ),
+                "decoys": sum(q.decoy for q in questions if q.split == split),
             }
             for split in SPLITS
         },

@@ -257,7 +257,8 @@ def render_markdown(report: dict) -> str:
         lines.append("")
     if "grpo" in report:
         grpo = report["grpo"]
-        lines += ["## GRPO from the curated SFT checkpoint", ""]
+        start = f"its checkpoint at step {grpo['from_step']}" if grpo.get("from_step") else "its finished run"
+        lines += [f"## GRPO from the curated SFT run ({start})", ""]
         lines += ["| reward | first third | last third |", "| --- | --- | --- |"]
         for name, (early, late) in grpo["early_late"].items():
             lines.append(f"| {name} | {early:.3f} | {late:.3f} |")
@@ -337,8 +338,16 @@ WHAT_IT_SHOWS = (
 )
 
 
-def assemble(out: Path, *, truth: dict[str, str | None] | None, frames: int, folds: int) -> dict:
-    """Every figure of a ``sureon reproduce`` folder (see that command for the layout) as plain data."""
+def assemble(
+    out: Path,
+    *,
+    truth: dict[str, str | None] | None,
+    frames: int,
+    folds: int,
+    grpo_start: tuple[int, Path] | None = None,
+) -> dict:
+    """Every figure of a ``sureon reproduce`` folder (see that command for the layout) as plain data.
+    ``grpo_start``: the SFT step GRPO started from (0: the finished run) and that model's benchmark predictions."""
     out = Path(out)
     report: dict = {"preamble": PREAMBLE, "what_it_shows": WHAT_IT_SHOWS, "frames": frames, "folds": folds}
     report["table8"] = {
@@ -379,11 +388,13 @@ def assemble(out: Path, *, truth: dict[str, str | None] | None, frames: int, fol
     }
     if (out / "grpo").is_dir():
         rewards = reward_curve(out / "grpo")
-        before = _visual_by_subset(out / "eval" / "curated" / "predictions.jsonl")
+        step, before_path = grpo_start or (0, out / "eval" / "curated" / "predictions.jsonl")
+        before = _visual_by_subset(before_path)
         after = _visual_by_subset(out / "eval" / "grpo" / "predictions.jsonl")
         report["grpo"] = {
             "rewards": rewards,
             "early_late": {name: early_late(curve) for name, curve in rewards.items() if len(curve) >= 2},
+            "from_step": step,
             "before": before,
             "after": after,
         }
