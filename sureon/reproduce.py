@@ -451,8 +451,9 @@ def reproduce(args) -> Path:
         what="sureon report sureon (raw vs curated)",
     )
     truth = world_module.read_shortcuts(truth_path) if truth_path else None
+    kinds = world_module.row_kinds(truth_path) if truth_path else None
     data = miniature.assemble(
-        out, truth=truth, frames=frames, folds=folds, grpo_start=(args.grpo_from_step, grpo_before)
+        out, truth=truth, frames=frames, folds=folds, grpo_start=(args.grpo_from_step, grpo_before), row_kinds=kinds
     )
     miniature.write_report(data, report)
     print(f"[reproduce] report: {report / 'report.md'}")

@@ -1,5 +1,6 @@
-"""Running the project's recipes as a user does, for the learning tests: the recipe YAML with a few overrides through
-the script's own parser and ``main``, and ``sureon eval sureon --mode both``, on one BLAS thread."""
+"""Running the project as a user does, for the learning tests: a world written and built by ``sureon build sureon``,
+the recipe YAML with a few overrides through the script's own parser and ``main``, and ``sureon eval sureon --mode
+both``, on one BLAS thread."""
 
 import json
 from contextlib import contextmanager
@@ -63,3 +64,19 @@ def evaluate(model: Path, build: Path, out: Path) -> dict:
             == 0
         )
     return json.loads((out / "summary.json").read_text())["modes"]
+
+
+def build_world(root: Path, settings: dict, configs: list[str], *, frames: int | None = None) -> Path:
+    """A world (builders/sureon/world.py) with ``settings``, written under ``root/world`` and built into
+    ``root/build``: with its videos at ``frames`` a clip, or without videos (for blind guessers) when ``None``."""
+    from builders.sureon import world
+
+    world.write_world(root / "world", world.WorldConfig.from_dict(settings), videos=frames is not None)
+    argv = ["build", "sureon", "--release", str(root / "world" / "release"), "--out", str(root / "build")]
+    argv += ["--configs", *configs]
+    if frames is not None:
+        # the world has no text or face to blur; blurring is for real frames
+        argv += ["--videos", str(root / "world" / "videos"), "--no-blur", "--cache-dir", str(root / "cache")]
+        argv += ["--max-frames", str(frames), "--min-frames", str(frames)]
+    assert sureon(argv) == 0
+    return root / "build"

@@ -11,7 +11,7 @@ different workers of ``make test``.
 """
 
 import pytest
-from recipe_runs import REPO, one_thread, train
+from recipe_runs import REPO, build_world, one_thread, train
 
 from builders.sureon import world
 from recipes.evaluation.sureon import miniature
@@ -34,22 +34,7 @@ def shortcut_world(tmp_path_factory):
     """Multiple-choice questions, half of the training rows with the correct option longer than the others; built
     without videos (the guessers are blind)."""
     root = tmp_path_factory.mktemp("shortcut_world")
-    world.write_world(root / "world", world.WorldConfig.from_dict(SHORTCUT_WORLD), videos=False)
-    assert (
-        sureon(
-            [
-                "build",
-                "sureon",
-                "--release",
-                str(root / "world" / "release"),
-                "--out",
-                str(root / "build"),
-                "--configs",
-                "train_all",
-            ]
-        )
-        == 0
-    )
+    build_world(root, SHORTCUT_WORLD, ["train_all"])
     return root
 
 

@@ -15,11 +15,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from recipe_runs import REPO, evaluate, train
+from recipe_runs import REPO, build_world, evaluate, train
 
-from builders.sureon import world
 from recipes.evaluation.sureon import miniature
-from sureon.cli import main as sureon
 
 
 # Minutes of training on a busy machine: the fixtures' runs are charged to the first test that uses them.
@@ -39,32 +37,7 @@ VISUAL_WORLD = {
 def visual_world(tmp_path_factory):
     """A world whose only question is the instrument's colour, built at 4 frames, and a tiny VLM knowing its words."""
     root = tmp_path_factory.mktemp("visual_world")
-    world.write_world(root / "world", world.WorldConfig.from_dict(VISUAL_WORLD))
-    assert (
-        sureon(
-            [
-                "build",
-                "sureon",
-                "--release",
-                str(root / "world" / "release"),
-                "--videos",
-                str(root / "world" / "videos"),
-                "--out",
-                str(root / "build"),
-                "--configs",
-                "bench",
-                "train_all",
-                "--max-frames",
-                "4",
-                "--min-frames",
-                "4",
-                "--no-blur",  # the world has no text or face to blur; blurring is for real frames
-                "--cache-dir",
-                str(root / "cache"),
-            ]
-        )
-        == 0
-    )
+    build_world(root, VISUAL_WORLD, ["bench", "train_all"], frames=4)
     from recipes.training.tiny_models import build_tiny_qwen3_vl
 
     model = build_tiny_qwen3_vl(root / "tiny-vlm", corpus=root / "world" / "corpus.txt")

@@ -66,6 +66,13 @@ def test_table4_gain_interval_and_mcnemar(tmp_path):
     assert visual["pvalue"] < 0.05
     again = miniature.table4({"raw": tmp_path / "raw.jsonl", "curated": tmp_path / "curated.jsonl"})
     assert again == table  # seeded from the items: the same intervals every run
+    kinds = {q: "shortcut" if i < 10 else "decoy" if i < 20 else "plain" for i, q in enumerate(ids)}
+    by_kind = miniature.table4({"raw": tmp_path / "raw.jsonl"}, row_kinds=kinds)["runs"]["raw"]["by_row_kind"]
+    assert by_kind["shortcut"] == {"items": 10, "S_v": 100.0, "S_wv": 100.0}
+    assert by_kind["decoy"] == {"items": 10, "S_v": 100.0, "S_wv": 20.0}
+    assert by_kind["plain"] == {"items": 20, "S_v": 20.0, "S_wv": 0.0}
+    with pytest.raises(ValueError, match="no ground truth"):
+        miniature.table4({"raw": tmp_path / "raw.jsonl"}, row_kinds={})
 
 
 def test_early_and_late_parts_of_a_curve():

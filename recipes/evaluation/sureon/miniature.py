@@ -113,9 +113,11 @@ def _seed(seed_parts, ids) -> int:
     return stable_seed("multimodal-gain", *seed_parts, *ids) % 2**32
 
 
-def table4(runs: dict[str, Path]) -> dict:
+def table4(runs: dict[str, Path], row_kinds: dict[str, str] | None = None) -> dict:
     """S_v, S_wv and MG per run (``{name: predictions.jsonl}``, both modes), and McNemar between every two runs'
-    visual and blind outcomes."""
+    visual and blind outcomes. With ``row_kinds`` (``{question_id: kind}``, :func:`builders.sureon.world.row_kinds`),
+    S_v and S_wv on each kind of benchmark row too: where a learned language prior wins (residual shortcuts) and
+    where it loses (decoys)."""
     rows, outcomes = {}, {}
     for name, path in runs.items():
         result = score_model(*one_model(path))
@@ -129,6 +131,8 @@ def table4(runs: dict[str, Path]) -> dict:
             "MG": paired_gain(visual.outcomes, blind.outcomes, name),
             "per_category_visual": {k: e.accuracy for k, e in visual.estimates.items() if k != OVERALL},
         }
+        if row_kinds is not None:
+            rows[name]["by_row_kind"] = _by_row_kind(visual.outcomes, blind.outcomes, row_kinds)
     names = list(runs)
     tests = []
     for i, a in enumerate(names):
@@ -138,6 +142,21 @@ def table4(runs: dict[str, Path]) -> dict:
                 test = mcnemar_test([outcomes[a][mode][q] for q in shared], [outcomes[b][mode][q] for q in shared])
                 tests.append({"a": a, "b": b, "mode": mode, "items": len(shared)} | _test_dict(test))
     return {"runs": rows, "mcnemar": tests}
+
+
+def _by_row_kind(visual: dict[str, bool], blind: dict[str, bool], row_kinds: dict[str, str]) -> dict:
+    missing = sorted(set(visual) - set(row_kinds))
+    if missing:
+        raise ValueError(f"{len(missing)} benchmark question(s) have no ground truth (e.g. {missing[0]})")
+    table = {}
+    for kind in sorted({row_kinds[q] for q in visual}):
+        ids = [q for q in visual if row_kinds[q] == kind]
+        table[kind] = {
+            "items": len(ids),
+            "S_v": 100.0 * sum(visual[q] for q in ids) / len(ids),
+            "S_wv": 100.0 * sum(blind.get(q, False) for q in ids) / len(ids),
+        }
+    return table
 
 
 def _test_dict(test) -> dict:
@@ -251,6 +270,11 @@ def render_markdown(report: dict) -> str:
                 f"{test['only_b']} | {test['pvalue']:.3g} |"
             )
         runs = report["table4"]["runs"]
+        if all("by_row_kind" in row for row in runs.values()):
+            lines += ["", "| run | benchmark rows | items | S_v | S_wv |", "| --- | --- | --- | --- | --- |"]
+            for name, row in runs.items():
+                for kind, cell in row["by_row_kind"].items():
+                    lines.append(f"| {name} | {kind} | {cell['items']} | {cell['S_v']:.1f} | {cell['S_wv']:.1f} |")
         if {"raw", "curated"} <= runs.keys():
             delta = runs["curated"]["MG"]["gain"] - runs["raw"]["MG"]["gain"]
             lines += ["", f"MG(curated) - MG(raw) = {delta:+.1f} points on this run."]
@@ -345,9 +369,11 @@ def assemble(
     frames: int,
     folds: int,
     grpo_start: tuple[int, Path] | None = None,
+    row_kinds: dict[str, str] | None = None,
 ) -> dict:
     """Every figure of a ``sureon reproduce`` folder (see that command for the layout) as plain data.
-    ``grpo_start``: the SFT step GRPO started from (0: the finished run) and that model's benchmark predictions."""
+    ``grpo_start``: the SFT step GRPO started from (0: the finished run) and that model's benchmark predictions;
+    ``row_kinds``: what each benchmark row's text does for a blind model (a world's truth), for Table 4 by row kind."""
     out = Path(out)
     report: dict = {"preamble": PREAMBLE, "what_it_shows": WHAT_IT_SHOWS, "frames": frames, "folds": folds}
     report["table8"] = {
@@ -367,7 +393,9 @@ def assemble(
             split: shortcut_recovery(read_decisions(out / "curation" / split), truth)
             for split in ("train", "validation")
         }
-    report["table4"] = table4({name: out / "eval" / name / "predictions.jsonl" for name in ("raw", "curated")})
+    report["table4"] = table4(
+        {name: out / "eval" / name / "predictions.jsonl" for name in ("raw", "curated")}, row_kinds=row_kinds
+    )
     report["training_rows"] = {name: _training_rows(out / "sft" / name) for name in ("raw", "curated")}
     _, predictions = one_model(out / "eval" / "curated" / "predictions.jsonl")
     items = {p.question_id: p for p in predictions if p.scored_by == "accuracy"}
