@@ -355,10 +355,13 @@ WHAT_IT_SHOWS = (
     "held-out folds find the rows a language shortcut answers (stage 3's recall and precision above, against the "
     "planted truth); that the curated pool no longer rewards a blind model (Table 8); and, when the recipe has "
     "learned from the frames (visual accuracy above blind), whether training on the curated rows raises the "
-    "multimodal gain (Table 4's MG rows above: read them with their intervals). It does not show the seed's "
-    "numbers: the world's shortcuts are planted and simple, its vision is colours, patterns and motion drawn on a "
-    "dark field, the models have a few hundred thousand parameters, and nothing here measures stage 2's "
-    "distractor generation (the seed's middle row of Table 4) or stage 4's expert review."
+    "multimodal gain (Table 4's MG rows above: read them with their intervals, and by benchmark row kind: residual "
+    "shortcuts reward a learned language prior, decoys punish it). It does not show the seed's numbers: the "
+    "world's shortcuts are planted and simple, its vision is colours, patterns and motion drawn on a dark field, "
+    "the models have a few hundred thousand parameters, the benchmark's decoys are planted by the world rather than "
+    "made by stage 3's distractor hardening (which this run does not apply to the training rows either), and "
+    "nothing here measures stage 2's distractor generation (the seed's middle row of Table 4) or stage 4's expert "
+    "review."
 )
 
 
