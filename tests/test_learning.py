@@ -8,7 +8,8 @@
 
 Each run is the real recipe (``recipes/sft.py`` / ``recipes/grpo.py`` through their parsers and ``main``) on the
 tiny recipes of ``recipes/tiny/``, shortened; what is asserted are a user's figures, from ``sureon eval sureon`` and
-``sureon curate``. Thresholds leave room for seeds: measured, visual 100 %, blind 11 %, the control 12.5 % (chance 14.3 %).
+``sureon curate``. Thresholds leave room for seeds: measured, visual 100 %, blind 11 %, the control 12.5 % (chance
+14.3 %).
 """
 
 import shutil
