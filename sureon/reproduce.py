@@ -269,8 +269,8 @@ def reproduce(args) -> Path:
     curation = out / "curation"
     # stage 3 asks the fold guessers and the off-the-shelf one (the seed's B.4: any guesser reaching S >= tau removes a
     # question); measured, the folds alone found 61 % of the planted rows here, with the off-the-shelf guesser 81 %
-    fold_specs = [f"--guesser=model={out / 'guessers' / f'fold{k}'},name=fold{k}" for k in range(folds)]
-    fold_specs.append(f"--guesser=model={out / 'guessers' / 'off-the-shelf'},name=off-the-shelf")
+    guesser_specs = [f"--guesser=model={out / 'guessers' / f'fold{k}'},name=fold{k}" for k in range(folds)]
+    guesser_specs.append(f"--guesser=model={out / 'guessers' / 'off-the-shelf'},name=off-the-shelf")
     run.step(
         "curate-train",
         lambda: run.command(
@@ -281,7 +281,7 @@ def reproduce(args) -> Path:
             "train_all",
             "--split",
             "train",
-            *fold_specs,
+            *guesser_specs,
             "--num-folds",
             str(folds),
             "--out",
