@@ -152,6 +152,18 @@ def curated_release(release: Path, decisions: dict[str, dict], out: Path) -> dic
     return counts
 
 
+def grpo_start(run_dir: Path, step: int) -> Path:
+    """The SFT checkpoint GRPO starts from: ``checkpoint-<step>`` of ``run_dir``, or the finished run for step 0."""
+    start = Path(run_dir) / f"checkpoint-{step}" if step else Path(run_dir)
+    if not start.is_dir():
+        saved = sorted(p.name for p in Path(run_dir).glob("checkpoint-*"))
+        raise FileNotFoundError(
+            f"{start}: no such checkpoint of the SFT run (saved: {', '.join(saved) or 'none'}); pass "
+            "--grpo-from-step with a step the SFT recipe saves (its save_steps), or 0 for the finished run"
+        )
+    return start
+
+
 def reproduce(args) -> Path:
     """Every step of the miniature (see the module docstring); returns the report folder."""
     import yaml
@@ -418,13 +430,7 @@ def reproduce(args) -> Path:
 
     # -- GRPO from a checkpoint of the curated SFT run
     grpo = out / "grpo"
-    start = sft / "curated" / f"checkpoint-{args.grpo_from_step}" if args.grpo_from_step else sft / "curated"
-    if not start.is_dir():
-        saved = sorted(p.name for p in (sft / "curated").glob("checkpoint-*"))
-        raise FileNotFoundError(
-            f"{start}: no such checkpoint of the curated SFT run (saved: {', '.join(saved) or 'none'}); pass "
-            "--grpo-from-step with a step the SFT recipe saves (its save_steps), or 0 for the finished run"
-        )
+    start = grpo_start(sft / "curated", args.grpo_from_step)
     grpo_before = (
         evals / "checkpoints" / f"curated-{start.name}" if args.grpo_from_step else evals / "curated"
     ) / "predictions.jsonl"

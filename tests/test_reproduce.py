@@ -12,7 +12,7 @@ import pytest
 from builders.sureon import world
 from recipes.evaluation.sureon import miniature
 from sureon.cli import main as sureon
-from sureon.reproduce import curated_release
+from sureon.reproduce import curated_release, grpo_start
 
 
 def write_predictions(path, model, outcomes):
@@ -80,6 +80,16 @@ def test_early_and_late_parts_of_a_curve():
     assert miniature.early_late(curve) == (pytest.approx(0.15), pytest.approx(0.65))
     with pytest.raises(ValueError):
         miniature.early_late(curve[:1])
+
+
+def test_grpo_starts_from_the_checkpoint_asked_for_or_says_which_exist(tmp_path):
+    run = tmp_path / "sft"
+    (run / "checkpoint-100").mkdir(parents=True)
+    (run / "checkpoint-200").mkdir()
+    assert grpo_start(run, 100) == run / "checkpoint-100"
+    assert grpo_start(run, 0) == run
+    with pytest.raises(FileNotFoundError, match="saved: checkpoint-100, checkpoint-200"):
+        grpo_start(run, 150)
 
 
 def test_the_curated_release_builds_a_db_of_exactly_the_passing_questions(tmp_path):
