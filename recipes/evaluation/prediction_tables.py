@@ -93,17 +93,22 @@ def _record(row: dict[str, str], where: str) -> dict:
     return record
 
 
+def _table_rows(path: str | Path, rows: list[dict[str, str]] | None):
+    """``(where, row, record)`` per row of a scorable table; ``where`` names its file and row (row 1: the header)."""
+    path = Path(path)
+    rows = read_table(path) if rows is None else rows
+    _scorable(path, rows)
+    for number, row in enumerate(rows, start=2):
+        where = f"{path}:row {number}"
+        yield where, row, _record(row, where)
+
+
 def sureon_records(path: str | Path, model: str, rows: list[dict[str, str]] | None = None) -> list[tuple[str, dict]]:
     """``("file:row N", prediction record)`` per row of a Sureon table (``sureon eval sureon``'s records)."""
     from recipes.evaluation.sureon.evaluate import score_all
 
-    path = Path(path)
-    rows = read_table(path) if rows is None else rows
-    _scorable(path, rows)
     found = []
-    for number, row in enumerate(rows, start=2):  # row 1 is the header
-        where = f"{path}:row {number}"
-        record = _record(row, where)
+    for where, row, record in _table_rows(path, rows):
         if "category" not in record or "answer_format" not in record:
             raise TableError(
                 f"{where}: not a Sureon benchmark row (a public benchmark's table: `sureon report public`)"
@@ -120,13 +125,8 @@ def public_records(path: str | Path, model: str, rows: list[dict[str, str]] | No
     """``("file:row N", prediction record)`` per row of a public benchmark table (``sureon eval public``'s)."""
     from recipes.evaluation.public.evaluate import prediction_record
 
-    path = Path(path)
-    rows = read_table(path) if rows is None else rows
-    _scorable(path, rows)
     found = []
-    for number, row in enumerate(rows, start=2):
-        where = f"{path}:row {number}"
-        record = _record(row, where)
+    for where, row, record in _table_rows(path, rows):
         if "answer_shape" not in record or "benchmark" not in record:
             raise TableError(f"{where}: not a public benchmark row (a Sureon table: `sureon report sureon`)")
         found.append((where, prediction_record(record, row[PREDICTION_COLUMN], model)))

@@ -306,15 +306,19 @@ def plot_curves(report: dict, out: Path) -> dict[str, str]:
     plt = pyplot()
     plots = {}
     curves = report.get("curves") or {}
-    if curves.get("loss"):
+
+    def lines(series: dict[str, list[tuple[int, float]]], xlabel: str, ylabel: str, file: str, title: str) -> None:
         fig, ax = plt.subplots(figsize=(6, 3.5))
-        for name, points in curves["loss"].items():
+        for name, points in series.items():
             ax.plot([s for s, _ in points], [v for _, v in points], label=name)
-        ax.set_xlabel("step")
-        ax.set_ylabel("training loss")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
         ax.legend()
-        save_figure(fig, out / "loss.png")
-        plots["training loss"] = "loss.png"
+        save_figure(fig, out / file)
+        plots[title] = file
+
+    if curves.get("loss"):
+        lines(curves["loss"], "step", "training loss", "loss.png", "training loss")
     if curves.get("accuracy"):
         fig, ax = plt.subplots(figsize=(6, 3.5))
         for name, points in curves["accuracy"].items():
@@ -329,14 +333,7 @@ def plot_curves(report: dict, out: Path) -> dict[str, str]:
         save_figure(fig, out / "accuracy.png")
         plots["benchmark accuracy per checkpoint"] = "accuracy.png"
     if (report.get("grpo") or {}).get("rewards"):
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        for name, points in report["grpo"]["rewards"].items():
-            ax.plot([s for s, _ in points], [v for _, v in points], label=name)
-        ax.set_xlabel("GRPO step")
-        ax.set_ylabel("mean reward")
-        ax.legend()
-        save_figure(fig, out / "grpo_rewards.png")
-        plots["GRPO rewards"] = "grpo_rewards.png"
+        lines(report["grpo"]["rewards"], "GRPO step", "mean reward", "grpo_rewards.png", "GRPO rewards")
     return plots
 
 
