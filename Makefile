@@ -83,12 +83,13 @@ demo: $(STAMP)
 	@echo "  $(VENV)/bin/sureon review serve --dataset $(DEMO_DIR)/sureon --db $(DEMO_DIR)/review.sqlite --videos $(DEMO_DIR)/videos"
 
 # One pytest-xdist worker per core, at most four (each holds a torch stack in memory); `TEST_WORKERS=0` runs in one
-# process. Each test file stays on one worker (module fixtures are built once); tests/conftest.py shares the session
-# fixtures between workers, gives each worker its share of the cores, and lists the slowest tests by CPU time.
+# process. Each test file stays on one worker (module fixtures are built once), in the order tests/conftest.py gives
+# (the files that state large CPU budgets first); it shares the session fixtures between workers, gives each worker
+# its share of the cores, and lists the slowest tests and files by CPU time.
 TEST_WORKERS ?= $(shell n=$$(nproc); echo $$(( n > 4 ? 4 : n > 1 ? n : 0 )))
 
 test: $(STAMP)
-	$(PY) -m pytest -m "not slow and not gpu and not network" -q -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -m "not slow and not gpu and not network" -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The construction method end to end in miniature (sureon/reproduce.py): world, fold guessers, blind curation, SFT on
 # raw vs curated data, GRPO, and the report (build/reproduce/report/report.md). Resumable: a finished step is skipped.

@@ -83,6 +83,13 @@ class SFTScriptArguments:
             "`sureon eval sureon`, `sureon curate` and `sureon audit`"
         },
     )
+    encoded_cache_mb: float = field(
+        default=0.0,
+        metadata={
+            "help": "keep encoded examples in memory up to this many MB per process, so that later epochs skip the "
+            "chat template and the image processor (recipes.training.collator); pays on small models and CPUs"
+        },
+    )
     hardware: str | None = field(default=None, metadata={"help": "stated in the model card"})
     eval_results: str | None = field(default=None, metadata={"help": "JSON of results for the card's model-index"})
     hub_model_name: str | None = field(default=None, metadata={"help": "model name in the card"})
@@ -211,6 +218,7 @@ def build_stage_trainer(
         max_length=training_args.max_length,
         uniform_vision_calls=uniform,
         system_prompt=script_args.system_prompt,
+        encoded_cache_mb=script_args.encoded_cache_mb,
     )
     trainer = SFTTrainer(
         model=model,

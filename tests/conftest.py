@@ -13,10 +13,13 @@ Speed (`make test` runs ``pytest -n N --dist loadfile``, pytest-xdist, one worke
   and shared fixtures are listed at the end of the run, and a test over its budget fails. The default budget is
   ``DEFAULT_CPU_BUDGET_S`` (``SUREON_TEST_CPU_BUDGET`` overrides it); a test that needs more says so with
   ``@pytest.mark.cpu_budget(seconds)`` where a reader sees it (tests marked ``slow`` have none). CPU time, not wall
-  time: the cores of a shared machine make wall times noisy, and a slower CPU raises both.
+  time: the cores of a shared machine make wall times noisy, and a slower CPU raises both. The costliest files are
+  listed too; ``SUREON_TEST_TIMES=FILE.json`` writes the CPU seconds of every file.
+- The costliest files start first, by the figures of an earlier run (``FILE_CPU_SECONDS``).
 """
 
 import copy
+import json
 import os
 import pickle
 import resource
@@ -44,11 +47,16 @@ if WORKERS > 1:  # before torch is imported: it reads OMP_NUM_THREADS once, as d
 
 DEFAULT_CPU_BUDGET_S = float(os.environ.get("SUREON_TEST_CPU_BUDGET", "60"))
 SLOWEST_LISTED = 15
+COSTLIEST_FILES_LISTED = 10
+# CPU seconds of each test file in a run of `make test` (2 workers), which orders the files; rewrite it with
+# `SUREON_TEST_TIMES=tests/file_cpu_seconds.json make test` when files are added or their costs change.
+FILE_CPU_SECONDS = Path(__file__).with_name("file_cpu_seconds.json")
 _STARTED = pytest.StashKey[tuple[float, float]]()  # CPU and wall clock at a test's setup
 _MEASURED: list[tuple[float, float, float, str, str]] = []  # (CPU s, wall s, budget s, test id, worker) of each test
 _SHARING = [0]  # session- or module-scoped fixtures being set up now (nested ones are counted by the outermost)
 _SHARED_NOW: list[tuple[str, float]] = []  # (fixture, CPU s) of the shared fixtures set up for the running test
 _SHARED_FIXTURES: list[tuple[float, str, str]] = []  # (CPU s, fixture, worker) of every shared fixture set up
+_PER_FILE: dict[str, float] = {}  # CPU s of each test file: its tests and the shared fixtures they set up
 
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,6 +100,27 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def _stated_budget(item) -> float:
+    marker = item.get_closest_marker("cpu_budget")
+    return float(marker.args[0]) if marker else DEFAULT_CPU_BUDGET_S
+
+
+def pytest_collection_modifyitems(items):
+    """Test files in the order of their CPU seconds in ``FILE_CPU_SECONDS``, the costliest first (a file it does not
+    list yet comes first of all); tests keep their order within a file. Under ``make test`` (``--dist loadfile
+    --no-loadscope-reorder``) the long files so start at once on separate workers and the short ones fill in after
+    them: longest processing time first. pytest-xdist's own order (the files with the most tests first) started the
+    two learning files last, and left one worker busy two minutes after the other had finished."""
+    recorded = json.loads(FILE_CPU_SECONDS.read_text()) if FILE_CPU_SECONDS.is_file() else {}
+    root = Path(__file__).resolve().parents[1]
+
+    def cost(item) -> float:
+        path = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else str(item.path)
+        return recorded.get(path, float("inf"))
+
+    items.sort(key=lambda item: -cost(item))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     item.stash[_STARTED] = (_cpu_seconds(), time.perf_counter())
@@ -127,8 +156,7 @@ def pytest_runtest_makereport(item, call):
     cpu_start, wall_start = item.stash[_STARTED]
     shared = sum(spent for _, spent in _SHARED_NOW)
     cpu, wall = _cpu_seconds() - cpu_start - shared, time.perf_counter() - wall_start
-    marker = item.get_closest_marker("cpu_budget")
-    budget = float(marker.args[0]) if marker else DEFAULT_CPU_BUDGET_S
+    budget = _stated_budget(item)
     if item.get_closest_marker("slow"):  # `make slow_test` is where long tests go: listed, never failed for it
         budget = 0.0
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
@@ -150,6 +178,9 @@ def pytest_runtest_logreport(report):
         _MEASURED.append(
             (figures["cpu_s"], figures["wall_s"], figures["cpu_budget_s"], report.nodeid, figures["worker"])
         )
+        shared = sum(spent for _, spent in figures["shared_fixtures"])
+        path = report.nodeid.split("::")[0]
+        _PER_FILE[path] = _PER_FILE.get(path, 0.0) + figures["cpu_s"] + shared
         _SHARED_FIXTURES.extend((spent, name, figures["worker"]) for name, spent in figures["shared_fixtures"])
 
 
@@ -166,6 +197,10 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"slowest shared fixtures (session, module scope; {shared:.0f} CPU s in all):")
         for cpu, name, _ in sorted(_SHARED_FIXTURES, reverse=True)[:SLOWEST_LISTED]:
             terminalreporter.write_line(f"{cpu:6.1f} s CPU  {name}")
+    costliest = sorted(_PER_FILE.items(), key=lambda item: -item[1])[:COSTLIEST_FILES_LISTED]
+    terminalreporter.write_line(f"costliest {len(costliest)} test files (tests and the shared fixtures they set up):")
+    for path, cpu in costliest:
+        terminalreporter.write_line(f"{cpu:6.1f} s CPU  {path}")
     per_worker: dict[str, float] = {}
     for cpu, *_, worker in _MEASURED + [(cpu, worker) for cpu, _, worker in _SHARED_FIXTURES]:
         per_worker[worker] = per_worker.get(worker, 0.0) + cpu
@@ -173,6 +208,9 @@ def pytest_terminal_summary(terminalreporter):
     if len(per_worker) > 1:
         shares = ", ".join(f"{worker} {cpu:.0f}" for worker, cpu in sorted(per_worker.items()))
         terminalreporter.write_line(f"CPU seconds of the tests per worker: {shares}")
+    if os.environ.get("SUREON_TEST_TIMES"):  # the CPU seconds of each file, as FILE_CPU_SECONDS holds them
+        files = {path: round(cpu, 1) for path, cpu in sorted(_PER_FILE.items())}
+        Path(os.environ["SUREON_TEST_TIMES"]).write_text(json.dumps(files, indent=1) + "\n")
 
 
 @pytest.fixture(autouse=True)

@@ -3,12 +3,12 @@ synthetic world (builders/sureon/world.py) that a planted language shortcut answ
 --num-folds``, and few others.
 
 The world: instrument and forecasting questions, seven options in the vocabulary's order, the correct option longer
-and more specific than the distractors on half of the training rows (the seed's Table 8 and Figure 9). Two fold
-guessers, each a 128-wide text Qwen3 of the tiny guesser recipe (recipes/tiny/guesser/config_world.yaml), 400 steps.
-Measured: recall 0.99, 2.4 % of plain rows removed (at 200 steps recall is 0.53; at 600, 0.93: a guesser that
-memorises its folds generalises a little less). A separate file from test_learning.py, so that the two run on
-different workers of ``make test``.
-"""
+and more specific than the distractors on 65 % of the training rows (the seed's Table 8 and Figure 9). Two fold
+guessers, each a 128-wide text Qwen3 of the tiny guesser recipe (recipes/tiny/guesser/config_world.yaml), 300 steps.
+Measured (recall; share of plain rows removed): 0.99 and 2.5 %. How the share of shortcut rows and the steps trade
+off: on half the rows, 400 steps reach 0.99 and 300 steps with a cosine decay 0.61; on 70 % at 250 steps 0.94, on 75 %
+at 250 steps 0.93, on 80 % at 200 steps 0.94 (6 % of plain rows removed). A separate file from test_learning.py, so
+that the two run on different workers of ``make test``."""
 
 import pytest
 from recipe_runs import REPO, build_world, one_thread, train
@@ -23,7 +23,7 @@ SHORTCUT_WORLD = {
     "categories": ["EE", "F"],
     "option_order": "vocabulary",
     "options": {"train": 7, "validation": 7, "test": 7},
-    "shortcuts": {"train": {"length": 0.5}},
+    "shortcuts": {"train": {"length": 0.65}},
     "videos": {"train": 48, "validation": 1, "test": 1},
     "questions_per_video": {"train": 12, "validation": 2, "test": 2},
 }
@@ -31,14 +31,14 @@ SHORTCUT_WORLD = {
 
 @pytest.fixture(scope="module")
 def shortcut_world(tmp_path_factory):
-    """Multiple-choice questions, half of the training rows with the correct option longer than the others; built
+    """Multiple-choice questions, 65 % of the training rows with the correct option longer than the others; built
     without videos (the guessers are blind)."""
     root = tmp_path_factory.mktemp("shortcut_world")
     build_world(root, SHORTCUT_WORLD, ["train_all"])
     return root
 
 
-@pytest.mark.cpu_budget(300)  # two guessers of 400 steps: measured ~170 CPU s on one thread
+@pytest.mark.cpu_budget(240)  # two guessers of 300 steps and the curation: measured ~100 CPU s on one thread
 def test_fold_guessers_find_the_planted_shortcut_through_sureon_curate(shortcut_world):
     from recipes.training.tiny_models import build_tiny_causal_lm
 
@@ -58,8 +58,8 @@ def test_fold_guessers_find_the_planted_shortcut_through_sureon_curate(shortcut_
             fold=fold,
             num_folds=2,
             seed=7,
-            max_steps=400,
-            save_steps=400,
+            max_steps=300,
+            save_steps=300,
         )
         specs.append(f"--guesser=model={out},name=fold{fold}")
     with one_thread():

@@ -1,6 +1,7 @@
 """The SFT recipe on tiny models: what reaches the model (labels, timestamps, blind inputs, uniform vision calls),
 a few real optimizer steps per modality, freezing, LoRA, folds, two-stage schedules, resume, and the model card."""
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -123,6 +124,26 @@ def test_labels_keep_only_the_answer_and_end_of_turn(tiny_qwen3_vl, sureon_build
         learned = batch["labels"][i] != -100
         assert not (learned & (batch["input_ids"][i] == collator.processor.video_token_id)).any()
         assert batch["attention_mask"][i][learned].all()
+
+
+def test_cached_encodings_give_the_same_batches_and_stop_at_the_cap(tiny_qwen3_vl, sureon_build):
+    """``encoded_cache_mb``: a row drawn again comes from memory, as it was encoded, and the cache never grows past its
+    cap; without it nothing is kept."""
+    entries = [video_source(sureon_build)]
+    plain, index, _ = collator_for(tiny_qwen3_vl, entries, max_frames=4)
+    cached, _, _ = collator_for(tiny_qwen3_vl, entries, max_frames=4, encoded_cache_mb=64)
+    rows = [index[0], index[1], index[0], index[2], index[1]]
+    for first, second in itertools.pairwise(rows):
+        expected, got = plain([first, second]), cached([first, second])
+        assert expected.keys() == got.keys()
+        for key in expected:
+            assert torch.equal(expected[key], got[key]), key
+    assert len(cached._encoded) == 3 and not plain._encoded
+    assert cached.encoded(index[0]) is cached.encoded(index[0])  # from memory, not encoded again
+    one_row = cached.encoded(index[0]).nbytes()
+    capped, _, _ = collator_for(tiny_qwen3_vl, entries, max_frames=4, encoded_cache_mb=1.5 * one_row / 2**20)
+    capped([index[0], index[1], index[2]])
+    assert 1 <= len(capped._encoded) < 3 and capped._encoded_bytes <= 1.5 * one_row
 
 
 @pytest.mark.parametrize("kind", ["qwen3-vl", "qwen3"])

@@ -6,6 +6,12 @@ are only right when pre-sampled frames come with their video metadata. Each exam
 turn), so the labels mask the whole prompt, the visual tokens and the padding (-100) and keep the answer and its
 end-of-turn token.
 
+``encoded_cache_mb`` keeps encoded examples in memory (this process's; each dataloader worker has its own), up to that
+many megabytes, so that a row drawn again in a later epoch skips the chat template, the tokenizer and the image
+processor: encoding is deterministic per row. It pays where rows are revisited and encoding costs as much as the step:
+measured on the tiny recipes of ``recipes/tiny/`` on one CPU thread, the collator took ~40 % of a video SFT step and
+~15 % of a blind guesser's. Off by default: an 8-frame clip of the 8B recipe encodes to tens of megabytes.
+
 ``uniform_vision_calls`` makes every batch run the vision tower exactly once for images and once for videos: a batch
 without images (or videos) gets a one-token dummy image (or video) appended after the padding, with attention mask 0
 and label -100, so it changes no output and no gradient but keeps the collective calls the same on every rank.
@@ -30,6 +36,11 @@ class EncodedExample:
     mm_token_type_ids: list[int] | None = None
     visual: dict[str, torch.Tensor] = field(default_factory=dict)
 
+    def nbytes(self) -> int:
+        """About what the example holds in memory: 8 bytes a token id, label and type, and its visual tensors."""
+        tokens = len(self.input_ids) * (3 if self.mm_token_type_ids is not None else 2)
+        return 8 * tokens + sum(tensor.nbytes for tensor in self.visual.values())
+
 
 @dataclass
 class SFTCollator:
@@ -44,6 +55,7 @@ class SFTCollator:
     max_length: int | None = None
     uniform_vision_calls: bool = False
     system_prompt: str | None = None
+    encoded_cache_mb: float = 0.0
 
     def __post_init__(self):
         self.tokenizer = tokenizer_of(self.processor)
@@ -52,6 +64,8 @@ class SFTCollator:
             raise ValueError(
                 "the tokenizer has no pad token: set one (e.g. tokenizer.pad_token = tokenizer.eos_token)"
             )
+        self._encoded: dict[tuple[int, int], EncodedExample] = {}
+        self._encoded_bytes = 0
 
     def example(self, index_row: dict) -> Example:
         item = self.sources[index_row["source"]]
@@ -98,8 +112,21 @@ class SFTCollator:
         labels = [-100] * len(prompt_ids) + completion_ids
         return EncodedExample(input_ids, labels, token_types, visual)
 
+    def encoded(self, index_row: dict) -> EncodedExample:
+        """``encode(example(index_row))``, from the cache when it holds the row (``encoded_cache_mb``)."""
+        key = (int(index_row["source"]), int(index_row["row"]))
+        cached = self._encoded.get(key)
+        if cached is not None:
+            return cached
+        item = self.encode(self.example(index_row))
+        size = item.nbytes()
+        if self._encoded_bytes + size <= self.encoded_cache_mb * 2**20:
+            self._encoded[key] = item
+            self._encoded_bytes += size
+        return item
+
     def __call__(self, index_rows: list[dict]) -> dict[str, torch.Tensor]:
-        encoded = [self.encode(self.example(index_row)) for index_row in index_rows]
+        encoded = [self.encoded(index_row) for index_row in index_rows]
         batch = self.pad(encoded)
         for key in VISUAL_KEYS:
             parts = [item.visual[key] for item in encoded if key in item.visual]
