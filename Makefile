@@ -123,6 +123,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/llm_client.py
 	$(PY) benchmarks/surgiq_scoring.py
 	$(PY) benchmarks/sft_collator.py
+	$(PY) benchmarks/cpu_lm_head.py
 	$(PY) benchmarks/radg.py
 	$(PY) benchmarks/blind_scoring.py
 	$(PY) benchmarks/review_store.py

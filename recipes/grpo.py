@@ -55,6 +55,7 @@ from recipes.training.modeling import (  # noqa: E402
     load_model,
     load_processor,
     resolve_system_prompt,
+    score_only_labelled_positions_on_cpu,
     tokenizer_of,
     training_record,
 )
@@ -138,6 +139,7 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: GRPOConfig, m
     mixture = [{**summary, "rows_checkable": n} for summary, n in zip(mixture_summary(loaded), checkable, strict=True)]
     logger.info("GRPO rows with a checkable answer: %d of %d", len(dataset), len(index))
     uniform = vision_language if script_args.uniform_vision_calls is None else script_args.uniform_vision_calls
+    score_only_labelled_positions_on_cpu()  # TRL's fused LM head, as on CUDA: see its docstring
     trainer = VisualGRPOTrainer(
         uniform_vision_calls=uniform and vision_language,
         model=model,

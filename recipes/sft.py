@@ -41,6 +41,7 @@ from recipes.training.modeling import (  # noqa: E402
     apply_pixel_caps,
     load_model,
     load_processor,
+    score_only_labelled_positions_on_cpu,
     tokenizer_of,
 )
 
@@ -220,6 +221,7 @@ def build_stage_trainer(
         system_prompt=script_args.system_prompt,
         encoded_cache_mb=script_args.encoded_cache_mb,
     )
+    score_only_labelled_positions_on_cpu()  # TRL's fused LM head, as on CUDA: see its docstring
     trainer = SFTTrainer(
         model=model,
         args=training_args,

@@ -112,13 +112,7 @@ def pytest_collection_modifyitems(items):
     them: longest processing time first. pytest-xdist's own order (the files with the most tests first) started the
     two learning files last, and left one worker busy two minutes after the other had finished."""
     recorded = json.loads(FILE_CPU_SECONDS.read_text()) if FILE_CPU_SECONDS.is_file() else {}
-    root = Path(__file__).resolve().parents[1]
-
-    def cost(item) -> float:
-        path = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else str(item.path)
-        return recorded.get(path, float("inf"))
-
-    items.sort(key=lambda item: -cost(item))
+    items.sort(key=lambda item: -recorded.get(item.nodeid.split("::")[0], float("inf")))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -204,9 +198,12 @@ def pytest_terminal_summary(terminalreporter):
     per_worker: dict[str, float] = {}
     for cpu, *_, worker in _MEASURED + [(cpu, worker) for cpu, _, worker in _SHARED_FIXTURES]:
         per_worker[worker] = per_worker.get(worker, 0.0) + cpu
+    busy: dict[str, float] = {}  # wall seconds in tests (their set-up included), to see how evenly the files spread
+    for _, wall, _, _, worker in _MEASURED:
+        busy[worker] = busy.get(worker, 0.0) + wall
     # on idle cores the run takes about the busiest worker's share, plus start-up and collection
     if len(per_worker) > 1:
-        shares = ", ".join(f"{worker} {cpu:.0f}" for worker, cpu in sorted(per_worker.items()))
+        shares = ", ".join(f"{name} {cpu:.0f} ({busy[name]:.0f} wall)" for name, cpu in sorted(per_worker.items()))
         terminalreporter.write_line(f"CPU seconds of the tests per worker: {shares}")
     if os.environ.get("SUREON_TEST_TIMES"):  # the CPU seconds of each file, as FILE_CPU_SECONDS holds them
         files = {path: round(cpu, 1) for path, cpu in sorted(_PER_FILE.items())}

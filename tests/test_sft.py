@@ -511,3 +511,43 @@ def test_a_system_prompt_travels_with_the_weights_to_evaluation_curation_and_aud
     assert cli_main([*audit, "--trials", "2", "--out", str(tmp_path / "audit")]) == 0
     assert json.loads((tmp_path / "audit" / "audit.json").read_text())["system_prompts"] == {"g": system}
     assert seen and all(c[0] == {"role": "system", "content": [{"type": "text", "text": system}]} for c in seen)
+
+
+def test_the_fused_lm_head_scores_only_labelled_positions_on_a_cpu_with_the_same_loss(tiny_causal_lm, monkeypatch):
+    """``score_only_labelled_positions_on_cpu``: TRL's fused LM head projects the labelled positions only (as on
+    CUDA), and the loss, the log-probabilities and the entropy at those positions are what projecting every position
+    gives, gradients included."""
+    from trl.trainer import utils as trl_utils
+
+    from recipes.training.modeling import load_model, score_only_labelled_positions_on_cpu
+
+    monkeypatch.setattr(trl_utils, "_use_triton", trl_utils._use_triton)  # restored after the test
+    projected = []
+    apply = trl_utils._ChunkedLogProbFunction.apply
+
+    def counting(hidden, *args):
+        projected.append(hidden.shape[0])
+        return apply(hidden, *args)
+
+    monkeypatch.setattr(trl_utils._ChunkedLogProbFunction, "apply", counting)
+    model = load_model(str(tiny_causal_lm), dtype="float32")
+    trl_utils.add_fused_lm_head(model, outputs=("log_probs", "entropy", "is_top1"))
+    generator = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(5, 100, (3, 24), generator=generator)
+    labels = torch.full_like(input_ids, -100)
+    labels[:, -4:] = input_ids[:, -4:]  # an answer of four tokens after a 20-token prompt
+    labels[2, -4:] = -100  # and a row with nothing to learn
+    outputs = {}
+    for compact in (False, True):
+        if compact:
+            assert score_only_labelled_positions_on_cpu() and score_only_labelled_positions_on_cpu()  # idempotent
+        model.zero_grad()
+        out = model(input_ids=input_ids, labels=labels, fused_lm_head=True)
+        out.loss.backward()
+        grads = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+        outputs[compact] = (out.loss.detach(), out.log_probs.detach(), out.entropy.detach(), grads)
+    assert projected == [3 * 23, 2 * 4]  # every shifted position, then the eight labelled ones
+    every, labelled = outputs[False], outputs[True]
+    for a, b in zip(every[:3], labelled[:3], strict=True):
+        assert torch.allclose(a, b, atol=1e-5)
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(every[3], labelled[3], strict=True))

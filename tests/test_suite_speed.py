@@ -3,7 +3,9 @@ cores. On a small suite of its own run by two pytest-xdist workers that each run
 ``build_once`` fixture is built by one worker and read by both, and a test over its CPU budget fails with what to do
 while a test that states a larger budget, or is marked ``slow``, or whose cost is a module fixture's, passes."""
 
+import json
 import os
+import re
 import subprocess
 import sys
 
@@ -93,8 +95,9 @@ def test_shared_builds_and_the_cpu_budget_under_two_workers(tmp_path):
     (suite / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: long\n    cpu_budget(seconds): budget\n")
     (suite / "test_shared.py").write_text(USES_THE_BUILD)
     (suite / "test_budgets.py").write_text(BUDGETS)
-    build_log, users_log = tmp_path / "builds.log", tmp_path / "users.log"
+    build_log, users_log, times = tmp_path / "builds.log", tmp_path / "users.log", tmp_path / "times.json"
     env = os.environ | {"BUILD_LOG": str(build_log), "USERS_LOG": str(users_log), "SUREON_TEST_CPU_BUDGET": "0.1"}
+    env["SUREON_TEST_TIMES"] = str(times)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
     command = [sys.executable, "-m", "pytest", "-n", "2", "--dist", "each", "-p", "no:cacheprovider", "-rf"]
     done = subprocess.run(command, cwd=suite, env=env, capture_output=True, text=True, timeout=300, check=False)
@@ -107,3 +110,27 @@ def test_shared_builds_and_the_cpu_budget_under_two_workers(tmp_path):
     assert len(set(users_log.read_text().splitlines())) == 2  # ... and read by both
     assert "slowest 15 tests by CPU seconds" in out and "(no budget)  test_budgets.py::test_slow" in out
     assert "s CPU  costly_module_fixture (module, test_budgets.py)" in out
+    assert "costliest 2 test files" in out
+    assert re.search(r"per worker: gw0 \d+ \(\d+ wall\), gw1 \d+ \(\d+ wall\)", out)
+    recorded = json.loads(times.read_text())
+    assert set(recorded) == {"test_shared.py", "test_budgets.py"}  # FILE_CPU_SECONDS's format
+    assert recorded["test_budgets.py"] >= 0.6  # three tests and a fixture that burn 0.2 s each
+
+
+def test_the_costliest_files_recorded_run_first_and_unrecorded_ones_before_them(tmp_path):
+    """Longest processing time first: ``make test`` (``--dist loadfile --no-loadscope-reorder``) hands the files
+    to the workers in the order ``pytest_collection_modifyitems`` leaves them."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest_under_test.py").write_text((REPO / "tests" / "conftest.py").read_text())
+    (suite / "conftest.py").write_text("from conftest_under_test import *  # noqa: F403\n")
+    for name in ("test_cheap", "test_costly", "test_new", "test_middling"):
+        (suite / f"{name}.py").write_text("def test_one():\n    pass\n\n\ndef test_two():\n    pass\n")
+    recorded = {"test_cheap.py": 0.5, "test_costly.py": 90.0, "test_middling.py": 12.0}
+    (suite / "file_cpu_seconds.json").write_text(json.dumps(recorded))
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+    done = subprocess.run(command, cwd=suite, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    files = [line.split("::")[0] for line in done.stdout.splitlines() if "::" in line]
+    assert files == [f"{name}.py" for name in ("test_new", "test_costly", "test_middling", "test_cheap") for _ in "12"]

@@ -256,21 +256,19 @@ def _square(frame: np.ndarray, centre: tuple[float, float], half: float, colour,
     y0, y1 = max(0, round(cy - half)), min(size, round(cy + half))
     if x1 <= x0 or y1 <= y0:
         return
-    ys, xs = np.mgrid[y0:y1, x0:x1]
-    u, v = xs - x0, ys - y0
     w, h = x1 - x0, y1 - y0
+    v, u = np.ogrid[0:h, 0:w]  # row and column within the square, broadcast against each other
     border = max(2, w // 6)
-    masks = {
-        "solid": np.ones_like(u, dtype=bool),
-        "hollow": (u < border) | (u >= w - border) | (v < border) | (v >= h - border),
-        "horizontal stripes": (v // 4) % 2 == 0,
-        "vertical stripes": (u // 4) % 2 == 0,
-        "checkers": ((u // 6) + (v // 6)) % 2 == 0,
-        "top half": v < h // 2,
-        "dot": (abs(u - w / 2) < w / 5) & (abs(v - h / 2) < h / 5),
+    masks = {  # only the asked pattern's is computed: drawing is most of a world's CPU time
+        "solid": lambda: np.ones((h, w), dtype=bool),
+        "hollow": lambda: (u < border) | (u >= w - border) | (v < border) | (v >= h - border),
+        "horizontal stripes": lambda: (v // 4) % 2 == 0,
+        "vertical stripes": lambda: (u // 4) % 2 == 0,
+        "checkers": lambda: ((u // 6) + (v // 6)) % 2 == 0,
+        "top half": lambda: v < h // 2,
+        "dot": lambda: (abs(u - w / 2) < w / 5) & (abs(v - h / 2) < h / 5),
     }
-    mask = masks[pattern]
-    frame[ys[mask], xs[mask]] = colour
+    frame[y0:y1, x0:x1][np.broadcast_to(masks[pattern](), (h, w))] = colour
 
 
 def draw_frame(size: int, *, colour, motion: str = "still", pattern: str = "solid", progress: float = 0.5):
