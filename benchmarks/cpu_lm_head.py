@@ -1,6 +1,5 @@
 """Benchmark TRL's fused LM head on a CPU: every position projected (TRL 1.16 off CUDA) against the labelled ones only
-(``recipes.training.modeling.score_only_labelled_positions_on_cpu``, what ``recipes/sft.py`` and ``recipes/grpo.py``
-apply).
+(the recipes' ``cpu_labelled_positions_only``: ``recipes.training.modeling.labelled_positions_only_on_cpu``).
 
 The same run twice, from the same weights and data: the blind guesser recipe of a synthetic world
 (``recipes/tiny/guesser/config_world.yaml``: a 128-wide text Qwen3 on question + seven options, ~126 tokens a row of
@@ -57,8 +56,6 @@ def prepare(workdir: Path) -> tuple[Path, Path]:
 
 def train(build: Path, model: Path, out: Path, steps: int, compact: bool) -> tuple[float, list[float]]:
     """CPU seconds of ``steps`` steps of the guesser recipe, and the losses it logged."""
-    from trl.trainer import utils as trl_utils
-
     recipe = yaml.safe_load((REPO / "recipes" / "tiny" / "guesser" / "config_world.yaml").read_text())
     recipe |= {
         "model_name_or_path": str(model),
@@ -68,6 +65,7 @@ def train(build: Path, model: Path, out: Path, steps: int, compact: bool) -> tup
         "save_steps": steps,
         "logging_steps": 5,
         "report_to": "none",
+        "cpu_labelled_positions_only": compact,
     }
     shutil.rmtree(out, ignore_errors=True)
     config = out.with_suffix(".yaml")
@@ -76,14 +74,8 @@ def train(build: Path, model: Path, out: Path, steps: int, compact: bool) -> tup
     spec = importlib.util.spec_from_file_location("recipe_sft", REPO / "recipes" / "sft.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    original = trl_utils._use_triton
-    if not compact:
-        script.score_only_labelled_positions_on_cpu = lambda: False  # the baseline: TRL as it comes
     began = time.process_time()
-    try:
-        script.main(*script.make_parser().parse_args_and_config(["--config", str(config)]), recipe=str(config))
-    finally:
-        trl_utils._use_triton = original
+    script.main(*script.make_parser().parse_args_and_config(["--config", str(config)]), recipe=str(config))
     seconds = time.process_time() - began
     state = json.loads((out / f"checkpoint-{steps}" / "trainer_state.json").read_text())
     return seconds, [entry["loss"] for entry in state["log_history"] if "loss" in entry]

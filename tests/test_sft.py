@@ -514,14 +514,13 @@ def test_a_system_prompt_travels_with_the_weights_to_evaluation_curation_and_aud
 
 
 def test_the_fused_lm_head_scores_only_labelled_positions_on_a_cpu_with_the_same_loss(tiny_causal_lm, monkeypatch):
-    """``score_only_labelled_positions_on_cpu``: TRL's fused LM head projects the labelled positions only (as on
-    CUDA), and the loss, the log-probabilities and the entropy at those positions are what projecting every position
-    gives, gradients included."""
+    """``cpu_labelled_positions_only``: inside ``labelled_positions_only_on_cpu`` TRL's fused LM head projects the
+    labelled positions only (as on CUDA), and the loss, the log-probabilities and the entropy at those positions, and
+    the gradients, are what projecting every position gives; outside it (or disabled), TRL is as it comes."""
     from trl.trainer import utils as trl_utils
 
-    from recipes.training.modeling import load_model, score_only_labelled_positions_on_cpu
+    from recipes.training.modeling import labelled_positions_only_on_cpu, load_model
 
-    monkeypatch.setattr(trl_utils, "_use_triton", trl_utils._use_triton)  # restored after the test
     projected = []
     apply = trl_utils._ChunkedLogProbFunction.apply
 
@@ -537,17 +536,25 @@ def test_the_fused_lm_head_scores_only_labelled_positions_on_a_cpu_with_the_same
     labels = torch.full_like(input_ids, -100)
     labels[:, -4:] = input_ids[:, -4:]  # an answer of four tokens after a 20-token prompt
     labels[2, -4:] = -100  # and a row with nothing to learn
-    outputs = {}
-    for compact in (False, True):
-        if compact:
-            assert score_only_labelled_positions_on_cpu() and score_only_labelled_positions_on_cpu()  # idempotent
+
+    def step():
         model.zero_grad()
         out = model(input_ids=input_ids, labels=labels, fused_lm_head=True)
         out.loss.backward()
         grads = [p.grad.clone() for p in model.parameters() if p.grad is not None]
-        outputs[compact] = (out.loss.detach(), out.log_probs.detach(), out.entropy.detach(), grads)
-    assert projected == [3 * 23, 2 * 4]  # every shifted position, then the eight labelled ones
-    every, labelled = outputs[False], outputs[True]
+        return out.loss.detach(), out.log_probs.detach(), out.entropy.detach(), grads
+
+    original = trl_utils._use_triton
+    every = step()
+    with labelled_positions_only_on_cpu(enabled=False) as applied:
+        assert not applied and trl_utils._use_triton is original
+        step()
+    with labelled_positions_only_on_cpu() as applied:
+        assert applied
+        labelled = step()
+    assert trl_utils._use_triton is original
+    step()
+    assert projected == [3 * 23, 3 * 23, 2 * 4, 3 * 23]  # every shifted position, or only the eight labelled ones
     for a, b in zip(every[:3], labelled[:3], strict=True):
         assert torch.allclose(a, b, atol=1e-5)
     assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(every[3], labelled[3], strict=True))

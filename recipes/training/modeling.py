@@ -8,6 +8,7 @@ it is installed and a GPU is present, ``sdpa`` otherwise; dtype to bf16 on GPU, 
 import importlib.util
 import json
 import logging
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -146,32 +147,37 @@ def tokenizer_of(processor):
     return getattr(processor, "tokenizer", processor)
 
 
-def score_only_labelled_positions_on_cpu() -> bool:
-    """Make TRL's fused LM head score only the labelled positions on a CPU, as it does on CUDA; returns whether it
-    applies (False, and nothing changed, where TRL's internals are not the ones this was written against).
+@contextmanager
+def labelled_positions_only_on_cpu(enabled: bool = True):
+    """While active (and ``enabled``), TRL's fused LM head scores only the labelled positions on a CPU, as it does on
+    CUDA; yields whether that applies (False, and nothing changed, where TRL's internals are not the ones this was
+    written against). The recipes' ``cpu_labelled_positions_only`` (off by default).
 
     SFTTrainer and GRPOTrainer put a fused LM head on the model (``trl.trainer.utils.add_fused_lm_head``, TRL 1.16):
     on CUDA and XPU it projects only the positions that have a label, elsewhere every position, since a count that
     changes with each batch would change the tile shapes and recompile on Neuron (its own comment). Eager PyTorch on a
-    CPU recompiles nothing, so the prompt's positions (all but the answer's ~8 tokens of an SFT row) were projected
+    CPU recompiles nothing, so the prompt's positions (all but the answer's ~8 tokens of an SFT row) are projected
     through the vocabulary only to be masked: about 40 % of a tiny recipe's step. Only that choice is changed, not
     the kernels (``trl.kernels.chunked_logprob`` keeps its own); the log-probabilities of the labelled positions, and
-    so the loss, the entropy and the accuracy TRL logs, are computed as before. ``benchmarks/cpu_lm_head.py``
-    measures it.
+    so the loss, the entropy and the accuracy TRL logs, agree with projecting every position to float rounding
+    (``benchmarks/cpu_lm_head.py``: 0.59x the CPU time a step). Off by default because float rounding is enough to
+    move a tiny model's learning curve: ``make reproduce`` with it gave another Table 4 (see the README).
     """
     try:
         from trl.trainer import utils as trl_utils
     except ImportError:
-        return False
+        yield False
+        return
     chooses_compact = getattr(trl_utils, "_use_triton", None)
-    if chooses_compact is None:
-        return False
-    if getattr(chooses_compact, "compacts_on_cpu", False):
-        return True
+    if not enabled or chooses_compact is None:
+        yield False
+        return
 
     def compact_on_cpu_too(device: torch.device) -> bool:
         return device.type == "cpu" or chooses_compact(device)
 
-    compact_on_cpu_too.compacts_on_cpu = True
     trl_utils._use_triton = compact_on_cpu_too
-    return True
+    try:
+        yield True
+    finally:
+        trl_utils._use_triton = chooses_compact
