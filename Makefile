@@ -83,9 +83,9 @@ demo: $(STAMP)
 	@echo "  $(VENV)/bin/sureon review serve --dataset $(DEMO_DIR)/sureon --db $(DEMO_DIR)/review.sqlite --videos $(DEMO_DIR)/videos"
 
 # One pytest-xdist worker per core, at most four (each holds a torch stack in memory); `TEST_WORKERS=0` runs in one
-# process. Each test file stays on one worker (module fixtures are built once), in the order tests/conftest.py gives
-# (the files that state large CPU budgets first); it shares the session fixtures between workers, gives each worker
-# its share of the cores, and lists the slowest tests and files by CPU time.
+# process. Each test file stays on one worker (module fixtures are built once), the costliest first by the CPU seconds
+# in tests/file_cpu_seconds.json (tests/conftest.py; xdist's own reordering is off); conftest.py also shares the
+# session fixtures between workers, gives each worker its share of the cores, and lists the slowest tests and files.
 TEST_WORKERS ?= $(shell n=$$(nproc); echo $$(( n > 4 ? 4 : n > 1 ? n : 0 )))
 
 test: $(STAMP)

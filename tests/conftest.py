@@ -1,7 +1,8 @@
 """Shared fixtures, parallel workers and the per-test CPU budget. Everything runs offline: the Hub is never contacted,
 fixtures are generated in the session.
 
-Speed (`make test` runs ``pytest -n N --dist loadfile``, pytest-xdist, one worker per core up to four):
+Speed (`make test` runs ``pytest -n N --dist loadfile --no-loadscope-reorder``, pytest-xdist, one worker per core
+up to four):
 - Build anything that costs seconds (a dataset, a tiny model, a short training run) once per run in a session fixture
   through ``build_once``: the workers then share one copy instead of building one each. Fixtures a test may modify
   stay function-scoped copies (``videos_copy``).
@@ -100,11 +101,6 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def _stated_budget(item) -> float:
-    marker = item.get_closest_marker("cpu_budget")
-    return float(marker.args[0]) if marker else DEFAULT_CPU_BUDGET_S
-
-
 def pytest_collection_modifyitems(items):
     """Test files in the order of their CPU seconds in ``FILE_CPU_SECONDS``, the costliest first (a file it does not
     list yet comes first of all); tests keep their order within a file. Under ``make test`` (``--dist loadfile
@@ -150,7 +146,8 @@ def pytest_runtest_makereport(item, call):
     cpu_start, wall_start = item.stash[_STARTED]
     shared = sum(spent for _, spent in _SHARED_NOW)
     cpu, wall = _cpu_seconds() - cpu_start - shared, time.perf_counter() - wall_start
-    budget = _stated_budget(item)
+    marker = item.get_closest_marker("cpu_budget")
+    budget = float(marker.args[0]) if marker else DEFAULT_CPU_BUDGET_S
     if item.get_closest_marker("slow"):  # `make slow_test` is where long tests go: listed, never failed for it
         budget = 0.0
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
