@@ -5,10 +5,11 @@ synthetic world (builders/sureon/world.py) that a planted language shortcut answ
 The world: instrument and forecasting questions, seven options in the vocabulary's order, the correct option longer
 and more specific than the distractors on 70 % of the training rows (the seed's Table 8 and Figure 9). Two fold
 guessers, each a 128-wide text Qwen3 of the tiny guesser recipe (recipes/tiny/guesser/config_world.yaml), 300 steps.
-Measured (recall; share of plain rows removed): 0.99 and 3.5 %; with the guessers' seed (and so their folds) 3 or 11
-instead of 7, 1.00 and 1.00. A guesser learns the shortcut after a plateau whose end varies from run to run (float
-rounding moves it): on 65 % of the rows 300 steps gave 0.99 in one run and 0.92 in another, on 75 % 250 steps 0.93 and
-275 steps 0.87, on half the rows 400 steps 0.99 and 200 steps 0.53. A separate file from test_learning.py, so
+Measured (recall; share of plain rows removed) with the guessers' seed (and so their folds) 7: 1.00 and 2.9 %; with
+seeds 0, 1, 3 and 11: 0.98, 1.00, 0.98 and 1.00 (plain 2.3-5.2 %); with TRL's own numerics (no
+cpu_labelled_positions_only), seeds 3 and 7: 1.00 and 1.00. A guesser learns the shortcut after a plateau whose end
+varies with float rounding (the recipe's comment gives the measured spread); with the recipe's earlier constant rate
+and Adam's default beta2, seed 7 gave 0.99 on one machine and 0.83 on another. A separate file from test_learning.py, so
 that the two run on different workers of ``make test``."""
 
 import pytest
