@@ -16,13 +16,9 @@ import random
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from builders.sureon.clips import clip_id_time, transcript_line
-from builders.sureon.release import RELEASE_SCHEMA
+from builders.sureon.release import RELEASE_SCHEMA, release_row, write_release_splits
 
-
-LETTERS = "ABCDEFG"
 
 # fmt: off
 # (split, source_id, slug, start, end, question, correct answer, distractors, passes_blind_curation, time separator)
@@ -156,29 +152,26 @@ def release_rows() -> dict[str, list[dict]]:
     """Rows of each split, exactly as written to the sample parquet files."""
     rows: dict[str, list[dict]] = {"train": [], "validation": [], "test": []}
     for number, (split, source, slug, start, end, question, answer, wrong, flag, sep) in enumerate(QUESTIONS):
-        options = []
+        texts = []
         if wrong:
             texts = [answer, *wrong]
             random.Random(f"sample-{number}").shuffle(texts)
-            options = [{"letter": LETTERS[i], "text": t, "correct": t == answer} for i, t in enumerate(texts)]
-        specialty, subject, procedure = TOPICS[source]
         rows[split].append(
-            {
-                "question_id": f"sureon_{split}_{number:04d}",
-                "clip_id": f"{source}_{slug}_{clip_id_time(start, sep)}_{clip_id_time(end, sep)}",
-                "question": question,
-                "answer": answer,
-                "options": options,
-                "category": slug,
-                "specialty": specialty,
-                "subject": subject,
-                "procedure": procedure,
-                "transcript": transcript_line(
-                    start, end, "Now we carefully continue with this part of the procedure."
-                ),
-                "reasoning": REASONING if slug == "temporal_ordering" else "",
-                "passes_blind_curation": None if split == "test" else flag,
-            }
+            release_row(
+                question_id=f"sureon_{split}_{number:04d}",
+                source_id=source,
+                category=slug,
+                start=start,
+                end=end,
+                question=question,
+                answer=answer,
+                option_texts=texts,
+                topic=TOPICS[source],
+                narration="Now we carefully continue with this part of the procedure.",
+                reasoning=REASONING if slug == "temporal_ordering" else "",
+                passes_blind_curation=None if split == "test" else flag,
+                time_separator=sep,
+            )
         )
     return rows
 
@@ -189,12 +182,7 @@ SCHEMA = RELEASE_SCHEMA
 
 def write_release(out: Path, rows: dict[str, list[dict]] | None = None, schema: pa.Schema | None = SCHEMA) -> Path:
     """Write ``rows`` (default: the sample) as ``out/data/<split>-00000-of-00001.parquet``."""
-    rows = rows if rows is not None else release_rows()
-    (out / "data").mkdir(parents=True, exist_ok=True)
-    for split, split_rows in rows.items():
-        table = pa.Table.from_pylist(split_rows, schema=schema)
-        pq.write_table(table, out / "data" / f"{split}-00000-of-00001.parquet")
-    return out
+    return write_release_splits(out, rows if rows is not None else release_rows(), schema)
 
 
 def main(argv=None) -> None:

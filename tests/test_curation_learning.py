@@ -9,8 +9,8 @@ Measured (recall; share of plain rows removed) with the guessers' seed (and so t
 seeds 0, 1, 3 and 11: 0.98, 1.00, 0.98 and 1.00 (plain 2.3-5.2 %); with TRL's own numerics (no
 cpu_labelled_positions_only), seeds 3 and 7: 1.00 and 1.00. A guesser learns the shortcut after a plateau whose end
 varies with float rounding (the recipe's comment gives the measured spread); with the recipe's earlier constant rate
-and Adam's default beta2, seed 7 gave 0.99 on one machine and 0.83 on another. A separate file from test_learning.py, so
-that the two run on different workers of ``make test``."""
+and Adam's default beta2, seed 7 gave 0.99 on one machine and 0.83 on another. A separate file from test_learning.py,
+so that the two run on different workers of ``make test``."""
 
 import pytest
 from recipe_runs import REPO, build_world, one_thread, train

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from builders.columns import MAX_ERRORS_SHOWN, RowError, raise_row_errors
 from builders.columns import ColumnMapping as BaseColumnMapping
 from builders.options import (
+    LETTERS,
     OptionError,
     lettered_events,
     options_from_pool,
@@ -29,7 +30,7 @@ from builders.options import (
     seeded_shuffle,
 )
 from builders.sureon.categories import BY_CODE, MCQ, OPEN, ORDERING, resolve_category
-from builders.sureon.clips import ClipIdError, parse_clip_id, parse_seconds
+from builders.sureon.clips import ClipIdError, clip_id_time, parse_clip_id, parse_seconds, transcript_line
 
 
 # The release's option layout as inferred from the project website: one struct per option, the correct one flagged
@@ -53,6 +54,54 @@ RELEASE_SCHEMA = pa.schema(
         ("passes_blind_curation", pa.bool_()),
     ]
 )
+
+
+def release_row(
+    *,
+    question_id: str,
+    source_id: str,
+    category: str,
+    start: float,
+    end: float,
+    question: str,
+    answer: str,
+    option_texts: list[str],
+    topic: tuple[str, str, str],
+    narration: str,
+    reasoning: str = "",
+    passes_blind_curation: bool | None = None,
+    time_separator: str = ".",
+) -> dict:
+    """One row in :data:`RELEASE_SCHEMA`, as the project's release writers (the sample release, the synthetic world)
+    write it: the ``clip_id`` from the source video, the category slug and the window; the options lettered A, B, ...
+    with the correct one flagged; ``topic`` = (specialty, subject, procedure); one transcript line over the window."""
+    specialty, subject, procedure = topic
+    return {
+        "question_id": question_id,
+        "clip_id": f"{source_id}_{category}_{clip_id_time(start, time_separator)}_{clip_id_time(end, time_separator)}",
+        "question": question,
+        "answer": answer,
+        "options": [{"letter": LETTERS[i], "text": t, "correct": t == answer} for i, t in enumerate(option_texts)],
+        "category": category,
+        "specialty": specialty,
+        "subject": subject,
+        "procedure": procedure,
+        "transcript": transcript_line(start, end, narration),
+        "reasoning": reasoning,
+        "passes_blind_curation": passes_blind_curation,
+    }
+
+
+def write_release_splits(out: Path, rows: dict[str, list[dict]], schema: pa.Schema | None = RELEASE_SCHEMA) -> Path:
+    """Write ``rows`` as ``out/data/<split>-00000-of-00001.parquet`` (the Hub layout), each file atomically;
+    ``schema=None`` lets pyarrow infer one (tests write malformed releases so)."""
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    for split, split_rows in rows.items():
+        path = out / "data" / f"{split}-00000-of-00001.parquet"
+        partial = path.with_name(path.name + ".partial")
+        pq.write_table(pa.Table.from_pylist(split_rows, schema=schema), partial)
+        partial.replace(path)
+    return out
 
 
 SPLITS = ("train", "validation", "test")

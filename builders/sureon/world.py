@@ -54,13 +54,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from builders.options import LETTERS, stable_seed
 from builders.sureon.categories import BY_CODE
-from builders.sureon.clips import clip_id_time, transcript_line
-from builders.sureon.release import RELEASE_SCHEMA
+from builders.sureon.release import release_row, write_release_splits
 
 
 STILL_HALF = 0.45  # half the side of a still object, in frame sizes
@@ -422,7 +419,7 @@ def _row(config: WorldConfig, q: Question) -> dict:
     procedure, specialty, subject = q.procedure
     slug = BY_CODE[q.code].slug
     instrument = INSTRUMENTS[q.scene.get("colour", 0)].lower()
-    options, answer = [], ""
+    texts, answer = [], ""
     if q.code in ("TO", "SM"):
         shown = q.scene["phases"]
         letters = random.Random(stable_seed(str(config.seed), q.question_id, "events")).sample(range(3), 3)
@@ -437,23 +434,20 @@ def _row(config: WorldConfig, q: Question) -> dict:
     else:
         question = QUESTIONS[q.code].format(procedure=procedure, instrument=instrument)
         texts, answer = _options(config, q)
-        options = [{"letter": LETTERS[i], "text": t, "correct": t == answer} for i, t in enumerate(texts)]
         if q.shortcut == "wording":
             question += NARRATOR_REMARK.format(answer=answer.lower())
-    return {
-        "question_id": q.question_id,
-        "clip_id": f"{q.source_id}_{slug}_{clip_id_time(q.start)}_{clip_id_time(q.end)}",
-        "question": question,
-        "answer": answer,
-        "options": options,
-        "category": slug,
-        "specialty": specialty,
-        "subject": subject,
-        "procedure": procedure.capitalize(),
-        "transcript": transcript_line(q.start, q.end, "We continue with this part of the procedure."),
-        "reasoning": "",
-        "passes_blind_curation": None,
-    }
+    return release_row(
+        question_id=q.question_id,
+        source_id=q.source_id,
+        category=slug,
+        start=q.start,
+        end=q.end,
+        question=question,
+        answer=answer,
+        option_texts=texts,
+        topic=(specialty, subject, procedure.capitalize()),
+        narration="We continue with this part of the procedure.",
+    )
 
 
 # --------------------------------------------------------------------------------------------------------- videos
@@ -540,12 +534,7 @@ def write_world(out: Path, config: WorldConfig | None = None, *, videos: bool = 
 
     previous = out / "world.json"
     same_settings = previous.is_file() and json.loads(previous.read_text()).get("config") == _config_json(config)
-    (out / "release" / "data").mkdir(parents=True, exist_ok=True)
-    for split, split_rows in rows.items():
-        path = out / "release" / "data" / f"{split}-00000-of-00001.parquet"
-        tmp = path.with_name(path.name + ".partial")
-        pq.write_table(pa.Table.from_pylist(split_rows, schema=RELEASE_SCHEMA), tmp)
-        tmp.replace(path)
+    write_release_splits(out / "release", rows)
     if videos:
         (out / "videos").mkdir(parents=True, exist_ok=True)
         for source_id, video_frames in frames.items():
