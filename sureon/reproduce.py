@@ -280,7 +280,7 @@ def reproduce(args) -> Path:
     # -- stage 3
     curation = out / "curation"
     # stage 3 asks the fold guessers and the off-the-shelf one (the seed's B.4: any guesser reaching S >= tau removes a
-    # question); measured, the folds alone found 61 % of the planted rows here, with the off-the-shelf guesser 81 %
+    # question); measured, the folds alone found 70 % of the planted rows here, with the off-the-shelf guesser 77 %
     guesser_specs = [f"--guesser=model={out / 'guessers' / f'fold{k}'},name=fold{k}" for k in range(folds)]
     guesser_specs.append(f"--guesser=model={out / 'guessers' / 'off-the-shelf'},name=off-the-shelf")
     run.step(
