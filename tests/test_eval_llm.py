@@ -183,7 +183,8 @@ def test_cache_key_depends_on_model_messages_and_params_only():
 RESUME_SCRIPT = """
 import json, sys
 from builders.llm import ChatRequest, LLMClient
-client = LLMClient("fake-model", base_url=sys.argv[1], api_key="k", cache=sys.argv[2], max_concurrency=4, backoff=0)
+url, cache, key = sys.argv[1:4]
+client = LLMClient("fake-model", base_url=url, cache=cache, api_key=key, max_concurrency=4, backoff=0)
 messages = [[{"role": "user", "content": f"q{i}"}] for i in range(20)]
 results = client.chat_many([ChatRequest(m) for m in messages])
 print(json.dumps([r.text for r in results]))
@@ -200,8 +201,12 @@ def test_a_killed_run_resumes_from_the_cache_without_repeating_calls(tmp_path):
         return Reply(content=answer, delay=60 if hang["on"] and index >= 10 else 0)
 
     with FakeChatServer(script) as server:
+        # each run sends its own key (the cache ignores keys): a killed run's requests still queued at the server when
+        # it died are recorded after the kill and must not count as the resumed run's
         process = subprocess.Popen(
-            [sys.executable, "-c", RESUME_SCRIPT, server.url, str(cache)], env=env, stdout=subprocess.PIPE
+            [sys.executable, "-c", RESUME_SCRIPT, server.url, str(cache), "killed-run"],
+            env=env,
+            stdout=subprocess.PIPE,
         )
         deadline = time.monotonic() + 60
         while (not cache.exists() or len(LLMCache(cache)) < 10) and time.monotonic() < deadline:
@@ -212,9 +217,8 @@ def test_a_killed_run_resumes_from_the_cache_without_repeating_calls(tmp_path):
         first_round = [last_user_text(b) for b in server.requests[:10]]
         hang["on"] = False
         server.release.set()
-        before = len(server.requests)
         result = subprocess.run(
-            [sys.executable, "-c", RESUME_SCRIPT, server.url, str(cache)],
+            [sys.executable, "-c", RESUME_SCRIPT, server.url, str(cache), "resumed-run"],
             env=env,
             capture_output=True,
             text=True,
@@ -222,7 +226,11 @@ def test_a_killed_run_resumes_from_the_cache_without_repeating_calls(tmp_path):
         )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [f"a{i}" for i in range(20)]
-    resumed = [last_user_text(b) for b in server.requests[before:]]
+    resumed = [
+        last_user_text(body)
+        for body, headers in zip(server.requests, server.headers, strict=True)
+        if {k.lower(): v for k, v in headers.items()}.get("authorization") == "Bearer resumed-run"
+    ]
     assert len(resumed) == 10 and not set(resumed) & set(first_round)  # every finished call came from the cache
 
 
