@@ -112,7 +112,7 @@ def test_the_curated_release_builds_a_db_of_exactly_the_passing_questions(tmp_pa
 
 @pytest.mark.slow
 def test_make_reproduce_shows_curation_raising_multimodal_gain(tmp_path):
-    """The whole `make reproduce` (19-25 minutes on 2 cores): MG(curated) > MG(raw), GRPO's reward rises."""
+    """The whole `make reproduce` (17-25 minutes on 2 cores): MG(curated) > MG(raw), GRPO's reward rises."""
     assert sureon(["reproduce", "--out", str(tmp_path / "reproduce")]) == 0
     report = json.loads((tmp_path / "reproduce" / "report" / "report.json").read_text())
     runs = report["table4"]["runs"]
