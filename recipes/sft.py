@@ -160,6 +160,22 @@ def available_reporters(requested: list[str] | str | None) -> list[str]:
     return [name for name in requested if importlib.util.find_spec(modules.get(name, name)) is not None]
 
 
+def check_lr_schedule(training_args: SFTConfig) -> None:
+    """``warmup_stable_decay`` counts its decay in steps (``lr_scheduler_kwargs.num_decay_steps``): in a run shorter
+    than warmup + decay, transformers makes the stable phase negative without a word and the rate drops to a point
+    of the decay as the warmup ends (the tiny guesser recipe decays over 100 steps after 20 of warmup)."""
+    steps = training_args.max_steps
+    if training_args.lr_scheduler_type != "warmup_stable_decay" or steps <= 0:
+        return
+    decay = int((training_args.lr_scheduler_kwargs or {}).get("num_decay_steps", 0))
+    warmup = training_args.get_warmup_steps(steps)
+    if warmup + decay > steps:
+        raise ValueError(
+            f"max_steps {steps} is shorter than the warmup ({warmup}) and the decay (lr_scheduler_kwargs."
+            f"num_decay_steps {decay}) of warmup_stable_decay: lower num_decay_steps or warmup_steps with max_steps"
+        )
+
+
 def prepare_processor(processor, script_args: SFTScriptArguments):
     """Apply the recipe's pixel caps (Qwen3-VL: per image, and per clip over all its frames, capped per frame)."""
     return apply_pixel_caps(processor, script_args.image_max_pixels, script_args.video_max_pixels)
@@ -184,6 +200,7 @@ def build_stage_trainer(
         report_to=available_reporters(training_args.report_to),
     )
     configure_reporting(training_args)
+    check_lr_schedule(training_args)
     processor = prepare_processor(load_processor(model_path, revision=model_args.model_revision), script_args)
     if model is None:
         model = load_model(

@@ -332,6 +332,23 @@ def test_blind_guesser_on_a_text_model(tiny_causal_lm, sureon_build, tmp_path):
     assert card.data.pipeline_tag == "text-generation" and "blind-guesser" in card.data.tags
 
 
+def test_a_run_shorter_than_its_warmup_stable_decay_schedule_is_refused(tiny_causal_lm, sureon_build, tmp_path):
+    """warmup_stable_decay counts its decay in steps (the tiny guesser recipe: 100 after 20 of warmup); a run shorter
+    than both would, in transformers, start its decay part-way as the warmup ends. Refused before anything is
+    written; a run exactly as long as warmup + decay trains."""
+    schedule = {
+        "lr_scheduler_type": "warmup_stable_decay",
+        "lr_scheduler_kwargs": {"num_decay_steps": 4},
+        "warmup_steps": 2,
+    }
+    source = [video_source(sureon_build)]
+    with pytest.raises(ValueError, match=r"max_steps 5 is shorter than the warmup \(2\) and the decay"):
+        run_sft(tmp_path, tiny_causal_lm, source, "--blind", "true", steps=5, **schedule)
+    assert not (tmp_path / "run").exists()
+    _, summary = run_sft(tmp_path, tiny_causal_lm, source, "--blind", "true", name="long_enough", steps=6, **schedule)
+    assert summary["global_step"] == 6
+
+
 def test_lora_trains_only_the_adapters(tiny_qwen3_vl, sureon_build, tmp_path):
     from peft import PeftModel
 
