@@ -48,6 +48,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageFilter
 
+from builders.errors import InputError
+
 
 BLUR_TARGETS = ("text", "faces")
 GRID = 1000
@@ -67,7 +69,7 @@ CASCADES = (("haarcascade_frontalface_default.xml", 360, 1.1, 5), ("haarcascade_
 SEEN_FRAMES = 64  # detections remembered by frame content (Blurrer.seen): a few decoded chunks' worth
 
 
-class BlurError(ValueError):
+class BlurError(InputError):
     """Blur settings that cannot be used (unknown target, missing or unreadable detector file)."""
 
 

@@ -5,8 +5,8 @@ Layout: ``<config>/<split>-NNNNN-of-NNNNN.parquet`` + ``README.md`` whose YAML `
 parquet (self-contained), the ``datasets`` features travel in the parquet schema metadata, and shards are written
 row group by row group, so a config larger than memory streams through.
 
-Every build goes to a staging folder first and replaces the output in one rename: a crash never leaves half a
-dataset behind.
+Every build goes to a staging folder first and replaces the output in one rename (:mod:`builders.outputs`): a crash
+never leaves half a dataset behind.
 
 Frames stored as files (the public corpus, and ``sureon build sureon --frames-layout files``, the training configs'
 default) sit once each under the build's ``media/``, and rows hold their paths relative to the build. Every reader
@@ -19,10 +19,7 @@ the local folder or against the ``media/`` files of a Hub copy, fetched once. Wi
 """
 
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +27,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from datasets import DatasetInfo, Features, SplitDict, SplitInfo
 from datasets.features.features import require_decoding
+
+from builders.errors import InputError
 
 
 DEFAULT_MAX_SHARD_BYTES = 500 * 1024 * 1024
@@ -135,28 +134,6 @@ def configs_metadata(config_splits: dict[str, list[str]], default: str | None = 
     return entries
 
 
-@contextmanager
-def staged_output(out: str | Path, overwrite: bool):
-    """Yield a staging folder next to ``out``; on success it replaces ``out`` atomically, on failure it is removed."""
-    out = Path(out)
-    if out.exists() and not overwrite:
-        raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    try:
-        yield staging
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    old = None
-    if out.exists():
-        old = out.parent / f".{out.name}.old-{os.getpid()}"
-        os.replace(out, old)
-    os.replace(staging, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
 def push_folder(
     folder: str | Path, repo_id: str, private: bool = False, token: str | None = None, repo_type: str = "dataset"
 ) -> str:
@@ -233,9 +210,9 @@ def resolve_frames(record: dict, root: Path | None) -> dict:
     if not frames or not isinstance(frames[0], str):
         return record
     if root is None:
-        raise ValueError(f"frames {frames[:1]} are paths relative to the build, but no build folder was given")
+        raise InputError(f"frames {frames[:1]} are paths relative to the build, but no build folder was given")
     paths = [Path(root) / frame for frame in frames]
     missing = [str(path) for path in paths if not path.is_file()]
     if missing:
-        raise ValueError(f"frames not found: {missing[:3]} (is the build's {MEDIA_DIR}/ folder complete?)")
+        raise InputError(f"frames not found: {missing[:3]} (is the build's {MEDIA_DIR}/ folder complete?)")
     return {**record, "frames": [str(path.resolve()) for path in paths]}

@@ -42,6 +42,8 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from builders.errors import InputError, UserError
+
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +53,7 @@ FATAL_STATUS = frozenset({401, 403, 404})
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?```\s*$", re.DOTALL)
 
 
-class LLMError(RuntimeError):
+class LLMError(UserError, RuntimeError):
     """A configuration error (bad key, model or URL) that retrying cannot fix."""
 
 
@@ -235,7 +237,7 @@ def _mime(data: bytes) -> str:
         return "image/webp"
     if data[:6] in (b"GIF87a", b"GIF89a"):
         return "image/gif"
-    raise ValueError("image bytes are neither JPEG, PNG, WebP nor GIF")
+    raise InputError("image bytes are neither JPEG, PNG, WebP nor GIF")
 
 
 def image_data_url(value) -> str:
@@ -264,9 +266,9 @@ def to_openai_messages(messages: list[dict]) -> list[dict]:
             elif kind == "image_url":
                 parts.append(part)
             elif kind == "video":
-                raise ValueError("OpenAI-compatible endpoints take frames as images: format with frames_as='images'")
+                raise InputError("OpenAI-compatible endpoints take frames as images: format with frames_as='images'")
             else:
-                raise ValueError(f"unknown content part type {kind!r}")
+                raise InputError(f"unknown content part type {kind!r}")
         converted.append({"role": message["role"], "content": parts})
     return converted
 
@@ -323,7 +325,7 @@ class LLMClient:
         progress: bool = False,
     ):
         if max_concurrency < 1:
-            raise ValueError("max_concurrency must be at least 1")
+            raise InputError("max_concurrency must be at least 1")
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
@@ -358,7 +360,7 @@ class LLMClient:
         """The JSON body sent for ``request`` (and, minus nothing secret, what the cache key is made of)."""
         model = request.model or self.model
         if not model:
-            raise ValueError("no model given: pass model= to the client or the request")
+            raise InputError("no model given: pass model= to the client or the request")
         body: dict[str, Any] = {"model": model, "messages": to_openai_messages(request.messages)}
         body["temperature"] = request.temperature
         if request.max_tokens is not None:

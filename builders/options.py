@@ -12,6 +12,8 @@ import random
 import re
 from collections.abc import Sequence
 
+from builders.errors import InputError
+
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _TEXT_KEYS = ("text", "option", "value", "content", "answer")
@@ -21,7 +23,7 @@ _LETTER_ANSWER = re.compile(r"^\(?\s*([A-Z])\s*\)?[.):]?$")
 _ORDER_SEPARATORS = re.compile(r"\s*(?:,|;|->|→|>|-|\s)\s*")
 
 
-class OptionError(ValueError):
+class OptionError(InputError):
     pass
 
 

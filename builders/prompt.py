@@ -19,6 +19,7 @@ sampled when the benchmark is built); a run shown fewer is off the benchmark's p
 (:func:`frame_protocol`). Curation's guessers are blind: they see no frame at all.
 """
 
+from builders.errors import InputError
 from builders.options import LETTERS
 from builders.sureon.categories import MCQ, ORDERING
 from builders.sureon.clips import format_clock
@@ -56,7 +57,7 @@ def select_frames(record: dict, max_frames: int | None) -> dict:
     keep = evenly_spaced(frames, max_frames)
     timestamps = list(record.get("frame_timestamps") or [])
     if len(timestamps) != len(frames):
-        raise ValueError(f"{record.get('question_id')}: {len(frames)} frames but {len(timestamps)} timestamps")
+        raise InputError(f"{record.get('question_id')}: {len(frames)} frames but {len(timestamps)} timestamps")
     return {**record, "frames": [frames[i] for i in keep], "frame_timestamps": [timestamps[i] for i in keep]}
 
 
@@ -101,7 +102,7 @@ def question_text(record: dict) -> str:
     """Question, lettered options and the answer instruction: the text shared by visual and blind prompts."""
     options = record.get("options") or []
     if len(options) > len(LETTERS):
-        raise ValueError(
+        raise InputError(
             f"{record.get('question_id')}: {len(options)} options, at most {len(LETTERS)} can be lettered"
         )
     lines = [f"Question: {record['question'].strip()}"]
@@ -140,14 +141,14 @@ def format_messages(
     """Chat messages for one record. ``record["frames"]`` may hold PIL images, bytes or paths; it is passed through,
     at most ``max_frames`` of them (:func:`select_frames`)."""
     if frames_as not in ("images", "video"):
-        raise ValueError(f"frames_as must be 'images' or 'video', got {frames_as!r}")
+        raise InputError(f"frames_as must be 'images' or 'video', got {frames_as!r}")
     record = select_frames(record, max_frames) if not blind else record
     has_clip = record.get("start") is not None
     content: list[dict] = [{"type": "text", "text": clip_header(record)}] if has_clip else []
     frames = [] if blind else list(record.get("frames") or [])
     timestamps = list(record.get("frame_timestamps") or []) if frames else []
     if len(timestamps) != len(frames):
-        raise ValueError(f"{record.get('question_id')}: {len(frames)} frames but {len(timestamps)} timestamps")
+        raise InputError(f"{record.get('question_id')}: {len(frames)} frames but {len(timestamps)} timestamps")
     if frames and frames_as == "video" and has_clip:
         content.append({"type": "video", "video": frames, "timestamps": timestamps})
     elif has_clip:

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import yaml
 
+from builders.errors import InputError
 from public_converters.evaluation import cholec80_overlap
 from public_converters.grounded import dump, parse_answer
 from public_converters.media import media_name
@@ -80,7 +81,7 @@ class BenchBuild:
 def grid(video, fps: float) -> list[int]:
     """The frames of a video on the ``fps`` grid: ``round(k * video_fps / fps)`` for every k inside the video."""
     if not video.fps or not video.video_path or not video.total_frames:
-        raise ValueError(f"{video.video_id}: the {fps}-fps benchmark grid needs the video, its frame rate and length")
+        raise InputError(f"{video.video_id}: the {fps}-fps benchmark grid needs the video, its frame rate and length")
     step = video.fps / fps
     points = (round(k * step) for k in range(int(video.total_frames / step) + 2))
     return sorted({frame for frame in points if frame < video.total_frames})
@@ -184,7 +185,7 @@ def build_benchmarks(normalised: Normalised, fps: float = BENCH_FPS, prompts: di
                         counts["grid frames without a phase label"] += 1
                         continue
                     if task == "phase" and len(found) > 1:
-                        raise ValueError(f"{source} {video.video_id} frame {keyframe}: two phases {sorted(found)}")
+                        raise InputError(f"{source} {video.video_id} frame {keyframe}: two phases {sorted(found)}")
                     if len(found) > 1:
                         counts["frames with several simultaneous actions"] += 1
                         continue
@@ -225,7 +226,7 @@ def build_benchmarks(normalised: Normalised, fps: float = BENCH_FPS, prompts: di
         for (video_id, frame_index), found in sorted(boxes.items()):
             video = by_video[video_id]
             if not video.video_path and frame_index not in images[video_id]:
-                raise ValueError(f"{source} {video_id} frame {frame_index}: tool boxes but no image file")
+                raise InputError(f"{source} {video_id} frame {frame_index}: tool boxes but no image file")
             found = sorted(found, key=lambda i: (i.box[1], i.box[0], i.label, i.instance_id))
             reference = [{"label": i.label, "bbox": [float(v) for v in i.box]} for i in found]
             answer = [{"index": n, "label": b["label"], "box": b["bbox"]} for n, b in enumerate(reference, start=1)]

@@ -29,8 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from builders.card import render_public_card, split_infos
-from builders.hub import DEFAULT_MAX_SHARD_BYTES, staged_output, write_split
+from builders.errors import InputError
+from builders.hub import DEFAULT_MAX_SHARD_BYTES, write_split
 from builders.options import stable_seed
+from builders.outputs import staged_output
 from builders.schema import PUBLIC_BENCH_FEATURES, PUBLIC_QA_FEATURES
 from public_converters.benchmarks import BENCH_FPS, build_benchmarks
 from public_converters.clips import SamplingConfig, grounded_clips, spread, strategic_clips
@@ -435,9 +437,9 @@ def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
     for value in values or []:
         name, sep, rest = value.partition("=")
         if not sep or not name or not rest:
-            raise ValueError(f"{what} must look like NAME=VALUE, got {value!r}")
+            raise InputError(f"{what} must look like NAME=VALUE, got {value!r}")
         if name in pairs:
-            raise ValueError(f"{what}: {name} given twice")
+            raise InputError(f"{what}: {name} given twice")
         pairs[name] = rest
     return pairs
 
@@ -453,7 +455,7 @@ def source_folders(pairs: list[str] | None, source_root: Path | None) -> dict[st
         for folder in sorted(p for p in source_root.iterdir() if p.is_dir() and p.name in registry()):
             sources.setdefault(folder.name, folder)
     if not sources:
-        raise ValueError("no sources: give --source NAME=DIR (repeatable) or --source-root DIR")
+        raise InputError("no sources: give --source NAME=DIR (repeatable) or --source-root DIR")
     return sources
 
 

@@ -19,12 +19,14 @@ from __future__ import annotations
 import json
 import re
 
+from builders.errors import InputError
+
 
 SHAPES = ("boxes", "presence", "count", "label", "triplets", "tool_actions", "window")
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 
-class GroundedAnswerError(ValueError):
+class GroundedAnswerError(InputError):
     pass
 
 
@@ -111,4 +113,4 @@ def parse_answer(shape: str, text: str, vocabulary: dict[str, set[str]] | None =
         if not 0 <= value["start"] <= value["end"]:
             raise GroundedAnswerError(f"window {value} must have 0 <= start <= end")
         return value
-    raise ValueError(f"unknown grounded shape {shape!r}; known: {SHAPES}")
+    raise InputError(f"unknown grounded shape {shape!r}; known: {SHAPES}")

@@ -23,6 +23,7 @@ from PIL import Image
 from pycocotools import mask as mask_utils
 from scipy import ndimage
 
+from builders.errors import InputError
 from public_converters.normalise import Normalised
 from public_converters.schema import Segment, SourceError, Video, sort_tables
 from public_converters.seg_to_box import load_image
@@ -155,7 +156,7 @@ def outline(image: Image.Image, rle: dict) -> Image.Image:
     """The image with the mask's contour drawn in green (the seed's rendered contour overlays)."""
     mask = mask_utils.decode({"size": rle["size"], "counts": rle["counts"].encode("ascii")}).astype(bool)
     if mask.shape != (image.height, image.width):
-        raise ValueError(f"mask {mask.shape[::-1]} does not match image {image.size}")
+        raise InputError(f"mask {mask.shape[::-1]} does not match image {image.size}")
     width = max(1, min(mask.shape) // 120)
     edge = mask & ~ndimage.binary_erosion(mask, iterations=width)
     pixels = np.array(image.convert("RGB"))

@@ -13,6 +13,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builders.errors import InputError
 from public_converters.schema import (
     CAPABILITIES,
     Frame,
@@ -83,7 +84,7 @@ def _mask_labels(spec: SourceSpec, masks: list[SemanticMask], mapper) -> tuple[d
     mapper.raise_if_unmapped()  # an unknown class is reported with its file before any policy question
     missing = sorted(label for label in kinds if label not in spec.mask_policies)
     if missing:
-        raise ValueError(
+        raise InputError(
             f"{spec.name}: mask classes without a seg-to-box policy: {missing}; add them to mask_policies "
             "(single | components | semantic | instances)"
         )
@@ -138,7 +139,7 @@ def _fill_presence(
     known = {(f.video_id, f.frame_index) for f in frames}
     missing = sorted({(m.video_id, m.frame_index) for m in masks} - known)
     if missing:
-        raise ValueError(f"masks for frames the reader did not list, e.g. {missing[:3]}")
+        raise InputError(f"masks for frames the reader did not list, e.g. {missing[:3]}")
     filled = []
     for frame in frames:
         key = (frame.video_id, frame.frame_index)
@@ -169,7 +170,7 @@ def apply_split_variant(spec: SourceSpec, tables: SourceTables, variant: str | N
     if variant is None:
         return tables
     if variant not in spec.split_variants:
-        raise ValueError(f"{spec.name}: unknown split variant {variant!r}; known: {sorted(spec.split_variants)}")
+        raise InputError(f"{spec.name}: unknown split variant {variant!r}; known: {sorted(spec.split_variants)}")
     assignment = spec.split_variants[variant]
     videos = [dataclasses.replace(v, split=assignment.get(v.video_id, "unused")) for v in tables.videos]
     return dataclasses.replace(tables, videos=videos)
@@ -194,5 +195,5 @@ def normalise_source(
     check_tables(tables, spec.name)
     undeclared = observed_capabilities(tables) - spec.capabilities
     if undeclared:
-        raise ValueError(f"{spec.name}: the tables show {sorted(undeclared)} but the source does not declare them")
+        raise InputError(f"{spec.name}: the tables show {sorted(undeclared)} but the source does not declare them")
     return Normalised(spec, root, tables, split_variant or spec.default_split_variant, stats)

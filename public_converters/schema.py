@@ -21,6 +21,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from builders.errors import InputError
+
 
 CAPABILITIES = (
     "has_phase",
@@ -42,7 +44,7 @@ SEG_POLICIES = ("single", "components", "semantic", "instances")
 CVS_CRITERIA = ("two structures", "hepatocystic triangle cleared", "cystic plate")
 
 
-class SourceError(ValueError):
+class SourceError(InputError):
     """Bad native input: names the file (and row) and says what to fix."""
 
     def __init__(self, path: str | Path, message: str, *, row: int | str | None = None, fix: str | None = None):
@@ -238,7 +240,7 @@ def check_tables(tables: SourceTables, source: str) -> None:
         if segment.kind not in SEGMENT_KINDS or segment.start_frame > segment.end_frame or segment.period < 1:
             problems.append(f"segment {segment}")
     if problems:
-        raise ValueError(f"{source}: the reader's tables are inconsistent: " + "; ".join(problems[:10]))
+        raise InputError(f"{source}: the reader's tables are inconsistent: " + "; ".join(problems[:10]))
 
 
 def normalise_box(x1: float, y1: float, x2: float, y2: float, width: float, height: float) -> list[float]:

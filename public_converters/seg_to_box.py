@@ -24,6 +24,7 @@ from PIL import Image
 from pycocotools import mask as mask_utils
 from scipy import ndimage
 
+from builders.errors import InputError
 from public_converters.schema import Instance, SemanticMask, SourceError
 
 
@@ -170,14 +171,14 @@ def rle_from_polygons(polygons: list[list[float]], height: int, width: int) -> d
     Every polygon must be an even number of coordinates, at least six (three points): a shorter one is an error
     saying which, never dropped (pycocotools would fail on it with an IndexError or rasterise nothing)."""
     if not isinstance(polygons, list) or not polygons:
-        raise ValueError("no polygon (expected a list of flat [x1, y1, x2, y2, ...] lists)")
+        raise InputError("no polygon (expected a list of flat [x1, y1, x2, y2, ...] lists)")
     for number, polygon in enumerate(polygons):
         if not isinstance(polygon, list) or not all(
             isinstance(v, int | float) and not isinstance(v, bool) for v in polygon
         ):
-            raise ValueError(f"polygon {number} is not a flat list of numbers: {str(polygon)[:60]}")
+            raise InputError(f"polygon {number} is not a flat list of numbers: {str(polygon)[:60]}")
         if len(polygon) < 6 or len(polygon) % 2:
-            raise ValueError(
+            raise InputError(
                 f"polygon {number} has {len(polygon)} coordinates; a polygon needs an even number, at least 6"
             )
     rles = mask_utils.frPyObjects([[float(v) for v in polygon] for polygon in polygons], height, width)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builders.errors import InputError
 from public_converters.schema import BRANCHES, CAPABILITIES, SEG_POLICIES, SourceTables
 from public_converters.vocabulary import LabelMapper, check_label_table
 
@@ -44,7 +45,7 @@ class SourceSpec:
         if self.default_split_variant and self.default_split_variant not in self.split_variants:
             problems.append(f"default split variant {self.default_split_variant!r} is not among split_variants")
         if problems:
-            raise ValueError(f"source {self.name}: " + "; ".join(problems))
+            raise InputError(f"source {self.name}: " + "; ".join(problems))
         check_label_table(self.name, self.labels)
 
     def mapper(self) -> LabelMapper:
@@ -69,7 +70,7 @@ def registry() -> dict[str, SourceSpec]:
 def get_source(name: str) -> SourceSpec:
     sources = registry()
     if name not in sources:
-        raise ValueError(f"unknown public source {name!r}; known: {', '.join(sources)}")
+        raise InputError(f"unknown public source {name!r}; known: {', '.join(sources)}")
     return sources[name]
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from builders.errors import InputError
 from builders.options import stable_seed
 from public_converters.clips import Clip, LabelTimeline
 from public_converters.grounded import dump, parse_answer
@@ -84,15 +85,15 @@ def load_templates(branch: str) -> dict[str, Template]:
             sampling=entry.get("sampling"),
         )
         if template_id not in fillers:
-            raise ValueError(f"templates/{branch}.yaml: {template_id} has no filler in templating.py")
+            raise InputError(f"templates/{branch}.yaml: {template_id} has no filler in templating.py")
         if template.grounded != (template_id in GROUNDED) or (not template.grounded and not template.answers):
-            raise ValueError(
+            raise InputError(
                 f"templates/{branch}.yaml: {template_id}: grounded templates take JSON answers, others answers:"
             )
         templates[template_id] = template
     missing = set(fillers) - set(templates)
     if missing:
-        raise ValueError(f"templates/{branch}.yaml lacks templates for fillers {sorted(missing)}")
+        raise InputError(f"templates/{branch}.yaml lacks templates for fillers {sorted(missing)}")
     return templates
 
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from builders.errors import InputError
 from public_converters.schema import LABEL_KINDS
 
 
 CANONICAL_NAME = re.compile(r"^[a-z0-9][a-z0-9 ()'/+.-]*$")
 
 
-class UnmappedLabels(ValueError):
+class UnmappedLabels(InputError):
     pass
 
 
@@ -29,7 +30,7 @@ def check_label_table(source: str, labels: dict[str, dict[str, str]]) -> None:
             if not CANONICAL_NAME.match(canonical) or "_" in canonical or canonical != canonical.strip():
                 problems.append(f"{kind} {native!r} -> {canonical!r} is not a canonical name (lower case, spaces)")
     if problems:
-        raise ValueError(f"{source}: bad label table: " + "; ".join(problems))
+        raise InputError(f"{source}: bad label table: " + "; ".join(problems))
 
 
 class LabelMapper:

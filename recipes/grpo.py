@@ -38,6 +38,8 @@ from typing import Any
 
 from trl import GRPOConfig, ModelConfig, TrlParser, get_peft_config
 
+from builders.errors import InputError
+
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # `accelerate launch recipes/grpo.py` runs this file as a script
@@ -188,13 +190,13 @@ def check_vllm(training_args: GRPOConfig, script_args: GRPOScriptArguments) -> N
     import importlib.util
 
     if training_args.use_vllm and training_args.vllm_mode == "server" and script_args.frames_as == "video":
-        raise ValueError(
+        raise InputError(
             "use_vllm: true, vllm_mode: server with frames_as: video: TRL 1.16's vLLM server takes image features "
             "only, so the clips would reach it without their frames; use vllm_mode: colocate, use_vllm: false "
             "(transformers generates), or frames_as: images"
         )
     if training_args.use_vllm and importlib.util.find_spec("vllm") is None:
-        raise ValueError(
+        raise InputError(
             "use_vllm: true, but vLLM is not installed in this environment (TRL 1.16 supports vLLM 0.22-0.31, each "
             "pinning its own torch and transformers): set use_vllm: false to generate with transformers, or run "
             "in an environment built around a supported vLLM release"
@@ -206,7 +208,7 @@ def main(
 ) -> Path:
     """Train (resuming from the last checkpoint), write the marker and card, push if asked; returns the folder."""
     if not model_args.model_name_or_path:
-        raise ValueError("model_name_or_path is required (an SFT run's folder or a base model)")
+        raise InputError("model_name_or_path is required (an SFT run's folder or a base model)")
     check_vllm(training_args, script_args)
     # As in recipes/sft.py: pushing is ours (once, with our card), and the token never reaches a pickled checkpoint.
     push, token = training_args.push_to_hub, training_args.hub_token

@@ -28,6 +28,8 @@ from typing import Any
 
 from trl import ModelConfig, SFTConfig, SFTTrainer, TrlParser, get_peft_config
 
+from builders.errors import InputError
+
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # `accelerate launch recipes/sft.py` runs this file as a script
@@ -110,7 +112,7 @@ def make_parser() -> TrlParser:
 def stage_plan(script_args: SFTScriptArguments, training_args: SFTConfig) -> list[dict]:
     """``[{name, dataset_mixture, output_dir, overrides}]``: one stage, or the recipe's ``stages`` in order."""
     if script_args.stages and script_args.dataset_mixture:
-        raise ValueError("give either dataset_mixture (one stage) or stages (each with its dataset_mixture), not both")
+        raise InputError("give either dataset_mixture (one stage) or stages (each with its dataset_mixture), not both")
     if not script_args.stages:
         return [{"name": None, "dataset_mixture": script_args.dataset_mixture, "output_dir": training_args.output_dir}]
     training_fields = {f.name for f in dataclasses.fields(SFTConfig) if f.init}
@@ -122,7 +124,7 @@ def stage_plan(script_args: SFTScriptArguments, training_args: SFTConfig) -> lis
         mixture = stage.pop("dataset_mixture", None)
         unknown = set(stage) - training_fields - script_fields
         if unknown:
-            raise ValueError(f"stage {name!r}: unknown keys {sorted(unknown)}")
+            raise InputError(f"stage {name!r}: unknown keys {sorted(unknown)}")
         plan.append(
             {
                 "name": name,
@@ -170,7 +172,7 @@ def check_lr_schedule(training_args: SFTConfig) -> None:
     decay = int((training_args.lr_scheduler_kwargs or {}).get("num_decay_steps", 0))
     warmup = training_args.get_warmup_steps(steps)
     if warmup + decay > steps:
-        raise ValueError(
+        raise InputError(
             f"max_steps {steps} is shorter than the warmup ({warmup}) and the decay (lr_scheduler_kwargs."
             f"num_decay_steps {decay}) of warmup_stable_decay: lower num_decay_steps or warmup_steps with max_steps"
         )
@@ -221,7 +223,7 @@ def build_stage_trainer(
     }
     peft_config = get_peft_config(model_args)
     if peft_config is not None and frozen:
-        raise ValueError("with LoRA only the adapters train: choose the adapted layers with lora_target_modules")
+        raise InputError("with LoRA only the adapters train: choose the adapted layers with lora_target_modules")
     trainable = apply_freezing(model, frozen) if peft_config is None else {}
 
     sources = parse_mixture(stage["dataset_mixture"])
@@ -341,7 +343,7 @@ def main(
 ) -> Path:
     """Run every stage (skipping finished ones), write the card, push if asked; returns the final model folder."""
     if not model_args.model_name_or_path:
-        raise ValueError("model_name_or_path is required")
+        raise InputError("model_name_or_path is required")
     plan = stage_plan(script_args, training_args)
     # Pushing is ours (once, with our card), never the Trainer's (it would push every checkpoint with its own card).
     # The token stays out of the training arguments: the Trainer pickles them into every checkpoint.

@@ -25,20 +25,28 @@
     sureon plan --config RECIPE.yaml [--num-gpus 4] [--gpu-memory 141] [--synthetic-frames 768x432]
 
 Each builder registers its own sub-command here; heavy imports happen inside the handlers so ``--help`` is fast.
+
+A mistake is one line (``error: ...``, exit 2) and a bug a traceback (:mod:`sureon.errors`); ``sureon --debug ...``
+or ``SUREON_DEBUG=1`` shows the traceback of a mistake too. Before any command runs, its ``--out`` is checked against
+every path among its arguments: no command writes over, inside or around its own inputs
+(:func:`builders.outputs.check_output_location`), and ``--out`` must be writable.
 """
 
 import argparse
 import importlib
+import os
 import sys
 from pathlib import Path
 
-
-def _size(text: str) -> int:
-    units = {"KB": 1024, "MB": 1024**2, "GB": 1024**3}
-    for unit, factor in units.items():
-        if text.upper().endswith(unit):
-            return int(float(text[: -len(unit)]) * factor)
-    return int(text)
+from builders.arguments import (
+    byte_size,
+    float_range,
+    fraction,
+    int_range,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 
 
 def add_build_sureon(builds) -> None:
@@ -59,10 +67,12 @@ def add_build_sureon(builds) -> None:
     parser.add_argument("--column", action="append", metavar="FIELD=COLUMN", help="map a field to a release column")
     parser.add_argument("--columns-file", help="YAML file of field: column mappings")
     parser.add_argument("--on-missing-video", choices=MISSING_VIDEO_MODES, default="error")
-    parser.add_argument("--max-frames", type=int, default=FramePolicy.max_frames)
-    parser.add_argument("--min-frames", type=int, default=FramePolicy.min_frames)
-    parser.add_argument("--max-side", type=int, default=FramePolicy.max_side, help="longest JPEG side (0: keep)")
-    parser.add_argument("--jpeg-quality", type=int, default=FramePolicy.jpeg_quality)
+    parser.add_argument("--max-frames", type=positive_int, default=FramePolicy.max_frames)
+    parser.add_argument("--min-frames", type=positive_int, default=FramePolicy.min_frames)
+    parser.add_argument(
+        "--max-side", type=non_negative_int, default=FramePolicy.max_side, help="longest JPEG side (0: keep)"
+    )
+    parser.add_argument("--jpeg-quality", type=int_range(1, 100), default=FramePolicy.jpeg_quality)
     parser.add_argument(
         "--blur",
         default="text,faces",
@@ -77,7 +87,7 @@ def add_build_sureon(builds) -> None:
     )
     parser.add_argument("--no-blur", action="store_true", help="blur nothing (the card then says so)")
     parser.add_argument("--cache-dir", type=Path, help="frame cache (default: ~/.cache/sureon/frames)")
-    parser.add_argument("--num-workers", type=int, default=1, help="videos decoded in parallel")
+    parser.add_argument("--num-workers", type=positive_int, default=1, help="videos decoded in parallel")
     parser.add_argument(
         "--decode-device",
         choices=DECODE_DEVICES,
@@ -94,7 +104,7 @@ def add_build_sureon(builds) -> None:
     parser.add_argument(
         "--shuffle-options", action="store_true", help="reorder stored options with a seed from question_id"
     )
-    parser.add_argument("--max-shard-size", type=_size, default="500MB", help="parquet shard size, e.g. 500MB")
+    parser.add_argument("--max-shard-size", type=byte_size, default="500MB", help="parquet shard size, e.g. 500MB")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     parser.set_defaults(handler=run_build_sureon)
 
@@ -156,7 +166,7 @@ def add_build_surgiq(builds) -> None:
     parser.add_argument(
         "--configs", nargs="+", choices=["default", "shuffled"], help="configs to build (default: both)"
     )
-    parser.add_argument("--max-shard-size", type=_size, default="500MB", help="parquet shard size, e.g. 500MB")
+    parser.add_argument("--max-shard-size", type=byte_size, default="500MB", help="parquet shard size, e.g. 500MB")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     parser.set_defaults(handler=run_build_surgiq)
 
@@ -195,11 +205,13 @@ def add_near_duplicates(commands) -> None:
     _add_surgiq_source_arguments(parser)
     parser.add_argument("--against", required=True, nargs="+", type=Path, help="external question files")
     parser.add_argument("--out", required=True, type=Path, help="folder for flagged_pairs.csv and dedupe_ids.txt")
-    parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, help="overlap to flag a pair")
-    parser.add_argument("--ngram", type=int, default=NGRAM, help="words per n-gram")
+    parser.add_argument(
+        "--threshold", type=float_range(0, 1, low_open=True), default=DEFAULT_THRESHOLD, help="overlap to flag a pair"
+    )
+    parser.add_argument("--ngram", type=positive_int, default=NGRAM, help="words per n-gram")
     parser.add_argument(
         "--max-df",
-        type=int,
+        type=non_negative_int,
         default=DEFAULT_MAX_DF,
         help="n-grams in more SurgiQ questions nominate no pairs (0: all)",
     )
@@ -234,7 +246,7 @@ def add_report_surgiq(reports) -> None:
     )
     parser.add_argument("runs", nargs="+", type=Path, help="run folders or their predictions.jsonl")
     parser.add_argument("--labels", nargs="+", help="model names, one per run (default: the model in report.json)")
-    parser.add_argument("--bins", type=int, default=10, help="ECE bins")
+    parser.add_argument("--bins", type=positive_int, default=10, help="ECE bins")
     parser.add_argument("--out", type=Path, help="write surgiq_tables.md and surgiq_tables.json here")
     parser.set_defaults(handler=run_report_surgiq)
 
@@ -369,12 +381,12 @@ def add_review(commands) -> None:
     backup.add_argument("--out", required=True, type=Path, help="the new backup file")
     assign = action("assign", "assign unassigned samples to reviewers (balanced, seeded)", run_review, dataset=True)
     assign.add_argument("--reviewers", nargs="+", help="usernames (default: every account)")
-    assign.add_argument("--dual-fraction", type=float, default=0.0, help="share of each type reviewed twice")
+    assign.add_argument("--dual-fraction", type=fraction, default=0.0, help="share of each type reviewed twice")
     assign.add_argument("--seed", default="sureon-review")
     serve = action("serve", "start the review web app", run_review, dataset=True)
     serve.add_argument("--videos", type=Path, help="folder of source videos named <source_id>.<ext>")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: this machine only)")
-    serve.add_argument("--port", type=int, default=7860)
+    serve.add_argument("--port", type=int_range(1, 65535), default=7860)
     serve.add_argument(
         "--server-name",
         action="append",
@@ -392,8 +404,12 @@ def add_review(commands) -> None:
     )
     serve.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM); needs --tls-key")
     serve.add_argument("--tls-key", type=Path, help="the certificate's private key (PEM)")
-    serve.add_argument("--session-idle-minutes", type=float, default=30.0, help="log out after this long idle")
-    serve.add_argument("--session-max-hours", type=float, default=12.0, help="log out this long after logging in")
+    serve.add_argument(
+        "--session-idle-minutes", type=positive_float, default=30.0, help="log out after this long idle"
+    )
+    serve.add_argument(
+        "--session-max-hours", type=positive_float, default=12.0, help="log out this long after logging in"
+    )
     export = action("export", "write the approved bench config and the review reports", run_review, dataset=True)
     export.add_argument("--out", required=True, type=Path)
     export.add_argument("--overwrite", action="store_true")
@@ -452,6 +468,7 @@ def run_review(args) -> int:
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sureon", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error (or SUREON_DEBUG=1)")
     commands = parser.add_subparsers(dest="command", required=True)
     build = commands.add_parser("build", help="build a dataset in the Hub layout")
     builds = build.add_subparsers(dest="dataset", required=True)
@@ -563,13 +580,54 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_inputs(args: argparse.Namespace) -> dict[str, Path]:
+    """Every existing local path among a command's arguments but ``--out``: what it reads, caches or resumes from.
+    Paths inside ``KEY=VALUE`` specs count too (``--guesser model=PATH,name=NAME``, ``sft=PREDICTIONS``)."""
+    inputs: dict[str, Path] = {}
+    for name, value in vars(args).items():
+        if name in ("out", "handler", "debug"):
+            continue
+        for item in value if isinstance(value, list | tuple) else [value]:
+            if not isinstance(item, str | Path):
+                continue
+            text = str(item)
+            for candidate in dict.fromkeys([text, *(part.rpartition("=")[2] for part in text.split(","))]):
+                if candidate and Path(candidate).expanduser().exists():
+                    label = f"--{name.replace('_', '-')}"
+                    inputs[label if label not in inputs else f"{label} {candidate}"] = Path(candidate)
+    return inputs
+
+
+def check_output(args: argparse.Namespace) -> None:
+    """Refuse, before the command starts, an ``--out`` that is, contains or lies inside an input, or is not
+    writable."""
+    from builders.outputs import check_output_location, check_writable
+
+    out = getattr(args, "out", None)
+    if out is None:
+        return
+    check_output_location(out, command_inputs(args))
+    check_writable(out)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = make_parser().parse_args(argv)
+    from sureon.errors import exit_on_sigterm, user_message
+
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    exit_on_sigterm()
     try:
+        check_output(args)
         return args.handler(args)
-    except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    except BaseException as err:
+        if isinstance(err, SystemExit):
+            raise
+        known = user_message(err)
+        if known is None or args.debug or os.environ.get("SUREON_DEBUG", "") not in ("", "0"):
+            raise
+        message, status = known
+        print(f"error: {message}", file=sys.stderr)
+        return status
 
 
 if __name__ == "__main__":

@@ -35,6 +35,8 @@ import sys
 import time
 from pathlib import Path
 
+from builders.errors import InputError
+
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RECIPES = REPO_ROOT / "recipes" / "tiny"
@@ -491,6 +493,6 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     if bool(args.release) != bool(args.videos) and not args.release:
-        raise ValueError("--videos needs --release")
+        raise InputError("--videos needs --release")
     reproduce(args)
     return 0

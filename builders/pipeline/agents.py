@@ -20,6 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 from pydantic import BaseModel, Field
 
+from builders.errors import InputError
 from builders.llm import ChatRequest, LLMClient
 from builders.options import OptionError, lettered_events, options_from_pool, parse_order
 from builders.pipeline.output import lettered, write_stage_output
@@ -78,7 +79,7 @@ def category_rules(category: Category) -> tuple[str, str]:
     head, _, validator = text.partition("# Validator")
     generator = head.partition("# Generator")[2]
     if not generator.strip() or not validator.strip():
-        raise ValueError(f"prompts/{category.slug}.md needs a '# Generator' and a '# Validator' section")
+        raise InputError(f"prompts/{category.slug}.md needs a '# Generator' and a '# Validator' section")
     return generator.strip(), validator.strip()
 
 
@@ -194,10 +195,10 @@ def run_stage1(
     """``(records per split, skipped entries)`` for ``transcripts``; ``split`` maps each source id to its split."""
     unknown = [c for c in config.categories if c not in BY_CODE]
     if unknown:
-        raise ValueError(f"unknown categories {unknown}; choose among {list(BY_CODE)}")
+        raise InputError(f"unknown categories {unknown}; choose among {list(BY_CODE)}")
     unassigned = sorted(t.source_id for t in transcripts if split.get(t.source_id) not in ("train", "validation"))
     if unassigned:
-        raise ValueError(f"{len(unassigned)} video(s) have no train / validation split: {unassigned[:5]}")
+        raise InputError(f"{len(unassigned)} video(s) have no train / validation split: {unassigned[:5]}")
     skipped = [
         {"source_id": t.source_id, "stage": "input", "reason": "the transcript has no lines"}
         for t in transcripts

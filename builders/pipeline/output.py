@@ -12,8 +12,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from builders.hub import staged_output
 from builders.options import LETTERS
+from builders.outputs import staged_output
 from builders.sureon.release import RELEASE_SCHEMA
 
 

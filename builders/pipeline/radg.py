@@ -28,6 +28,7 @@ import pyarrow as pa
 from datasets import Features
 from pydantic import BaseModel
 
+from builders.errors import InputError
 from builders.llm import ChatRequest, LLMClient
 from builders.options import normalise_option, options_from_pool, stable_seed
 from builders.pipeline.agents import STAGE1_FIELDS, read_prompt
@@ -67,7 +68,7 @@ class AnswerIndex:
 
     def __post_init__(self):
         if len(self.embeddings) != len(self.meta):
-            raise ValueError(f"{len(self.embeddings)} embeddings for {len(self.meta)} answers")
+            raise InputError(f"{len(self.embeddings)} embeddings for {len(self.meta)} answers")
         members: dict[str, list[int]] = {}
         for i, item in enumerate(self.meta):
             members.setdefault(item["category"], []).append(i)
@@ -216,7 +217,7 @@ def run_radg(
     """RADG on every MCQ record; other records pass through with an empty pool."""
     items = index_items(records.get("train", []))
     if not items:
-        raise ValueError("no MCQ answers in the train split to retrieve exemplars from")
+        raise InputError("no MCQ answers in the train split to retrieve exemplars from")
     vectors = embed(embedder, [i["answer"] for i in items], embedding_cache, config.embedding_model)
     index = AnswerIndex(vectors, items)
     queries = [(split, r) for split, rows in sorted(records.items()) for r in rows if is_mcq(r)]
@@ -310,7 +311,7 @@ def write_stage2(
     elif method == "resampled":
         refined, skipped = run_resampled(records, config.num_distractors)
     else:
-        raise ValueError(f"unknown stage-2 method {method!r}: radg or resampled")
+        raise InputError(f"unknown stage-2 method {method!r}: radg or resampled")
     manifest = {
         "stage": f"stage2-{method}",
         "settings": asdict(config),

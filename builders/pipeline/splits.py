@@ -10,6 +10,7 @@ missing from a stored split is an error (extend the file, or delete it to re-spl
 import json
 from pathlib import Path
 
+from builders.errors import InputError
 from builders.options import seeded_shuffle
 from builders.sureon.folds import assign_folds
 
@@ -17,7 +18,7 @@ from builders.sureon.folds import assign_folds
 def make_split(videos: dict[str, str], fraction: float = 0.1, seed: int = 42) -> dict[str, str]:
     """``{source_id: subject}`` -> ``{source_id: "train" | "validation"}``."""
     if not 0 < fraction < 1:
-        raise ValueError(f"validation fraction must be in (0, 1), got {fraction}")
+        raise InputError(f"validation fraction must be in (0, 1), got {fraction}")
     num_folds = max(2, round(1 / fraction))
     if len(videos) >= num_folds:
         folds = assign_folds(videos, num_folds, seed)
@@ -34,7 +35,7 @@ def load_or_make_split(path: Path, videos: dict[str, str], fraction: float = 0.1
         split = json.loads(path.read_text())
         missing = sorted(set(videos) - set(split))
         if missing:
-            raise ValueError(
+            raise InputError(
                 f"{path} has no split for {len(missing)} video(s) ({missing[:5]}...): add them to the file by hand "
                 "(keeping existing assignments), or delete it to re-split the whole corpus"
             )

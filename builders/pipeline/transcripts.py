@@ -22,6 +22,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builders.errors import InputError
+
 
 ID_KEYS = ("source_id", "video_id", "id", "youtube_id")
 SEGMENT_KEYS = ("segments", "sentences", "transcript", "transcription", "lines")
@@ -38,7 +40,7 @@ _CUE_TIME = re.compile(r"(?:(\d+):)?(\d{1,2}):(\d{2})[.,](\d{1,3})")
 _TAGS = re.compile(r"<[^>]+>")
 
 
-class TranscriptError(ValueError):
+class TranscriptError(InputError):
     """A transcript that cannot be read; the message names the file, the row and the fix."""
 
 

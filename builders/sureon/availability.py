@@ -14,6 +14,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from builders.errors import InputError
+
 
 FILENAME = "availability.json"
 GOOD = ("downloaded", "supplied")
@@ -27,7 +29,7 @@ def read_availability(videos_dir: str | Path) -> dict[str, dict]:
     try:
         return json.loads(path.read_text())["sources"]
     except (json.JSONDecodeError, KeyError, TypeError) as err:
-        raise ValueError(
+        raise InputError(
             f"{path} is not an availability file ({err}); rerun `sureon videos fetch` or delete it"
         ) from err
 

@@ -33,7 +33,9 @@ from tqdm.auto import tqdm
 
 from builders.blur import BlurSettings, blurrer_for
 from builders.card import STAT_FIELDS, plot_category_distribution, render_card, video_qa_stats
-from builders.hub import DEFAULT_MAX_SHARD_BYTES, MEDIA_DIR, configs_metadata, staged_output, write_split
+from builders.errors import InputError
+from builders.hub import DEFAULT_MAX_SHARD_BYTES, MEDIA_DIR, configs_metadata, write_split
+from builders.outputs import staged_output
 from builders.schema import video_qa_features
 from builders.sureon.availability import missing_reason, read_availability
 from builders.sureon.frames import (
@@ -238,7 +240,7 @@ class MediaFiles:
 
     def paths(self, source_id: str, frames: ClipFrames) -> list[str]:
         if not source_id or "/" in source_id or "\\" in source_id or source_id.startswith("."):
-            raise ValueError(f"source_id {source_id!r} cannot name a media folder")
+            raise InputError(f"source_id {source_id!r} cannot name a media folder")
         names = []
         for index, jpeg in zip(frames.indices, frames.jpegs, strict=True):
             name = f"{self.folder}/{source_id}/{index:07d}.jpg"
@@ -292,9 +294,9 @@ def config_rows(
 def build_sureon(opts: BuildOptions) -> BuildReport:
     """Read, validate and write the requested configs; see the module docstring."""
     if opts.on_missing_video not in MISSING_VIDEO_MODES:
-        raise ValueError(f"--on-missing-video must be one of {MISSING_VIDEO_MODES}, got {opts.on_missing_video!r}")
+        raise InputError(f"--on-missing-video must be one of {MISSING_VIDEO_MODES}, got {opts.on_missing_video!r}")
     if opts.frames_layout not in FRAMES_LAYOUTS:
-        raise ValueError(f"--frames-layout must be one of {FRAMES_LAYOUTS}, got {opts.frames_layout!r}")
+        raise InputError(f"--frames-layout must be one of {FRAMES_LAYOUTS}, got {opts.frames_layout!r}")
     release = read_release(opts.release, opts.mapping, opts.shuffle_options)
     check_leakage(release)
     specs = select_configs(release, opts.configs)
@@ -305,7 +307,7 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
     with_frames = opts.videos is not None
     unknown = sorted(set(opts.blur_configs) - set(CONFIGS))
     if unknown:
-        raise ValueError(f"--blur-configs names unknown config(s) {unknown}; choose from {list(CONFIGS)}")
+        raise InputError(f"--blur-configs names unknown config(s) {unknown}; choose from {list(CONFIGS)}")
     blurred = {spec.name for spec in specs if with_frames and opts.blur is not None and spec.name in opts.blur_configs}
     policies = {
         spec.name: replace(opts.policy, blur=opts.blur) if spec.name in blurred else opts.policy for spec in specs

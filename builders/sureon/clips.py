@@ -9,6 +9,8 @@ hash, the category slug holds underscores, and times have 2-3 decimals with ``.`
 import re
 from dataclasses import dataclass
 
+from builders.errors import InputError
+
 
 _TIME = r"(\d{1,3})-(\d{2})-(\d{2})(?:[._](\d+))?"
 _CLIP_TAIL = re.compile(rf"_(?P<category>.+)_(?P<start>{_TIME})_(?P<end>{_TIME})$")
@@ -17,7 +19,7 @@ _YOUTUBE_ID = re.compile(r"^[A-Za-z0-9_-]{11}$")
 _CLOCK = re.compile(r"^\s*(?:(\d+):)?(\d{1,2}):(\d{1,2}(?:\.\d+)?)\s*$")
 
 
-class ClipIdError(ValueError):
+class ClipIdError(InputError):
     pass
 
 
@@ -74,7 +76,7 @@ def parse_seconds(value) -> float:
     dashed = re.fullmatch(_TIME, text)
     if dashed:
         return _dashed_seconds(*dashed.groups())
-    raise ValueError(f"not a time: {value!r} (expected seconds, [h:]mm:ss[.fff] or HH-MM-SS.ff)")
+    raise InputError(f"not a time: {value!r} (expected seconds, [h:]mm:ss[.fff] or HH-MM-SS.ff)")
 
 
 def format_clock(seconds: float) -> str:

@@ -15,6 +15,7 @@ from math import comb
 
 from datasets import List, Value
 
+from builders.errors import InputError
 from builders.options import normalise_option, stable_seed
 
 
@@ -47,7 +48,7 @@ def draw_configurations(pool: Sequence[dict], size: int, limit: int, *seed_parts
     pool is small, every diverse set is enumerated and shuffled instead, so ``limit`` is met whenever it can be.
     """
     if size > len(pool):
-        raise ValueError(f"cannot draw {size} distractors from a pool of {len(pool)}")
+        raise InputError(f"cannot draw {size} distractors from a pool of {len(pool)}")
     rng = random.Random(stable_seed("distractors", *seed_parts))
     total = comb(len(pool), size)
     if total <= 4 * limit:
@@ -76,5 +77,5 @@ def draw_distractors(pool: Sequence[dict], size: int, *seed_parts: str) -> list[
     """The one seeded diverse draw used as a question's final distractors."""
     draws = draw_configurations(pool, size, 1, *seed_parts)
     if not draws:
-        raise ValueError(f"no diverse set of {size} distractors in this pool")
+        raise InputError(f"no diverse set of {size} distractors in this pool")
     return draws[0]

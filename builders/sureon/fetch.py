@@ -56,6 +56,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
+from builders.errors import InputError
 from builders.jsonl_log import AppendOnlyJsonl
 from builders.sureon.availability import GOOD, read_availability, write_availability
 from builders.sureon.build import CONFIGS, passes_curation, select_configs
@@ -165,7 +166,7 @@ def needed_sources(release: Path, configs: list[str] | None = None) -> dict[str,
         built = json.loads(manifest.read_text())["configs"]
         unknown = sorted(set(configs or ()) - set(built))
         if unknown:
-            raise ValueError(f"{release} was built without config(s) {unknown} (it has {sorted(built)})")
+            raise InputError(f"{release} was built without config(s) {unknown} (it has {sorted(built)})")
         for name in configs or sorted(built):
             for path in sorted((release / name).glob("*.parquet")):
                 table = pq.read_table(path, columns=["question_id", "source_id", "start", "end"])
@@ -524,15 +525,15 @@ class Fetcher:
 
     def __init__(self, opts: FetchOptions, clock=time.monotonic, sleep=None):
         if "{id}" not in opts.url_template:
-            raise ValueError(f"--url-template {opts.url_template!r} has no {{id}}")
+            raise InputError(f"--url-template {opts.url_template!r} has no {{id}}")
         if opts.cookies and opts.cookies_from_browser:
-            raise ValueError("pass --cookies or --cookies-from-browser, not both")
+            raise InputError("pass --cookies or --cookies-from-browser, not both")
         if opts.concurrency < 1 or opts.retries < 1:
-            raise ValueError("--concurrency and --retries must be at least 1")
+            raise InputError("--concurrency and --retries must be at least 1")
         if opts.on_rate_limit not in ON_RATE_LIMIT:
-            raise ValueError(f"--on-rate-limit must be one of {ON_RATE_LIMIT}, got {opts.on_rate_limit!r}")
+            raise InputError(f"--on-rate-limit must be one of {ON_RATE_LIMIT}, got {opts.on_rate_limit!r}")
         if not (math.isfinite(opts.rate_limit_wait) and opts.rate_limit_wait > 0):
-            raise ValueError(f"--rate-limit-wait must be a positive number of seconds, got {opts.rate_limit_wait}")
+            raise InputError(f"--rate-limit-wait must be a positive number of seconds, got {opts.rate_limit_wait}")
         if opts.cookies and not opts.cookies.is_file():
             raise FileNotFoundError(f"--cookies {opts.cookies} does not exist (a Netscape cookies.txt file)")
         if opts.sections and shutil.which("ffmpeg") is None:
@@ -746,7 +747,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     if not math.isfinite(args.pad) or args.pad < 0:
-        raise ValueError(f"--pad must be >= 0, got {args.pad}")
+        raise InputError(f"--pad must be >= 0, got {args.pad}")
     try:
         import yt_dlp  # noqa: F401
     except ImportError as err:

@@ -8,6 +8,8 @@ the shuffle is seeded, so the assignment depends only on the set of videos, thei
 import warnings
 from collections import Counter
 
+from builders.errors import InputError
+
 
 def assign_folds(videos: dict[str, str], num_folds: int = 4, seed: int = 42) -> dict[str, int]:
     """``{source_id: subject}`` -> ``{source_id: fold}`` with folds in ``range(num_folds)``."""
@@ -15,9 +17,9 @@ def assign_folds(videos: dict[str, str], num_folds: int = 4, seed: int = 42) -> 
     from sklearn.model_selection import GroupKFold, StratifiedGroupKFold
 
     if num_folds < 2:
-        raise ValueError(f"num_folds must be at least 2, got {num_folds}")
+        raise InputError(f"num_folds must be at least 2, got {num_folds}")
     if len(videos) < num_folds:
-        raise ValueError(f"{len(videos)} videos cannot fill {num_folds} folds: every fold needs a video")
+        raise InputError(f"{len(videos)} videos cannot fill {num_folds} folds: every fold needs a video")
     ids = sorted(videos)
     subjects = [videos[source_id] or "unknown" for source_id in ids]
     if max(Counter(subjects).values()) >= num_folds:

@@ -48,6 +48,7 @@ from pathlib import Path
 from PIL import Image
 
 from builders.blur import BlurSettings, blurrer_for
+from builders.errors import InputError
 from builders.prompt import PROTOCOL_FRAMES
 from builders.sureon.sections import Section, read_section
 from builders.video import VIDEO_EXTENSIONS, open_decoder, probe_size
@@ -71,9 +72,9 @@ class FramePolicy:
 
     def __post_init__(self):
         if not 1 <= self.min_frames <= self.max_frames:
-            raise ValueError(f"need 1 <= min_frames ({self.min_frames}) <= max_frames ({self.max_frames})")
+            raise InputError(f"need 1 <= min_frames ({self.min_frames}) <= max_frames ({self.max_frames})")
         if self.max_side is not None and self.max_side < 16:
-            raise ValueError(f"max_side {self.max_side} is too small")
+            raise InputError(f"max_side {self.max_side} is too small")
 
     def identity(self) -> dict:
         """What the encoded frames depend on (the cache key): sizes, quality, and the blur with its detectors."""
@@ -117,7 +118,7 @@ def plan_frame_indices(start: float, end: float, fps: float, num_frames: int, po
 def resolve_decode_device(requested: str = "auto") -> str:
     """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``."""
     if requested not in DECODE_DEVICES:
-        raise ValueError(f"decode device must be one of {DECODE_DEVICES}, got {requested!r}")
+        raise InputError(f"decode device must be one of {DECODE_DEVICES}, got {requested!r}")
     if requested != "auto":
         return requested
     import torch
@@ -311,7 +312,7 @@ def index_videos(videos_dir: str | Path) -> dict[str, Path]:
                 duplicates.append(f"{found[path.stem]} and {path}")
             found[path.stem] = path
     if duplicates:
-        raise ValueError(f"several files for the same source_id: {'; '.join(duplicates)}; keep one of each")
+        raise InputError(f"several files for the same source_id: {'; '.join(duplicates)}; keep one of each")
     return found
 
 

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from builders.columns import MAX_ERRORS_SHOWN, RowError, raise_row_errors
 from builders.columns import ColumnMapping as BaseColumnMapping
+from builders.errors import InputError
 from builders.options import (
     LETTERS,
     OptionError,
@@ -141,7 +142,7 @@ OUTPUT_COLUMNS = (
 )
 
 
-class ReleaseError(ValueError):
+class ReleaseError(InputError):
     """A release that cannot be read as it stands; the message says what and where, and how to fix it."""
 
 
@@ -245,7 +246,7 @@ def _read_flag(value) -> bool | None:
         return False
     if text in ("", "none", "null", "nan"):
         return None
-    raise ValueError(f"passes_blind_curation {value!r} is not true / false / null")
+    raise InputError(f"passes_blind_curation {value!r} is not true / false / null")
 
 
 def _text(value) -> str:
@@ -258,19 +259,19 @@ def _window(row: dict, cols: dict, clip) -> tuple[float, float]:
     if cols["time_window"] and row[cols["time_window"]]:
         parts = re.split(r"\s*(?:→|->|–|\bto\b|,)\s*", str(row[cols["time_window"]]).strip())
         if len(parts) != 2:
-            raise ValueError(f"time_window {row[cols['time_window']]!r} is not 'start → end'")
+            raise InputError(f"time_window {row[cols['time_window']]!r} is not 'start → end'")
         return parse_seconds(parts[0]), parse_seconds(parts[1])
     if clip is None:
-        raise ValueError("no start/end columns and the clip_id does not encode the window")
+        raise InputError("no start/end columns and the clip_id does not encode the window")
     return clip.start, clip.end
 
 
 def normalise_row(row: dict, cols: dict, letter_columns: list[str], shuffle_options: bool) -> dict:
-    """One release row -> one record of the output schema (without frames); raise ValueError on bad input."""
+    """One release row -> one record of the output schema (without frames); raise InputError on bad input."""
     question_id = _text(row[cols["question_id"]]).strip()
     clip_id = _text(row[cols["clip_id"]]).strip()
     if not question_id:
-        raise ValueError("empty question_id")
+        raise InputError("empty question_id")
     try:
         clip = parse_clip_id(clip_id)
     except ClipIdError:
@@ -282,12 +283,12 @@ def normalise_row(row: dict, cols: dict, letter_columns: list[str], shuffle_opti
     )
     start, end = _window(row, cols, clip)
     if end < start:
-        raise ValueError(f"window ends ({end}s) before it starts ({start}s)")
+        raise InputError(f"window ends ({end}s) before it starts ({start}s)")
 
     raw_category = row[cols["category"]] if cols["category"] else None
     if not raw_category:
         if clip is None:
-            raise ValueError("no category value and the clip_id does not encode one")
+            raise InputError("no category value and the clip_id does not encode one")
         raw_category = clip.category_slug
     category, known = resolve_category(str(raw_category))
     category_slug = known.slug if known else category
@@ -318,7 +319,7 @@ def normalise_row(row: dict, cols: dict, letter_columns: list[str], shuffle_opti
         events = lettered_events(question)
         answer_order = parse_order(answer, len(events) or None)
     elif answer_format == MCQ and not options:
-        raise ValueError(f"{category} is a multiple-choice category but the row has no options")
+        raise InputError(f"{category} is a multiple-choice category but the row has no options")
 
     return {
         "question_id": question_id,

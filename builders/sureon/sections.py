@@ -17,6 +17,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from builders.errors import InputError
+
 
 SUFFIX = ".section.json"
 
@@ -53,7 +55,7 @@ def read_section(video: Path) -> Section | None:
             tuple(data["requested"]),
         )
     except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{path}: not a section sidecar ({err}); delete it and the video, then fetch again") from err
+        raise InputError(f"{path}: not a section sidecar ({err}); delete it and the video, then fetch again") from err
 
 
 def write_section(video: Path, section: Section) -> None:

@@ -55,6 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
+from builders.errors import InputError
 from builders.options import LETTERS, stable_seed
 from builders.sureon.categories import BY_CODE
 from builders.sureon.release import release_row, write_release_splits
@@ -191,37 +192,37 @@ class WorldConfig:
     def __post_init__(self):
         unknown = [c for c in self.categories if c not in ALL_CODES]
         if unknown or not self.categories:
-            raise ValueError(f"categories {list(self.categories)}: each must be one of {', '.join(ALL_CODES)}")
+            raise InputError(f"categories {list(self.categories)}: each must be one of {', '.join(ALL_CODES)}")
         for split, shares in self.shortcuts.items():
             if split not in SPLITS:
-                raise ValueError(f"shortcuts: unknown split {split!r} (splits: {', '.join(SPLITS)})")
+                raise InputError(f"shortcuts: unknown split {split!r} (splits: {', '.join(SPLITS)})")
             bad = [kind for kind in shares if kind not in SHORTCUT_KINDS]
             if bad:
-                raise ValueError(f"shortcuts.{split}: unknown kind(s) {bad} (kinds: {', '.join(SHORTCUT_KINDS)})")
+                raise InputError(f"shortcuts.{split}: unknown kind(s) {bad} (kinds: {', '.join(SHORTCUT_KINDS)})")
             if any(not 0 <= share <= 1 for share in shares.values()) or sum(shares.values()) > 1 + 1e-9:
-                raise ValueError(f"shortcuts.{split}: shares must lie in [0, 1] and sum to at most 1, got {shares}")
+                raise InputError(f"shortcuts.{split}: shares must lie in [0, 1] and sum to at most 1, got {shares}")
         for split, share in self.decoys.items():
             if split not in SPLITS:
-                raise ValueError(f"decoys: unknown split {split!r} (splits: {', '.join(SPLITS)})")
+                raise InputError(f"decoys: unknown split {split!r} (splits: {', '.join(SPLITS)})")
             planted = sum((self.shortcuts.get(split) or {}).values())
             if not 0 <= float(share) <= 1 or planted + float(share) > 1 + 1e-9:
-                raise ValueError(
+                raise InputError(
                     f"decoys.{split}: a share in [0, 1] that with the split's shortcuts ({planted:g}) sums to at "
                     f"most 1, got {share}"
                 )
         for split in SPLITS:
             if not 2 <= int(self.options.get(split, 4)) <= 7:
-                raise ValueError(f"options.{split}: between 2 and 7 options (the vocabularies have 7 words)")
+                raise InputError(f"options.{split}: between 2 and 7 options (the vocabularies have 7 words)")
             if int(self.videos.get(split, 0)) < 1 or int(self.questions_per_video.get(split, 0)) < 1:
-                raise ValueError(f"{split}: needs at least one video and one question per video")
+                raise InputError(f"{split}: needs at least one video and one question per video")
         if self.shortcut_clips not in SHORTCUT_CLIPS:
-            raise ValueError(f"shortcut_clips must be one of {', '.join(SHORTCUT_CLIPS)}, got {self.shortcut_clips!r}")
+            raise InputError(f"shortcut_clips must be one of {', '.join(SHORTCUT_CLIPS)}, got {self.shortcut_clips!r}")
         if self.option_order not in OPTION_ORDERS:
-            raise ValueError(f"option_order must be one of {', '.join(OPTION_ORDERS)}, got {self.option_order!r}")
+            raise InputError(f"option_order must be one of {', '.join(OPTION_ORDERS)}, got {self.option_order!r}")
         if self.position_letter not in LETTERS[: min(int(n) for n in self.options.values())]:
-            raise ValueError(f"position_letter {self.position_letter!r} is not a letter every split's options have")
+            raise InputError(f"position_letter {self.position_letter!r} is not a letter every split's options have")
         if self.frame_size % 32 or self.frame_size < 32:
-            raise ValueError(
+            raise InputError(
                 f"frame_size must be a multiple of 32 (the vision patches merge 2x2 of 16 px), got {self.frame_size}"
             )
 
@@ -230,7 +231,7 @@ class WorldConfig:
         known = {f for f in cls.__dataclass_fields__}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ValueError(f"world settings: unknown key(s) {unknown}; known: {sorted(known)}")
+            raise InputError(f"world settings: unknown key(s) {unknown}; known: {sorted(known)}")
         values = dict(values)
         for key in ("videos", "questions_per_video", "options"):
             if key in values:
@@ -291,7 +292,7 @@ def draw_frame(size: int, *, colour, motion: str = "still", pattern: str = "soli
         scale = progress if motion == "grow" else 1 - progress
         half = size * (0.1 + 0.25 * scale)
     elif motion != "still":
-        raise ValueError(f"unknown motion {motion!r}")
+        raise InputError(f"unknown motion {motion!r}")
     _square(frame, tuple(centre), half, colour, pattern)
     return frame
 
@@ -600,9 +601,9 @@ def read_truth(path: Path) -> list[dict]:
             try:
                 entry = json.loads(line)
             except json.JSONDecodeError as err:
-                raise ValueError(f"{path}, line {number}: not JSON ({err})") from err
+                raise InputError(f"{path}, line {number}: not JSON ({err})") from err
             if not isinstance(entry, dict) or "question_id" not in entry:
-                raise ValueError(f"{path}, line {number}: not a shortcut entry (no question_id)")
+                raise InputError(f"{path}, line {number}: not a shortcut entry (no question_id)")
             entries.append(entry)
     return entries
 
@@ -629,7 +630,7 @@ def load_config(path: Path | None, **overrides) -> WorldConfig:
         loaded = yaml.safe_load(Path(path).read_text()) or {}
         values = loaded.get("config", loaded) if isinstance(loaded, dict) else None
         if not isinstance(values, dict):
-            raise ValueError(f"{path}: world settings must be a mapping")
+            raise InputError(f"{path}: world settings must be a mapping")
     return WorldConfig.from_dict(values).with_overrides(**overrides)
 
 
@@ -669,7 +670,7 @@ def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
     for value in values or []:
         key, sep, number = value.partition("=")
         if not sep:
-            raise ValueError(f"{what} {value!r}: expected KEY=VALUE")
+            raise InputError(f"{what} {value!r}: expected KEY=VALUE")
         pairs[key.strip()] = number.strip()
     return pairs
 
@@ -686,7 +687,7 @@ def run(args) -> int:
         for spec in args.shortcut:
             split, sep, rest = spec.partition(":")
             if not sep:
-                raise ValueError(f"--shortcut {spec!r}: expected SPLIT:KIND=SHARE")
+                raise InputError(f"--shortcut {spec!r}: expected SPLIT:KIND=SHARE")
             shortcuts.setdefault(split, {}).update({k: float(v) for k, v in _pairs([rest], "--shortcut").items()})
         config = WorldConfig.from_dict({**_config_json(config), "shortcuts": {**config.shortcuts, **shortcuts}})
     summary = write_world(args.out, config, videos=not args.no_videos)

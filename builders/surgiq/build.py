@@ -35,8 +35,10 @@ import pyarrow.parquet as pq
 
 from builders.card import mcq_stats, plot_domain_type_distribution, render_mcq_card
 from builders.columns import ColumnMapping, RowError, raise_row_errors
-from builders.hub import DEFAULT_MAX_SHARD_BYTES, configs_metadata, staged_output, write_split
+from builders.errors import InputError
+from builders.hub import DEFAULT_MAX_SHARD_BYTES, configs_metadata, write_split
 from builders.options import LETTERS, OptionError, read_options, resolve_answer, seeded_shuffle
+from builders.outputs import staged_output
 from builders.schema import TEXT_MCQ_FEATURES, text_mcq_features
 
 
@@ -104,7 +106,7 @@ BUILTIN_ALIASES = {
 PAPER_ANSWER_POSITION = {"A": 26.9, "B": 23.8, "C": 24.7, "D": 24.6}
 
 
-class SurgiqError(ValueError):
+class SurgiqError(InputError):
     """SurgiQ source files that cannot be read as they stand; the message says what, where and how to fix it."""
 
 
@@ -180,7 +182,7 @@ def canonical_value(name: str, value, aliases: dict[str, dict[str, str]]) -> str
     for table in (aliases.get(name, {}), BUILTIN_ALIASES[name]):
         if key in table:
             return table[key]
-    raise ValueError(
+    raise InputError(
         f"unknown {name} {value!r}; expected one of {list(vocabulary)} "
         f"(map other spellings with --alias {name}:VALUE=CANONICAL)"
     )
@@ -257,10 +259,10 @@ def normalise_row(row: dict, cols: dict, letter_columns: list[str], aliases: dic
     """One source row -> one record in the stored option order; ``ValueError`` naming the value on bad input."""
     question_id = _text(row.get(cols["id"]))
     if not question_id:
-        raise ValueError("empty id")
+        raise InputError("empty id")
     question = _text(row.get(cols["question"]))
     if not question:
-        raise ValueError("empty question")
+        raise InputError("empty question")
     if letter_columns:
         options = [_text(row.get(c)) for c in letter_columns if _text(row.get(c))]
         flagged = None
@@ -268,7 +270,7 @@ def normalise_row(row: dict, cols: dict, letter_columns: list[str], aliases: dic
         options, flagged = read_options(row.get(cols["options"]))
         options = [_text(option) for option in options]
     if len(options) != NUM_OPTIONS or not all(options):
-        raise ValueError(f"{len([o for o in options if o])} non-empty options, SurgiQ needs exactly 4: {options}")
+        raise InputError(f"{len([o for o in options if o])} non-empty options, SurgiQ needs exactly 4: {options}")
     answer_index = resolve_answer(_answer_text(row.get(cols["answer"])), options, flagged)
     return {
         "id": question_id,

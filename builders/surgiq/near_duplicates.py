@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 from scipy import sparse
 
+from builders.errors import InputError
 from builders.surgiq.build import SurgiqError, read_source
 
 
@@ -177,7 +178,7 @@ def find_near_duplicates(
 ) -> tuple[list[Match], dict[str, int], dict[tuple[str, str], str]]:
     """Flagged pairs (most overlapping first), question counts per external file, and the external texts matched."""
     if not 0 < threshold <= 1:
-        raise ValueError(f"--threshold must be in (0, 1], got {threshold}")
+        raise InputError(f"--threshold must be in (0, 1], got {threshold}")
     records = list(surgiq)
     index = NgramIndex([r["id"] for r in records], [r["question"] for r in records], n, max_df)
     matches, counts, texts = [], {}, {}

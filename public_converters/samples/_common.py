@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from builders.errors import InputError
 from builders.options import stable_seed
 
 
@@ -83,7 +84,7 @@ def resize_image(path: Path, size: tuple[int, int]) -> None:
 def replace_in_file(path: Path, old: str, new: str, count: int = 1) -> None:
     text = path.read_text()
     if old not in text:
-        raise ValueError(f"{path}: {old!r} not found (the sample layout changed)")
+        raise InputError(f"{path}: {old!r} not found (the sample layout changed)")
     path.write_text(text.replace(old, new, count))
 
 

@@ -28,6 +28,7 @@ import csv
 import re
 from pathlib import Path
 
+from builders.errors import InputError
 from public_converters import coco
 from public_converters.schema import Frame, Instance, SourceError, SourceTables, Video
 from public_converters.spec import SourceSpec
@@ -123,7 +124,7 @@ def _check_vids_file(root: Path, folder: str, state: dict) -> None:
 def _whole(cell: str) -> int:
     value = float(cell)  # pandas writes "12.0" for ints in a column that also holds blanks
     if not value.is_integer():
-        raise ValueError(f"{cell!r} is not a whole number")
+        raise InputError(f"{cell!r} is not a whole number")
     return int(value)
 
 

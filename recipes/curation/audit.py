@@ -23,6 +23,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from builders.errors import InputError
 from builders.options import LETTERS, OptionError, parse_order, read_options, resolve_answer
 from builders.plots import pyplot, save_figure
 from recipes.curation.curate import DEFAULT_TAU, DEFAULT_TEMPERATURE, DEFAULT_TRIALS, Sampling, ScoreCache, is_scored
@@ -39,14 +40,14 @@ def category_of(row: dict) -> str:
 def normalise_row(row: dict, position: int, source: str) -> dict:
     """One row of any MCQ schema -> the fields the blind prompt and the audit read."""
     if not str(row.get("question") or "").strip():
-        raise ValueError(f"{source} row {position}: empty question")
+        raise InputError(f"{source} row {position}: empty question")
     try:
         options, flagged = read_options(row.get("options"))
         index = row.get("answer_index")
         if options and not (isinstance(index, int) and 0 <= index < len(options)):
             index = resolve_answer(str(row.get("answer") or ""), options, flagged)
     except OptionError as err:
-        raise ValueError(f"{source} row {position}: {err}; fix the row's options/answer columns") from None
+        raise InputError(f"{source} row {position}: {err}; fix the row's options/answer columns") from None
     record = {
         "question_id": str(row.get("question_id") or row.get("id") or f"row-{position}"),
         "question": str(row["question"]),
@@ -61,7 +62,7 @@ def normalise_row(row: dict, position: int, source: str) -> dict:
         try:
             record["answer_order"] = parse_order(record["answer"])
         except OptionError as err:
-            raise ValueError(f"{source} row {position}: {err}") from None
+            raise InputError(f"{source} row {position}: {err}") from None
     for key in ("start", "end", "source_id"):
         if row.get(key) is not None:
             record[key] = row[key]
@@ -79,7 +80,7 @@ def load_mcq(dataset: str, config: str | None, split: str) -> list[dict]:
     ds = load_dataset(str(dataset), config, split=split)
     ds = ds.remove_columns([c for c in ("frames", "frame_timestamps") if c in ds.column_names])
     if "question" not in ds.column_names or not {"options", "answer_order"} & set(ds.column_names):
-        raise ValueError(f"{dataset} ({config}/{split}) needs question and options (or answer_order) columns")
+        raise InputError(f"{dataset} ({config}/{split}) needs question and options (or answer_order) columns")
     source = f"{dataset} ({config or 'default'}/{split})"
     return [normalise_row(row, i, source) for i, row in enumerate(ds)]
 
@@ -271,7 +272,7 @@ def report_markdown(report: dict, title: str) -> str:
 
 
 def run(args) -> int:
-    from builders.hub import staged_output
+    from builders.outputs import staged_output
     from recipes.curation.curate import load_guesser
 
     records = load_mcq(args.dataset, args.config, args.split)

@@ -31,6 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builders.errors import InputError
 from builders.jsonl_log import AppendOnlyJsonl
 from builders.options import seeded_shuffle, stable_seed
 from builders.prompt import answer_target, format_messages
@@ -48,7 +49,7 @@ HARDENING_SEED = 42
 PASSTHROUGH_CATEGORIES = ("SM",)
 
 
-class FoldLeakError(ValueError):
+class FoldLeakError(InputError):
     """A guesser would score questions from videos it was trained on."""
 
 
@@ -95,10 +96,10 @@ def parse_guesser_spec(spec: str) -> dict[str, str]:
     for part in spec.split(","):
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"guesser spec {spec!r}: {part!r} is not KEY=VALUE")
+            raise InputError(f"guesser spec {spec!r}: {part!r} is not KEY=VALUE")
         fields[key.strip()] = value.strip()
     if "model" not in fields:
-        raise ValueError(f"guesser spec {spec!r} has no model=...")
+        raise InputError(f"guesser spec {spec!r} has no model=...")
     return fields
 
 
@@ -290,7 +291,7 @@ def check_validation_rule(guesser: Guesser, source_ids: set[str]) -> None:
 def video_subjects(records: list[dict]) -> dict[str, str]:
     missing = [r["question_id"] for r in records if not r.get("source_id")]
     if missing:
-        raise ValueError(f"{len(missing)} question(s) lack source_id (e.g. {missing[0]}): folds are video-level")
+        raise InputError(f"{len(missing)} question(s) lack source_id (e.g. {missing[0]}): folds are video-level")
     return {r["source_id"]: r.get("subject") or "unknown" for r in records}
 
 
@@ -357,7 +358,7 @@ def curate(
     """Score every eligible question and decide. ``num_folds`` set: training-split curation by cross-validation;
     ``None``: every guesser scores every question (validation), after checking none trained on these videos."""
     if not guessers:
-        raise ValueError("blind curation needs at least one guesser")
+        raise InputError("blind curation needs at least one guesser")
     scored = [r for r in records if is_scored(r)]
     curation = Curation(passes={r["question_id"]: True for r in records if not is_scored(r)})
     if num_folds is None:
@@ -373,7 +374,7 @@ def curate(
         if not any(g.held_out_fold == fold for g in eligible):
             logger.warning("fold %d: no guesser held it out; only off-the-shelf guessers score it", fold)
         if not eligible:
-            raise ValueError(f"fold {fold}: no guesser may score it (none held it out, none is off-the-shelf)")
+            raise InputError(f"fold {fold}: no guesser may score it (none held it out, none is off-the-shelf)")
         source_ids = {r["source_id"] for r in in_fold}
         for guesser in eligible:
             check_fold_rule(guesser, fold, source_ids)
@@ -546,7 +547,7 @@ def load_records(dataset: str, config: str | None, split: str) -> tuple[list[dic
     ds = ds.remove_columns([c for c in ("frames", "frame_timestamps") if c in ds.column_names])
     missing = [c for c in ("question_id", "question", "answer", "category") if c not in ds.column_names]
     if missing:
-        raise ValueError(
+        raise InputError(
             f"{dataset} ({config}/{split}) lacks column(s) {missing}: build it with `sureon build sureon`"
         )
     return ds.to_list(), ds.features
@@ -579,7 +580,7 @@ def write_card(staging: Path, split: str, infos: dict, report_markdown_text: str
 def run(args) -> int:
     from datasets import Value
 
-    from builders.hub import staged_output
+    from builders.outputs import staged_output
 
     records, features = load_records(args.dataset, args.config, args.split)
     cache = ScoreCache(args.cache or Path(f"{args.out}.cache") / "scores.jsonl")

@@ -12,6 +12,7 @@ sentence naming exactly one option letter. Accepted for an order: ``B, C, A``, `
 import re
 from dataclasses import dataclass
 
+from builders.errors import InputError
 from builders.options import LETTERS
 from builders.sureon.categories import MCQ, ORDERING
 
@@ -176,6 +177,6 @@ def parse_answer(record: dict, raw_output: str, target: str) -> ParsedAnswer:
         parsed = ",".join(order) if order is not None else None
         return ParsedAnswer(parsed, parsed == target)
     if record.get("answer_format", MCQ) == MCQ:
-        raise ValueError(f"{record.get('question_id')}: a multiple-choice record without options")
+        raise InputError(f"{record.get('question_id')}: a multiple-choice record without options")
     cleaned = clean_output(raw_output)
     return ParsedAnswer(cleaned or None, None)

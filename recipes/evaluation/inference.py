@@ -34,6 +34,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from builders.errors import InputError
 from builders.jsonl_log import AppendOnlyJsonl
 from recipes.training.chat_inputs import encode_prompts
 
@@ -284,7 +285,7 @@ class TransformersBackend:
 
         reason = unservable_reason(model, revision)
         if reason:
-            raise ValueError(reason)
+            raise InputError(reason)
         self.processor = load_processor(model, revision=revision, padding_side="left")
         self.name_or_path = model
         self.dtype = resolve_dtype(dtype)
@@ -297,9 +298,9 @@ class TransformersBackend:
         if frames_as == "auto":
             frames_as = "video" if has_video else "images"
         if frames_as == "video" and not has_video:
-            raise ValueError(f"{model}: its processor has no video processor; use --frames-as images")
+            raise InputError(f"{model}: its processor has no video processor; use --frames-as images")
         if frames_as == "images" and self.is_vision_language and not has_images:
-            raise ValueError(f"{model}: its processor takes video only (no image processor); use --frames-as video")
+            raise InputError(f"{model}: its processor takes video only (no image processor); use --frames-as video")
         self.frames_as = frames_as
         self.batch_size = batch_size
         self.max_new_tokens = max_new_tokens
@@ -366,7 +367,7 @@ class TransformersBackend:
         from recipes.training.modeling import tokenizer_of
 
         if temperature <= 0:
-            raise ValueError(f"sampling needs a temperature above 0, got {temperature}")
+            raise InputError(f"sampling needs a temperature above 0, got {temperature}")
         tokenizer = tokenizer_of(self.processor)
         inputs = self.prepare(conversations).to(self.model.device)
         config = GenerationConfig(
@@ -482,7 +483,7 @@ class OpenAIBackend:
         max_tokens_field: str = "max_tokens",
     ):
         if max_tokens_field not in MAX_TOKENS_FIELDS:
-            raise ValueError(f"max_tokens_field: one of {', '.join(MAX_TOKENS_FIELDS)}, not {max_tokens_field!r}")
+            raise InputError(f"max_tokens_field: one of {', '.join(MAX_TOKENS_FIELDS)}, not {max_tokens_field!r}")
         from builders.llm import LLMClient
 
         self.client = LLMClient(
@@ -542,7 +543,7 @@ def make_backend(name: str, model: str, **options):
     """The backend ``name`` for ``model``; ``options`` are that backend's keyword arguments."""
     classes = {"transformers": TransformersBackend, "vllm": VLLMBackend, "openai": OpenAIBackend}
     if name not in classes:
-        raise ValueError(f"unknown backend {name!r}: choose one of {', '.join(BACKENDS)}")
+        raise InputError(f"unknown backend {name!r}: choose one of {', '.join(BACKENDS)}")
     return classes[name](model, **options)
 
 

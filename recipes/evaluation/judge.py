@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from builders.errors import InputError
 from builders.llm import ChatRequest, LLMClient
 
 
@@ -40,9 +41,9 @@ class JudgePrompt:
         pieces = _SECTION.split(text)
         sections = dict(zip(pieces[1::2], (piece.strip() for piece in pieces[2::2]), strict=True))
         if set(sections) != {"system", "user"}:
-            raise ValueError(f"{path}: needs a '## system' and a '## user' section, found {sorted(sections)}")
+            raise InputError(f"{path}: needs a '## system' and a '## user' section, found {sorted(sections)}")
         if set(_PLACEHOLDER.findall(sections["user"])) != {"reference", "prediction"}:
-            raise ValueError(f"{path}: the user section must contain {{reference}} and {{prediction}}")
+            raise InputError(f"{path}: the user section must contain {{reference}} and {{prediction}}")
         return cls(sections["system"], sections["user"])
 
     def messages(self, reference: str, prediction: str) -> list[dict]:

@@ -22,6 +22,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from builders.errors import InputError
+
 
 RECORD_COLUMN = "sureon_record"  # the build's record as JSON (every field but the frames)
 MODE_COLUMN = "mode"  # visual | blind (the Sureon benchmark); visual for the public benchmarks
@@ -29,7 +31,7 @@ PREDICTION_COLUMN = "prediction"  # VLMEvalKit's column of model outputs
 TABLE_SUFFIXES = (".xlsx", ".tsv")
 
 
-class TableError(ValueError):
+class TableError(InputError):
     """A prediction table that cannot be scored; the message names the file and row."""
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import yaml
 
+from builders.errors import InputError
 from recipes.evaluation.inference import BACKENDS, MAX_TOKENS_FIELDS
 
 
@@ -104,9 +105,9 @@ def check_request_params(params: dict, where: str) -> dict:
     """``params`` unchanged, or a ValueError naming ``where`` for a field the client owns or a non-string key."""
     for key in params:
         if not isinstance(key, str) or not key:
-            raise ValueError(f"{where}: request parameter names must be non-empty strings, got {key!r}")
+            raise InputError(f"{where}: request parameter names must be non-empty strings, got {key!r}")
         if key in RESERVED_REQUEST_FIELDS:
-            raise ValueError(
+            raise InputError(
                 f"{where}: request parameter {key!r} is set by the evaluation itself "
                 f"(reserved: {', '.join(sorted(RESERVED_REQUEST_FIELDS))})"
             )
@@ -116,20 +117,20 @@ def check_request_params(params: dict, where: str) -> dict:
 def _check(values: dict, path: Path) -> dict:
     unknown = sorted(set(values) - set(FIELDS))
     if unknown:
-        raise ValueError(f"{path}: unknown key {unknown[0]!r} (known keys: {', '.join(FIELDS)})")
+        raise InputError(f"{path}: unknown key {unknown[0]!r} (known keys: {', '.join(FIELDS)})")
     missing = [key for key, spec in FIELDS.items() if spec.required and key not in values]
     if missing:
-        raise ValueError(f"{path}: missing key(s) {', '.join(missing)}")
+        raise InputError(f"{path}: missing key(s) {', '.join(missing)}")
     checked = {}
     for key, spec in FIELDS.items():
         value = values.get(key, spec.default)
         if isinstance(value, bool) and bool not in spec.types or not isinstance(value, spec.types):
             expected = " or ".join(_TYPE_NAMES[t] for t in spec.types)
-            raise ValueError(f"{path}: key {key!r} must be {expected}, got {value!r} ({type(value).__name__})")
+            raise InputError(f"{path}: key {key!r} must be {expected}, got {value!r} ({type(value).__name__})")
         if spec.choices is not None and value not in spec.choices:
-            raise ValueError(f"{path}: key {key!r} must be one of {', '.join(spec.choices)}, got {value!r}")
+            raise InputError(f"{path}: key {key!r} must be one of {', '.join(spec.choices)}, got {value!r}")
         if isinstance(value, int) and not isinstance(value, bool) and value < 1:
-            raise ValueError(f"{path}: key {key!r} must be at least 1, got {value}")
+            raise InputError(f"{path}: key {key!r} must be at least 1, got {value}")
         checked[key] = dict(value) if isinstance(value, dict) else value
     check_request_params(checked["request_params"], f"{path}: request_params")
     return checked
@@ -150,15 +151,15 @@ def load_preset(name_or_path: str | Path) -> Preset:
         if not path.is_file():
             raise FileNotFoundError(f"--preset {text}: no such file")
     else:
-        raise ValueError(
+        raise InputError(
             f"--preset {text}: no such preset; choose one of {', '.join(files)} (--list-presets), or give a YAML file"
         )
     try:
         values = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
-        raise ValueError(f"{path}: not valid YAML ({err})") from None
+        raise InputError(f"{path}: not valid YAML ({err})") from None
     if not isinstance(values, dict):
-        raise ValueError(f"{path}: a preset is a mapping of keys to values, got {type(values).__name__}")  # noqa: TRY004
+        raise InputError(f"{path}: a preset is a mapping of keys to values, got {type(values).__name__}")
     return Preset(path.stem, path, _check(values, path))
 
 

@@ -5,6 +5,7 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from builders.errors import InputError
 from builders.prompt import protocol_label
 
 
@@ -17,7 +18,7 @@ def named_path(spec: str) -> tuple[str | None, Path]:
     if not sep or Path(spec).exists():
         return None, Path(spec)
     if not name.strip() or not path.strip():
-        raise ValueError(f"{spec!r}: write NAME=PATH or a plain PATH")
+        raise InputError(f"{spec!r}: write NAME=PATH or a plain PATH")
     return name.strip(), Path(path)
 
 
@@ -55,7 +56,7 @@ def write_report(
     plots: Sequence[tuple[str, Callable[[Path], None]]] = (),
 ) -> Path:
     """Write ``report.md``, ``report.json`` and each ``(file name, draw(path))`` plot into ``out``, atomically."""
-    from builders.hub import staged_output
+    from builders.outputs import staged_output
 
     with staged_output(out, overwrite) as staging:
         (staging / "report.md").write_text(markdown, encoding="utf-8")
@@ -77,7 +78,7 @@ def load_run_settings(specs: list[str]) -> dict[str, dict]:
         try:
             summary = json.loads(summary_path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as err:
-            raise ValueError(f"{summary_path}: not valid JSON ({err.msg})") from None
+            raise InputError(f"{summary_path}: not valid JSON ({err.msg})") from None
         if isinstance(summary, dict) and isinstance(summary.get("run_settings"), dict):
             runs[name or str(summary.get("model"))] = summary["run_settings"] | {"predictions": str(path)}
     return runs

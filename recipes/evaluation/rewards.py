@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from builders.errors import InputError
 from builders.options import LETTERS
 from public_converters.grounded import GroundedAnswerError
 from public_converters.grounded import parse_answer as parse_grounded
@@ -144,7 +145,7 @@ def _grounded_pair(row: dict, text: str) -> tuple[object, object]:
     prediction, _ = read_answer(row, drop_reasoning(text))
     reference, error = read_answer(row, row["answer"])
     if error is not None:
-        raise ValueError(f"{row.get('question_id')}: the reference answer does not parse ({error})")
+        raise InputError(f"{row.get('question_id')}: the reference answer does not parse ({error})")
     return prediction, reference
 
 
@@ -231,9 +232,9 @@ def reward_functions(names: list[str]) -> list[Callable]:
     """The reward functions named in a recipe (``reward_funcs: [name, ...]``), in order."""
     unknown = [name for name in names if name not in REWARDS]
     if unknown:
-        raise ValueError(f"reward_funcs: unknown {unknown}; known: {sorted(REWARDS)}")
+        raise InputError(f"reward_funcs: unknown {unknown}; known: {sorted(REWARDS)}")
     if len(set(names)) != len(names):
-        raise ValueError(f"reward_funcs: {names} names a reward twice")
+        raise InputError(f"reward_funcs: {names} names a reward twice")
     if not names:
-        raise ValueError("reward_funcs is empty: name at least one of " + ", ".join(sorted(REWARDS)))
+        raise InputError("reward_funcs is empty: name at least one of " + ", ".join(sorted(REWARDS)))
     return [REWARDS[name] for name in names]

@@ -13,6 +13,7 @@ import json
 import os
 from pathlib import Path
 
+from builders.errors import InputError
 from builders.prompt import frame_protocol
 from recipes.evaluation.inference import BACKENDS, MAX_TOKENS_FIELDS, make_backend
 from recipes.evaluation.presets import FRAMES_AS, SETTINGS, check_request_params, load_all, load_preset, render_list
@@ -152,7 +153,7 @@ def resolve_settings(args) -> argparse.Namespace:
         if args.system_prompt is None and not args.no_system_prompt and preset["system_prompt"] is not None:
             args.system_prompt = preset["system_prompt"]
     if not args.model:
-        raise ValueError("no model: give --model (a local path, Hub id or endpoint model name) or --preset")
+        raise InputError("no model: give --model (a local path, Hub id or endpoint model name) or --preset")
     args.preset_data, args.overrides, args.resolved_settings = preset, overrides, True
     return args
 
@@ -198,11 +199,11 @@ def backend_from_args(args, max_frames: int):
     select_frames`, the frames training chose under the same ``max_frames``)."""
     resolve_settings(args)
     if args.max_frames is not None and args.max_frames < 1:
-        raise ValueError(f"--max-frames {args.max_frames}: give a positive number (leave it out to show every frame)")
+        raise InputError(f"--max-frames {args.max_frames}: give a positive number (leave it out to show every frame)")
     if args.max_frames is not None:
         max_frames = min(max_frames, args.max_frames)
     if args.request_params and args.backend != "openai":
-        raise ValueError(
+        raise InputError(
             f"--request-param / a preset's request_params reach only the openai backend, not {args.backend}: "
             "drop them or use --backend openai"
         )
@@ -260,7 +261,7 @@ def check_counts(**values: int | None) -> None:
     for name, value in values.items():
         if value is not None and value < 1:
             flag = "--" + name.replace("_", "-")
-            raise ValueError(f"{flag} {value}: give a positive number ({COUNT_OPTIONS[name]})")
+            raise InputError(f"{flag} {value}: give a positive number ({COUNT_OPTIONS[name]})")
 
 
 def write_atomically(path: Path, text: str) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from builders.errors import InputError
 from builders.options import stable_seed
 
 
@@ -51,7 +52,7 @@ class Estimate:
 def _as_outcomes(correct: Sequence[bool] | np.ndarray) -> np.ndarray:
     outcomes = np.asarray(correct, dtype=float)
     if outcomes.ndim != 1 or not np.isin(outcomes, (0.0, 1.0)).all():
-        raise ValueError("correctness must be a flat sequence of booleans (or 0/1)")
+        raise InputError("correctness must be a flat sequence of booleans (or 0/1)")
     return outcomes
 
 
@@ -59,7 +60,7 @@ def accuracy(correct: Sequence[bool] | np.ndarray) -> float:
     """Percent correct."""
     outcomes = _as_outcomes(correct)
     if outcomes.size == 0:
-        raise ValueError("accuracy of an empty set of items is undefined")
+        raise InputError("accuracy of an empty set of items is undefined")
     return 100.0 * float(outcomes.mean())
 
 
@@ -78,7 +79,7 @@ def bootstrap_ci(
 
     outcomes = _as_outcomes(correct)
     if outcomes.size == 0:
-        raise ValueError("bootstrap of an empty set of items is undefined")
+        raise InputError("bootstrap of an empty set of items is undefined")
     if outcomes.size == 1:  # every resample is that one item (scipy needs two observations)
         return 100.0 * outcomes[0], 100.0 * outcomes[0]
     result = stats.bootstrap(
@@ -98,7 +99,7 @@ def wilson_ci(correct: int, n: int, confidence: float = CONFIDENCE) -> tuple[flo
     from statsmodels.stats.proportion import proportion_confint
 
     if n <= 0:
-        raise ValueError("a Wilson interval needs at least one item")
+        raise InputError("a Wilson interval needs at least one item")
     low, high = proportion_confint(correct, n, alpha=1 - confidence, method="wilson")
     return 100.0 * float(low), 100.0 * float(high)
 
@@ -118,7 +119,7 @@ def estimate(correct: Sequence[bool] | np.ndarray, *seed_parts: str, n_resamples
 def estimate_from_count(correct: int, n: int, *seed_parts: str, n_resamples: int = N_RESAMPLES) -> Estimate:
     """The same estimate from a count alone: a 0/1 bootstrap depends only on how many items are correct."""
     if not 0 <= correct <= n:
-        raise ValueError(f"{correct} correct out of {n} items is impossible")
+        raise InputError(f"{correct} correct out of {n} items is impossible")
     return estimate(np.r_[np.ones(correct), np.zeros(n - correct)], *seed_parts, n_resamples=n_resamples)
 
 
@@ -149,9 +150,9 @@ def mcnemar_test(a: Sequence[bool], b: Sequence[bool], exact_below: int | None =
 
     x, y = _as_outcomes(a).astype(bool), _as_outcomes(b).astype(bool)
     if x.shape != y.shape:
-        raise ValueError(f"paired vectors differ in length ({x.size} vs {y.size})")
+        raise InputError(f"paired vectors differ in length ({x.size} vs {y.size})")
     if x.size == 0:
-        raise ValueError("McNemar needs at least one paired item")
+        raise InputError("McNemar needs at least one paired item")
     table = [[int((x & y).sum()), int((x & ~y).sum())], [int((~x & y).sum()), int((~x & ~y).sum())]]
     discordant = table[0][1] + table[1][0]
     exact = exact_below is None or discordant < exact_below
@@ -212,7 +213,7 @@ def pairwise_mcnemar(
     for name_a, name_b in itertools.combinations(outcomes, 2):
         shared = sorted(outcomes[name_a].keys() & outcomes[name_b].keys())
         if not shared:
-            raise ValueError(f"{name_a} and {name_b} answered no common item: nothing to pair")
+            raise InputError(f"{name_a} and {name_b} answered no common item: nothing to pair")
         a = [outcomes[name_a][item] for item in shared]
         b = [outcomes[name_b][item] for item in shared]
         pairs.append((name_a, name_b))

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from builders.errors import InputError
 from builders.options import LETTERS
 from builders.prompt import surgiq_prompt
 from recipes.evaluation.surgiq.evaluate import (
@@ -86,7 +87,7 @@ def prediction(doc: dict, loglikelihoods: list[float]) -> dict:
 def process_results(doc: dict, results: list) -> dict:
     """lm-eval hands the ``(loglikelihood, is_greedy)`` of each of the eight choices, in ``CHOICES`` order."""
     if len(results) != len(CHOICES):
-        raise ValueError(f"SurgiQ {doc.get('id')}: expected {len(CHOICES)} choice scores, got {len(results)}")
+        raise InputError(f"SurgiQ {doc.get('id')}: expected {len(CHOICES)} choice scores, got {len(results)}")
     loglikelihoods = [float(result[0]) for result in results]
     ours = prediction(doc, loglikelihoods)
     space_only = int(np.argmax(label_scores(loglikelihoods, SPACE_PREFIXED)))
@@ -189,12 +190,12 @@ def readme(tasks: list[dict], dataset: str) -> str:
 
 def export_lm_eval(dataset: str, out: Path, *, split: str = "test", overwrite: bool = False) -> dict:
     """Write the task folder; returns the manifest (per task: rows read = scored + left out)."""
-    from builders.hub import staged_output
+    from builders.outputs import staged_output
 
     out = Path(out).resolve()
     configs = [config for config in CONFIGS if _has_config(dataset, config)]
     if not configs:
-        raise ValueError(f"{dataset}: neither config {CONFIGS} found; build it with `sureon build surgiq`")
+        raise InputError(f"{dataset}: neither config {CONFIGS} found; build it with `sureon build surgiq`")
     tasks = []
     with staged_output(out, overwrite) as staging:
         functions = ["doc_to_text", "doc_to_choice", "doc_to_target", "process_results", "ece"]

@@ -43,6 +43,7 @@ that name exists in the working directory, so do not run it from a folder holdin
 import argparse
 from pathlib import Path
 
+from builders.errors import InputError
 from builders.hub import resolve_frames
 from builders.prompt import format_messages, frame_protocol, select_frames
 from builders.sureon.categories import BY_CODE, MCQ, OPEN, ORDERING
@@ -181,7 +182,7 @@ def accuracy_categories(dataset) -> list[str]:
     }
     unsafe = [c for c in scored if not c.replace("_", "").isalnum()]
     if unsafe:
-        raise ValueError(f"categories {unsafe} cannot name a metric (letters, digits and _ only)")
+        raise InputError(f"categories {unsafe} cannot name a metric (letters, digits and _ only)")
     return subset_order(scored)
 
 
@@ -288,19 +289,19 @@ def load_sureon_split(dataset: str, config: str, split: str, harness: str):
     docs = load_dataset(str(source), config, split=split)
     missing = [column for column in REQUIRED_COLUMNS if column not in docs.column_names]
     if "question_id" in missing or "category" in missing or "answer_format" in missing:
-        raise ValueError(
+        raise InputError(
             f"{dataset} ({config}/{split}) is not a Sureon build (it lacks {', '.join(missing)}): export a folder "
             "built by `sureon build sureon --videos ...`; a public-corpus build's benchmarks run with `sureon eval "
             "public`"
         )
     if missing:
-        raise ValueError(
+        raise InputError(
             f"{dataset} ({config}/{split}) has no frames (an annotation-only build): rebuild it with `sureon build "
             "sureon --videos ...`"
         )
     empty = [qid for qid, ts in zip(docs["question_id"], docs["frame_timestamps"], strict=True) if not ts]
     if empty:
-        raise ValueError(f"{dataset}: {len(empty)} question(s) without frames, e.g. {empty[:3]}: rebuild with videos")
+        raise InputError(f"{dataset}: {len(empty)} question(s) without frames, e.g. {empty[:3]}: rebuild with videos")
     return source, docs
 
 
@@ -314,7 +315,8 @@ def export_lmms_eval(
     overwrite: bool = False,
     max_frames: int | None = None,
 ) -> dict:
-    from builders.hub import media_root, staged_output
+    from builders.hub import media_root
+    from builders.outputs import staged_output
 
     check_counts(max_new_tokens=max_new_tokens)
     source, docs = load_sureon_split(dataset, config, split, "lmms-eval")

@@ -34,6 +34,7 @@ import json
 import os
 from pathlib import Path
 
+from builders.errors import InputError
 from builders.hub import check_build_path, media_root, resolve_frames
 from builders.prompt import answer_target, format_messages
 
@@ -53,7 +54,7 @@ def render(record: dict, where: str, max_frames: int | None = None) -> tuple[str
             text.append(IMAGE_TOKEN)
             frames.append(part["image"])
         elif IMAGE_TOKEN in part["text"]:
-            raise ValueError(f"{where}: the text holds a literal {IMAGE_TOKEN!r}, which would shift the images")
+            raise InputError(f"{where}: the text holds a literal {IMAGE_TOKEN!r}, which would shift the images")
         else:
             text.append(part["text"])
     return "".join(text), frames, answer_target(record)
@@ -105,7 +106,7 @@ def frame_paths(frames: list, store: FrameStore, where: str) -> list[str]:
         elif isinstance(frame, dict) and frame.get("path"):
             paths.append(str(Path(frame["path"]).resolve()))
         else:
-            raise ValueError(f"{where}: frame {position} is neither a path nor JPEG bytes ({type(frame).__name__})")
+            raise InputError(f"{where}: frame {position} is neither a path nor JPEG bytes ({type(frame).__name__})")
     return paths
 
 
@@ -134,14 +135,14 @@ def training_config(dataset: str, config: str | None, split: str, allow_evaluati
 
         names = get_dataset_config_names(dataset)
         if "db" not in names:
-            raise ValueError(
+            raise InputError(
                 f"{dataset} has no db config (configs: {', '.join(names)}): give --config, e.g. --config image or "
                 "--config clip for a public-corpus build"
             )
         config = "db"
     sureon_evaluation = config in CONFIGS and CONFIGS[config].split != "train"
     if (sureon_evaluation or config.startswith("bench") or split != "train") and not allow_evaluation_data:
-        raise ValueError(
+        raise InputError(
             f"{dataset} ({config}/{split}) is evaluation data (the benchmark or a validation pool): export a training "
             "config (db or train_all; image or clip of a public build) with --split train, or pass "
             "--allow-evaluation-data to export it anyway"
@@ -164,7 +165,7 @@ def export_sft(
     from tqdm.auto import tqdm
 
     if fmt not in FORMATS:
-        raise ValueError(f"--format must be one of {FORMATS}, got {fmt!r}")
+        raise InputError(f"--format must be one of {FORMATS}, got {fmt!r}")
     check_build_path(dataset)
     config = training_config(dataset, config, split, allow_evaluation_data)
     out = Path(out).resolve()
@@ -172,7 +173,7 @@ def export_sft(
         raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
     rows, media_root = load_rows(dataset, config, split)
     if "question" not in rows.column_names:
-        raise ValueError(f"{dataset} ({config}/{split}) is not a video-QA build: columns {rows.column_names}")
+        raise InputError(f"{dataset} ({config}/{split}) is not a video-QA build: columns {rows.column_names}")
     store = FrameStore(out.with_name(f"{out.stem}_frames"))
     write_row = ROW_WRITERS[fmt]
     exported, with_frames = [], 0
@@ -182,7 +183,7 @@ def export_sft(
         try:
             record = resolve_frames(record, media_root)
         except ValueError as err:
-            raise ValueError(f"{where}: {err}") from None
+            raise InputError(f"{where}: {err}") from None
         text, frames, target = render(record, where, max_frames)
         images = frame_paths(frames, store, where)
         with_frames += bool(images)

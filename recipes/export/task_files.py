@@ -10,6 +10,8 @@ from pathlib import Path
 
 import yaml
 
+from builders.errors import InputError
+
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,7 +62,7 @@ def load_task_yaml(path: Path) -> dict:
     def construct(loader, node):
         value = loader.construct_scalar(node)
         if not value.startswith("utils."):
-            raise ValueError(f"{path}: !function {value!r} is outside the task folder's utils.py")
+            raise InputError(f"{path}: !function {value!r} is outside the task folder's utils.py")
         return FunctionTag(value.removeprefix("utils."))
 
     Loader.add_constructor("!function", construct)

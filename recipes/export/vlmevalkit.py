@@ -59,6 +59,7 @@ import io
 import json
 from pathlib import Path
 
+from builders.errors import InputError
 from builders.options import LETTERS
 from builders.prompt import answer_target, format_messages, question_text
 from builders.sureon.categories import BY_CODE, MCQ, OPEN, ORDERING
@@ -95,9 +96,9 @@ def _extension(data: bytes, where: str) -> str:
     try:
         kind = Image.open(io.BytesIO(data)).format
     except (OSError, ValueError) as err:  # PIL's UnidentifiedImageError is an OSError
-        raise ValueError(f"{where}: a frame is not a readable image ({err})") from None
+        raise InputError(f"{where}: a frame is not a readable image ({err})") from None
     if kind not in IMAGE_EXTENSIONS:
-        raise ValueError(
+        raise InputError(
             f"{where}: frame format {kind} is not one VLMEvalKit's models read ({', '.join(IMAGE_EXTENSIONS)})"
         )
     return IMAGE_EXTENSIONS[kind]
@@ -220,7 +221,7 @@ def score_predictions(eval_file: str | Path, dataset: str, entry: dict) -> dict:
     model = _table_model(path, dataset)
     rows = read_table(path)
     if len(rows) != entry["rows"]:
-        raise ValueError(
+        raise InputError(
             f"{path}: {len(rows)} predictions for the {entry['rows']} rows of {dataset}; the scores need every row "
             "(rerun VLMEvalKit without --limit)"
         )
@@ -244,11 +245,11 @@ def sureon_metrics(records: list[dict], entry: dict) -> dict:
     modes = tuple(entry["modes"])
     seen = {(r["question_id"], r["mode"]) for r in records}
     if len(seen) != len(records) or {r["mode"] for r in records} != set(modes):
-        raise ValueError(f"the predictions do not hold each question once per condition {', '.join(modes)}")
+        raise InputError(f"the predictions do not hold each question once per condition {', '.join(modes)}")
     for record in records:
         missing = [name for name in PREDICTION_FIELDS if name not in record]
         if missing:
-            raise ValueError(f"{record['question_id']}: prediction record without {', '.join(missing)}")
+            raise InputError(f"{record['question_id']}: prediction record without {', '.join(missing)}")
     summary = summarize(records, list(modes))
     return {name: metric_value(summary, name) for name in metric_names(modes, entry["categories"])}
 
@@ -291,7 +292,7 @@ def register(folder: str | Path) -> type:
 
         def __init__(self, dataset: str = next(iter(entries)), **kwargs):
             if dataset not in entries:
-                raise ValueError(f"{dataset}: not a dataset of {folder} ({', '.join(entries)})")
+                raise InputError(f"{dataset}: not a dataset of {folder} ({', '.join(entries)})")
             self.dataset_name = dataset
             self.entry = entries[dataset]
             self.frames_root = frames_root(folder, self.entry)
@@ -407,7 +408,7 @@ def public_benchmarks(build: Path) -> list[str]:
     configs = [c["config_name"] for c in json.loads(manifest.read_text(encoding="utf-8")).get("configs", [])]
     benchmarks = [c for c in configs if c.startswith("bench-")]
     if not benchmarks:
-        raise ValueError(f"{build}: no bench-* configs (built with --no-benchmarks?)")
+        raise InputError(f"{build}: no bench-* configs (built with --no-benchmarks?)")
     return benchmarks
 
 
@@ -492,14 +493,14 @@ def export_vlmevalkit(
     overwrite: bool = False,
     max_frames: int | None = None,
 ) -> dict:
-    from builders.hub import staged_output
+    from builders.outputs import staged_output
 
     if dataset is None and public is None:
-        raise ValueError("nothing to export: give --dataset (a Sureon build), --public (a public build) or both")
+        raise InputError("nothing to export: give --dataset (a Sureon build), --public (a public build) or both")
     if benchmarks and public is None:
-        raise ValueError("--benchmark names configs of a public build: give --public too")
+        raise InputError("--benchmark names configs of a public build: give --public too")
     if not name.replace("_", "").replace("-", "").isalnum():
-        raise ValueError(f"--name {name!r}: letters, digits, - and _ only (it names files and VLMEvalKit datasets)")
+        raise InputError(f"--name {name!r}: letters, digits, - and _ only (it names files and VLMEvalKit datasets)")
     out = Path(out)
     with staged_output(out, overwrite) as staging:
         entries = export_sureon(dataset, staging, name, config, split, max_frames) if dataset is not None else {}

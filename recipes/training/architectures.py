@@ -20,6 +20,8 @@ from pathlib import Path
 
 import torch
 
+from builders.errors import InputError
+
 
 QWEN3_VL_8B_INSTRUCT = {
     "architectures": ["Qwen3VLForConditionalGeneration"],
@@ -87,18 +89,18 @@ def architecture_config(name: str, *, text: dict | None = None, vision: dict | N
     from transformers import AutoConfig
 
     if name not in ARCHITECTURES:
-        raise ValueError(f"no shipped architecture {name!r}; shipped: {sorted(ARCHITECTURES)}")
+        raise InputError(f"no shipped architecture {name!r}; shipped: {sorted(ARCHITECTURES)}")
     values = json.loads(json.dumps(ARCHITECTURES[name]))
     values["text_config"].update(text or {})
     values["vision_config"].update(vision or {})
     config = AutoConfig.for_model(values.pop("model_type"), **values)
     vision_config, text_config = config.vision_config, config.text_config
     if vision_config.out_hidden_size != text_config.hidden_size:
-        raise ValueError("vision out_hidden_size must equal the text hidden_size")
+        raise InputError("vision out_hidden_size must equal the text hidden_size")
     if max(vision_config.deepstack_visual_indexes) >= vision_config.depth:
-        raise ValueError("deepstack_visual_indexes must be below the vision depth")
+        raise InputError("deepstack_visual_indexes must be below the vision depth")
     if sum(text_config.rope_parameters["mrope_section"]) != text_config.head_dim // 2:
-        raise ValueError("the M-RoPE sections must sum to head_dim / 2")
+        raise InputError("the M-RoPE sections must sum to head_dim / 2")
     return config
 
 
@@ -114,7 +116,7 @@ def local_config(name_or_path: str):
         return AutoConfig.from_pretrained(name_or_path, trust_remote_code=False, local_files_only=True)
     if name_or_path in ARCHITECTURES:
         return architecture_config(name_or_path)
-    raise ValueError(
+    raise InputError(
         f"{name_or_path}: no config.json in a local folder or the Hub cache, and it is not a shipped architecture "
         f"({sorted(ARCHITECTURES)}); download its config (hf download {name_or_path} config.json) or point "
         "model_name_or_path at a local checkpoint"

@@ -12,6 +12,7 @@ Qwen3-VL's video metadata. Frame timestamps are stored in seconds; Qwen3-VL writ
 import io
 from pathlib import Path
 
+from builders.errors import InputError
 from builders.prompt import evenly_spaced, is_frame_tag
 
 
@@ -84,7 +85,7 @@ def flatten_text(messages: list[dict]) -> list[dict]:
         content = message["content"]
         if isinstance(content, list):
             if any(part.get("type") != "text" for part in content):
-                raise ValueError("a text-only model got frames: train or evaluate it blind")
+                raise InputError("a text-only model got frames: train or evaluate it blind")
             content = "".join(part["text"] for part in content)
         flat.append({**message, "content": content})
     return flat
@@ -189,7 +190,7 @@ def merge_system_into_first_user(messages: list[dict]) -> list[dict]:
                 content = [{"type": "text", "text": f"{system}\n\n"}, *content]
             rest[i] = {**message, "content": content}
             return rest
-    raise ValueError("a system prompt needs a user turn to be merged into")
+    raise InputError("a system prompt needs a user turn to be merged into")
 
 
 def _expands_frames_itself(processor) -> bool:

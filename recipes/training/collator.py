@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from builders.errors import InputError
 from builders.hub import resolve_frames
 from recipes.training.chat_inputs import VISUAL_KEYS, flatten_text, processor_inputs, render_chat, split_visuals
 from recipes.training.mixture import Example, LoadedSource, to_example
@@ -61,7 +62,7 @@ class SFTCollator:
         self.tokenizer = tokenizer_of(self.processor)
         self.is_vlm = self.processor is not self.tokenizer
         if self.tokenizer.pad_token_id is None:
-            raise ValueError(
+            raise InputError(
                 "the tokenizer has no pad token: set one (e.g. tokenizer.pad_token = tokenizer.eos_token)"
             )
         self._encoded: dict[tuple[int, int], EncodedExample] = {}
@@ -76,7 +77,7 @@ class SFTCollator:
                 row, item.format, blind=self.blind, frames_as=self.frames_as, system_prompt=self.system_prompt
             )
         except (KeyError, ValueError) as err:
-            raise ValueError(f"{item.source.label} row {index_row['row']}: {err}") from err
+            raise InputError(f"{item.source.label} row {index_row['row']}: {err}") from err
 
     def completion_text(self, prompt_messages: list[dict], prompt_text: str, target: str) -> str:
         """The assistant turn as the chat template writes it after the prompt (answer + end-of-turn)."""
@@ -104,7 +105,7 @@ class SFTCollator:
         visual = {key: encoded[key] for key in VISUAL_KEYS if key in encoded}
         input_ids = prompt_ids + completion_ids
         if self.max_length is not None and len(input_ids) > self.max_length:
-            raise ValueError(
+            raise InputError(
                 f"example {example.key}: {len(input_ids)} tokens exceed max_length={self.max_length}; raise "
                 "max_length (or set it to null) or lower max_frames / the pixel caps; truncating would cut "
                 "visual tokens or the answer"
@@ -196,7 +197,7 @@ def append_dummy_visual(batch: dict[str, torch.Tensor], processor, kind: str) ->
         ("pixel_values", "image_grid_thw") if kind == "image" else ("pixel_values_videos", "video_grid_thw")
     )
     if key in batch:
-        raise ValueError(f"a dummy {kind} is only for a batch without one")
+        raise InputError(f"a dummy {kind} is only for a batch without one")
     batch[key] = pixels
     batch[grid_key] = grid
     return len(tokens)

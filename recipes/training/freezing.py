@@ -9,6 +9,8 @@ new architecture cannot slip a trainable tensor past the freeze options.
 import re
 from collections import Counter
 
+from builders.errors import InputError
+
 
 GROUPS = ("vision_tower", "projector", "llm")
 _PROJECTOR = re.compile(r"(^|\.)(visual\.(merger|deepstack_merger_list)|multi_modal_projector|mm_projector)(\.|$)")
@@ -25,7 +27,7 @@ def parameter_group(name: str, vision_language: bool) -> str:
         return "vision_tower"
     if _LLM.search(name):
         return "llm"
-    raise ValueError(
+    raise InputError(
         f"parameter {name!r} belongs to no group (vision_tower, projector, llm): extend recipes/training/freezing.py"
     )
 
@@ -34,7 +36,7 @@ def apply_freezing(model, frozen: set[str]) -> dict[str, dict[str, int]]:
     """Freeze the groups in ``frozen``, unfreeze the rest; returns parameter counts per group and state."""
     unknown = set(frozen) - set(GROUPS)
     if unknown:
-        raise ValueError(f"unknown parameter groups {sorted(unknown)}; choose from {GROUPS}")
+        raise InputError(f"unknown parameter groups {sorted(unknown)}; choose from {GROUPS}")
     vision_language = getattr(model.config, "vision_config", None) is not None
     counts: dict[str, Counter] = {group: Counter() for group in GROUPS}
     for name, parameter in model.named_parameters():
@@ -42,7 +44,7 @@ def apply_freezing(model, frozen: set[str]) -> dict[str, dict[str, int]]:
         parameter.requires_grad_(group not in frozen)
         counts[group]["trainable" if parameter.requires_grad else "frozen"] += parameter.numel()
     if not any(counts[group]["trainable"] for group in GROUPS):
-        raise ValueError("every parameter is frozen: nothing would train")
+        raise InputError("every parameter is frozen: nothing would train")
     return {group: dict(counts[group]) for group in GROUPS if counts[group]}
 
 

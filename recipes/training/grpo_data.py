@@ -20,6 +20,7 @@ such rows are left out and counted per source (``rows_checkable`` next to ``rows
 from dataclasses import dataclass
 from typing import Any
 
+from builders.errors import InputError
 from builders.hub import resolve_frames
 from builders.sureon.categories import ORDERING
 from public_converters.templating import GROUNDED
@@ -123,7 +124,7 @@ class PromptRenderer:
                 vision_language=self.vision_language,
             )
         except (KeyError, ValueError) as err:
-            raise ValueError(f"{item.source.label} row {row_number}: {err}") from err
+            raise InputError(f"{item.source.label} row {row_number}: {err}") from err
 
     def __call__(self, batch: dict[str, list]) -> dict[str, list]:
         rows = [self.render(s, r) for s, r in zip(batch["source"], batch["row"], strict=True)]
@@ -142,10 +143,10 @@ def grpo_dataset(
     """``(dataset, rows_checkable per source)``: the checkable rows of the mixture's ``index``, rendered on access
     (clips as one video or as tagged images: ``frames_as``)."""
     if frames_as not in ("video", "images"):
-        raise ValueError(f"frames_as: {frames_as!r}: choose video (one video per clip) or images (tagged frames)")
+        raise InputError(f"frames_as: {frames_as!r}: choose video (one video per clip) or images (tagged frames)")
     not_video_qa = [item.source.label for item in loaded if item.format != "video_qa"]
     if not_video_qa:
-        raise ValueError(
+        raise InputError(
             f"sources {not_video_qa}: GRPO needs rows with a checkable reference (options, an event order or grounded "
             "JSON): use video-QA builds (sureon build sureon / public), not messages or prompt/completion files"
         )
@@ -156,7 +157,7 @@ def grpo_dataset(
     for i in keep:
         counts[sources[i]] += 1
     if not keep:
-        raise ValueError(
+        raise InputError(
             "no row of the mixture has a checkable answer (options, an event order or grounded JSON) for GRPO"
         )
     renderer = PromptRenderer(loaded, frames_as, max_frames, system_prompt, vision_language)

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import torch
 from trl import GRPOTrainer
 
+from builders.errors import InputError
 from recipes.training.chat_inputs import VISUAL_KEYS, processor_inputs, video_metadata
 from recipes.training.collator import append_dummy_visual
 from recipes.training.grpo_data import VISUALS_COLUMN
@@ -207,7 +208,7 @@ class VisualGRPOTrainer(GRPOTrainer):
         if not any(videos):
             return turn(images)
         if generation.mode != "colocate":
-            raise ValueError(
+            raise InputError(
                 "vllm_mode: server takes image features only in TRL 1.16: generate video rows with vllm_mode: "
                 "colocate or with transformers (use_vllm: false)"
             )

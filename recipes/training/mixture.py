@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from builders.errors import InputError
 from builders.hub import check_build_path, media_root
 from builders.options import stable_seed
 from builders.prompt import answer_target, format_messages
@@ -55,9 +56,9 @@ class MixtureSource:
 
     def __post_init__(self):
         if self.format not in FORMATS:
-            raise ValueError(f"source {self.label}: format must be one of {FORMATS}, got {self.format!r}")
+            raise InputError(f"source {self.label}: format must be one of {FORMATS}, got {self.format!r}")
         if not (isinstance(self.weight, int | float) and self.weight > 0):
-            raise ValueError(f"source {self.label}: weight must be a positive number, got {self.weight!r}")
+            raise InputError(f"source {self.label}: weight must be a positive number, got {self.weight!r}")
 
     @property
     def label(self) -> str:
@@ -73,15 +74,15 @@ def parse_mixture(entries: Iterable[dict]) -> list[MixtureSource]:
         if isinstance(entry, str):
             entry = {"path": entry}
         if not isinstance(entry, dict) or "path" not in entry:
-            raise ValueError(f"dataset_mixture[{position}] must be a mapping with a 'path', got {entry!r}")
+            raise InputError(f"dataset_mixture[{position}] must be a mapping with a 'path', got {entry!r}")
         unknown = set(entry) - allowed
         if unknown:
-            raise ValueError(
+            raise InputError(
                 f"dataset_mixture[{position}]: unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}"
             )
         sources.append(MixtureSource(**entry))
     if not sources:
-        raise ValueError("the dataset mixture is empty: give at least one source in dataset_mixture")
+        raise InputError("the dataset mixture is empty: give at least one source in dataset_mixture")
     return sources
 
 
@@ -95,7 +96,7 @@ def detect_format(column_names: list[str], source: MixtureSource) -> str:
         return "prompt_completion"
     if "question" in columns and ({"options", "answer"} & columns):
         return "video_qa"
-    raise ValueError(
+    raise InputError(
         f"source {source.label}: cannot tell its format from columns {sorted(columns)}; "
         "set format: video_qa | messages | prompt_completion, or map columns with columns: {field: column}"
     )
@@ -131,7 +132,7 @@ def load_source(source: MixtureSource):
     renames = {column: field_name for field_name, column in source.columns.items() if column != field_name}
     missing = [column for column in renames if column not in dataset.column_names]
     if missing:
-        raise ValueError(f"source {source.label}: mapped columns {missing} not found; it has {dataset.column_names}")
+        raise InputError(f"source {source.label}: mapped columns {missing} not found; it has {dataset.column_names}")
     if renames:
         dataset = dataset.rename_columns(renames)
     return LoadedSource(
@@ -160,7 +161,7 @@ def fold_videos(loaded: list[LoadedSource]) -> dict[str, str]:
         if item.format != "video_qa":
             continue
         if "source_id" not in item.dataset.column_names:
-            raise ValueError(f"source {item.source.label}: folds need a source_id column (the video of each row)")
+            raise InputError(f"source {item.source.label}: folds need a source_id column (the video of each row)")
         subjects = item.dataset["subject"] if "subject" in item.dataset.column_names else None
         for row, source_id in enumerate(item.dataset["source_id"]):
             videos.setdefault(source_id, (subjects[row] if subjects else None) or "unknown")
@@ -177,7 +178,7 @@ def build_mixture(
     folds = None
     if fold is not None:
         if not 0 <= fold < num_folds:
-            raise ValueError(f"fold must be in 0..{num_folds - 1}, got {fold}")
+            raise InputError(f"fold must be in 0..{num_folds - 1}, got {fold}")
         folds = assign_folds(fold_videos(loaded), num_folds=num_folds, seed=seed)
     source_column, row_column = [], []
     for position, item in enumerate(loaded):
@@ -188,7 +189,7 @@ def build_mixture(
             rows = [row for row in rows if folds[video_ids[row]] != fold]
         if item.source.exclude_categories:
             if "category" not in item.dataset.column_names:
-                raise ValueError(f"source {item.source.label}: exclude_categories needs a category column")
+                raise InputError(f"source {item.source.label}: exclude_categories needs a category column")
             categories, excluded = item.dataset["category"], set(item.source.exclude_categories)
             rows = [row for row in rows if categories[row] not in excluded]
         item.rows_in_folds = len(rows)
@@ -199,7 +200,7 @@ def build_mixture(
         source_column += [position] * len(rows)
         row_column += rows
     if not row_column:
-        raise ValueError("the mixture selects no rows: check weights, max_samples and the fold")
+        raise InputError("the mixture selects no rows: check weights, max_samples and the fold")
     index = Dataset.from_dict({"source": source_column, "row": row_column})
     return loaded, index, folds
 
@@ -239,13 +240,13 @@ def _fill_images(messages: list[dict], images: list) -> list[dict]:
             for part in content:
                 if part.get("type") == "image" and part.get("image") is None:
                     if not images:
-                        raise ValueError("more image placeholders than images in the row")
+                        raise InputError("more image placeholders than images in the row")
                     part = {"type": "image", "image": images.pop(0)}
                 parts.append(part)
             content = parts
         filled.append({**message, "content": content})
     if images:
-        raise ValueError(f"{len(images)} images in the row have no image placeholder in the messages")
+        raise InputError(f"{len(images)} images in the row have no image placeholder in the messages")
     return filled
 
 
@@ -279,14 +280,14 @@ def to_example(row: dict, fmt: str, *, blind: bool, frames_as: str, system_promp
     if fmt == "messages":
         messages = list(row["messages"])
         if not messages or messages[-1]["role"] != "assistant":
-            raise ValueError("a messages row must end with the assistant's answer")
+            raise InputError("a messages row must end with the assistant's answer")
         prompt = _fill_images(messages[:-1], row.get("images"))
         target = _text_of(messages[-1:])
     elif fmt == "prompt_completion":
         prompt = _fill_images(_as_messages(row["prompt"], "user"), row.get("images"))
         target = _text_of(_as_messages(row["completion"], "assistant"))
     else:
-        raise ValueError(f"unknown row format {fmt!r}")
+        raise InputError(f"unknown row format {fmt!r}")
     if blind:
         prompt = _drop_visuals(prompt)
     return Example(prompt, target, str(row.get("id", row.get("question_id", ""))))

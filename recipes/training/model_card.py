@@ -10,6 +10,7 @@ from pathlib import Path
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from builders.errors import InputError
 from model_cards import SUREON_CITATION, template_path
 
 
@@ -36,7 +37,7 @@ def read_eval_results(path: str | Path) -> list[EvalResult]:
         try:
             results.append(EvalResult(**item))
         except TypeError as err:
-            raise ValueError(
+            raise InputError(
                 f"{path}: result {position} is not an EvalResult ({err}); see recipes/training/model_card.py"
             ) from err
     return results

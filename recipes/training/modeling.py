@@ -13,6 +13,8 @@ from pathlib import Path
 
 import torch
 
+from builders.errors import InputError
+
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +42,7 @@ def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype | str:
     if isinstance(dtype, torch.dtype):
         return dtype
     if not hasattr(torch, dtype) or not isinstance(getattr(torch, dtype), torch.dtype):
-        raise ValueError(f"unknown dtype {dtype!r}: use auto, bfloat16, float16 or float32")
+        raise InputError(f"unknown dtype {dtype!r}: use auto, bfloat16, float16 or float32")
     return getattr(torch, dtype)
 
 

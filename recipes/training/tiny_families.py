@@ -19,6 +19,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from builders.errors import InputError
 from recipes.training.tiny_models import CORPUS, tiny_text_config, trl_chat_template
 
 
@@ -531,7 +532,7 @@ def build_tiny_family(name: str, out: Path, *, seed: int = 0) -> Path:
     import torch
 
     if name not in _BUILDERS:
-        raise ValueError(f"unknown family {name!r}: choose one of {', '.join(FAMILIES)}")
+        raise InputError(f"unknown family {name!r}: choose one of {', '.join(FAMILIES)}")
     torch.manual_seed(seed)
     out = Path(out)
     model, processor = _BUILDERS[name]()

@@ -14,6 +14,8 @@ Usage: ``python -m recipes.training.tiny_models --out build/tiny --kind qwen3-vl
 import argparse
 from pathlib import Path
 
+from builders.errors import InputError
+
 
 # The added tokens of Qwen3 and Qwen3-VL-8B-Instruct (their tokenizer_config.json), with the same special flags:
 # every token their chat templates emit is one token here too, and ``skip_special_tokens`` drops what it drops there.
@@ -137,7 +139,7 @@ def read_corpus(path: Path | None) -> list[str] | None:
         return None
     lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
     if not lines:
-        raise ValueError(f"{path}: the corpus file is empty")
+        raise InputError(f"{path}: the corpus file is empty")
     return CORPUS + lines
 
 
@@ -148,7 +150,7 @@ def width_overrides(hidden_size: int) -> dict:
     if hidden_size == 32:
         return {}
     if hidden_size % 32:
-        raise ValueError(f"hidden_size must be a multiple of 32, got {hidden_size}")
+        raise InputError(f"hidden_size must be a multiple of 32, got {hidden_size}")
     heads = max(2, hidden_size // 32)
     return {
         "hidden_size": hidden_size,
@@ -189,7 +191,7 @@ def build_tiny_qwen3_vl(
     tokenizer = train_tokenizer(read_corpus(corpus), vocab_size=1024 if corpus else 640)
     token_id = tokenizer.convert_tokens_to_ids
     if head_dim % 16:
-        raise ValueError(f"head_dim must be a multiple of 16 (the M-RoPE sections split it 2:1:1), got {head_dim}")
+        raise InputError(f"head_dim must be a multiple of 16 (the M-RoPE sections split it 2:1:1), got {head_dim}")
     mrope_section = [head_dim // 4, head_dim // 8, head_dim // 8]
     # Qwen3-VL-8B's config marks its M-RoPE interleaved; transformers always interleaves, vLLM only with the flag
     # (without it vLLM rotates image tokens by the chunked layout and answers differently from transformers)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from builders.errors import InputError
 from builders.options import LETTERS
 from builders.pipeline.review.store import (
     DECISIONS,
@@ -178,7 +179,7 @@ class ReviewUI:
         self.clock = clock
         unknown = sorted({a.sample_id for a in store.assignments()} - set(samples))
         if unknown:
-            raise ValueError(f"{len(unknown)} assigned sample(s) are not in the dataset, e.g. {unknown[:3]}")
+            raise InputError(f"{len(unknown)} assigned sample(s) are not in the dataset, e.g. {unknown[:3]}")
 
     # logging in and out (the server module calls these; see the module docstring) --------------------------------
 

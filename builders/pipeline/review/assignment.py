@@ -13,6 +13,7 @@ the other's decision.
 import itertools
 from collections import defaultdict
 
+from builders.errors import InputError
 from builders.options import seeded_shuffle
 from builders.pipeline.review.store import Assignment
 
@@ -23,11 +24,11 @@ def assign(
     """Assignments for ``sample_types`` (sample id -> question type) over ``reviewers``; see the module docstring."""
     panel = sorted(set(reviewers))
     if not panel:
-        raise ValueError("no reviewers to assign to; create accounts with `sureon review add-user`")
+        raise InputError("no reviewers to assign to; create accounts with `sureon review add-user`")
     if not 0.0 <= dual_fraction <= 1.0:
-        raise ValueError(f"dual_fraction must be within [0, 1], got {dual_fraction}")
+        raise InputError(f"dual_fraction must be within [0, 1], got {dual_fraction}")
     if dual_fraction > 0 and len(panel) < 2:
-        raise ValueError("dual review needs at least two reviewers")
+        raise InputError("dual review needs at least two reviewers")
     by_type: dict[str, list[str]] = defaultdict(list)
     for sample_id, qa_type in sample_types.items():
         by_type[qa_type].append(sample_id)

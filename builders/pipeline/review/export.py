@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from builders.card import STAT_FIELDS, plot_category_distribution, render_card, video_qa_stats
-from builders.hub import configs_metadata, staged_output, write_split
+from builders.hub import configs_metadata, write_split
+from builders.outputs import staged_output
 from builders.pipeline.review.reliability import agreement_report, rated_pairs
 from builders.pipeline.review.samples import DEFAULT_CONFIG, load_config, with_decode
 from builders.pipeline.review.store import REASON_TAGS, Assignment, Decision, ReviewStore

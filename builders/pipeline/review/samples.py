@@ -5,6 +5,8 @@ from pathlib import Path
 
 from datasets import Dataset, Features, Image, List, load_dataset
 
+from builders.errors import InputError
+
 
 DEFAULT_CONFIG = "validation_curated"
 FRAME_COLUMNS = ("frames", "frame_timestamps")
@@ -17,7 +19,7 @@ def load_config(dataset_dir: str | Path, config: str = DEFAULT_CONFIG) -> tuple[
         raise FileNotFoundError(f"{dataset_dir} is not a built dataset (no README.md); build it with `sureon build`")
     splits = load_dataset(str(dataset_dir), config)
     if len(splits) != 1:
-        raise ValueError(f"config {config!r} of {dataset_dir} has splits {list(splits)}; review needs exactly one")
+        raise InputError(f"config {config!r} of {dataset_dir} has splits {list(splits)}; review needs exactly one")
     (split, dataset), *_ = splits.items()
     return dataset.cast(with_decode(dataset.features, False)), split
 
@@ -42,6 +44,6 @@ def load_samples(dataset_dir: str | Path, config: str = DEFAULT_CONFIG) -> dict[
     samples: dict[str, dict] = {}
     for index, record in enumerate(dataset):
         if record["question_id"] in samples:
-            raise ValueError(f"{dataset_dir} [{config}] row {index}: question_id {record['question_id']} repeats")
+            raise InputError(f"{dataset_dir} [{config}] row {index}: question_id {record['question_id']} repeats")
         samples[record["question_id"]] = record
     return samples

@@ -49,6 +49,7 @@ from html import escape
 from pathlib import Path
 from urllib.parse import parse_qs, unquote
 
+from builders.errors import InputError
 from builders.pipeline.review.store import ReviewStore, SessionPolicy
 
 
@@ -129,7 +130,7 @@ class ServerOptions:
         names = {name.lower() for name in self.server_names}
         if self.host in ("0.0.0.0", "::", ""):
             if not names:
-                raise ValueError(
+                raise InputError(
                     f"--host {self.host} serves every interface: name the host name(s) reviewers use with "
                     "--server-name NAME (requests naming any other Host are refused, which stops DNS rebinding)"
                 )
@@ -145,7 +146,7 @@ class ServerOptions:
             try:
                 networks.append(ipaddress.ip_network(value, strict=False))
             except ValueError as err:
-                raise ValueError(f"--trusted-proxy {value!r} is not an IP address or network: {err}") from err
+                raise InputError(f"--trusted-proxy {value!r} is not an IP address or network: {err}") from err
         return tuple(networks)
 
 
@@ -513,7 +514,7 @@ class ReviewServer:
         import uvicorn
 
         if (options.tls_cert is None) != (options.tls_key is None):
-            raise ValueError("--tls-cert and --tls-key go together")
+            raise InputError("--tls-cert and --tls-key go together")
         self.options = options
         self.app, self.blocks = create_app(ui, options)
         config = uvicorn.Config(

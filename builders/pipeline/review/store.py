@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from builders.errors import InputError
+
 
 DECISIONS = ("approve", "reject", "flag")
 # Quick reason tags of the review form (issue 10): slug -> label shown to reviewers.
@@ -219,17 +221,17 @@ def _owner_only(path: Path) -> None:
 def check_decision(decision: str, tags: Iterable[str], note: str) -> tuple[str, ...]:
     """Validate one decision as the form must; returns the tags in a canonical order."""
     if decision not in DECISIONS:
-        raise ValueError(f"decision must be one of {DECISIONS}, got {decision!r}")
+        raise InputError(f"decision must be one of {DECISIONS}, got {decision!r}")
     tags = tuple(tags)
     unknown = sorted(set(tags) - set(REASON_TAGS))
     if unknown:
-        raise ValueError(f"unknown reason tag(s) {unknown}; choose from {list(REASON_TAGS)}")
+        raise InputError(f"unknown reason tag(s) {unknown}; choose from {list(REASON_TAGS)}")
     if len(note) > MAX_NOTE_CHARS:
-        raise ValueError(f"the note has {len(note)} characters; {MAX_NOTE_CHARS} at most")
+        raise InputError(f"the note has {len(note)} characters; {MAX_NOTE_CHARS} at most")
     if LONE_SURROGATE.search(note):
-        raise ValueError("the note contains an invalid character (a lone UTF-16 surrogate); retype it")
+        raise InputError("the note contains an invalid character (a lone UTF-16 surrogate); retype it")
     if decision == "reject" and not note.strip():
-        raise ValueError("a rejection needs a written note saying what is wrong")
+        raise InputError("a rejection needs a written note saying what is wrong")
     return tuple(tag for tag in REASON_TAGS if tag in tags)
 
 
@@ -304,9 +306,9 @@ class ReviewStore:
 
     def add_user(self, username: str, password: str, admin: bool = False) -> None:
         if not USERNAME.match(username):
-            raise ValueError(f"username {username!r} must be 1-64 letters, digits or _.@-")
+            raise InputError(f"username {username!r} must be 1-64 letters, digits or _.@-")
         if len(password) < MIN_PASSWORD_LENGTH:
-            raise ValueError(f"the password must have at least {MIN_PASSWORD_LENGTH} characters")
+            raise InputError(f"the password must have at least {MIN_PASSWORD_LENGTH} characters")
         salt = secrets.token_bytes(16)
         try:
             with self._write() as conn:
@@ -316,12 +318,12 @@ class ReviewStore:
                     (username, salt, _hash(password, salt), _kdf_label(), int(admin), _now()),
                 )
         except sqlite3.IntegrityError as err:
-            raise ValueError(f"user {username!r} already exists in {self.path}") from err
+            raise InputError(f"user {username!r} already exists in {self.path}") from err
 
     def set_password(self, username: str, password: str) -> None:
         """Set a new password; every open session of the account ends (in every server process)."""
         if len(password) < MIN_PASSWORD_LENGTH:
-            raise ValueError(f"the password must have at least {MIN_PASSWORD_LENGTH} characters")
+            raise InputError(f"the password must have at least {MIN_PASSWORD_LENGTH} characters")
         salt = secrets.token_bytes(16)
         with self._write() as conn:
             changed = conn.execute(
@@ -330,7 +332,7 @@ class ReviewStore:
             ).rowcount
             conn.execute("DELETE FROM sessions WHERE username = ?", (username,))
         if not changed:
-            raise ValueError(f"no user {username!r} in {self.path}")
+            raise InputError(f"no user {username!r} in {self.path}")
 
     def remove_user(self, username: str) -> None:
         """Remove an account: it can no longer log in, its open sessions end and it gets no new assignments; its
@@ -341,7 +343,7 @@ class ReviewStore:
             ).rowcount
             conn.execute("DELETE FROM sessions WHERE username = ?", (username,))
         if not changed:
-            raise ValueError(f"no user {username!r} in {self.path}")
+            raise InputError(f"no user {username!r} in {self.path}")
 
     def users(self) -> list[str]:
         """The accounts that can log in (removed ones left out)."""
@@ -476,12 +478,12 @@ class ReviewStore:
         known = set(self.users())
         unknown = sorted({row[1] for row in rows} - known)
         if unknown:
-            raise ValueError(f"no account for reviewer(s) {unknown}; create them with `sureon review add-user`")
+            raise InputError(f"no account for reviewer(s) {unknown}; create them with `sureon review add-user`")
         try:
             with self._write() as conn:
                 conn.executemany("INSERT INTO assignments VALUES (?, ?, ?, ?)", rows)
         except sqlite3.IntegrityError as err:
-            raise ValueError(f"an assignment repeats one already in {self.path}: {err}") from err
+            raise InputError(f"an assignment repeats one already in {self.path}: {err}") from err
         return len(rows)
 
     def assignments(self, reviewer: str | None = None) -> list[Assignment]:

@@ -38,6 +38,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+from builders.errors import InputError
 from builders.hub import check_build_path, media_root, resolve_frames
 from builders.prompt import format_messages
 from public_converters.grounded import GroundedAnswerError, parse_answer
@@ -214,12 +215,12 @@ def load_benchmark(dataset: Path, name: str, limit: int | None):
     from datasets import load_dataset
 
     if not name.startswith("bench-"):
-        raise ValueError(f"--benchmark {name}: the public benchmarks are the build's bench-* configs")
+        raise InputError(f"--benchmark {name}: the public benchmarks are the build's bench-* configs")
     check_build_path(dataset)
     try:
         rows = load_dataset(str(dataset), name, split="test")
     except ValueError as error:
-        raise ValueError(
+        raise InputError(
             f"{dataset}: no benchmark config {name} ({error}); see its manifest.json 'benchmarks'"
         ) from None
     return rows.select(range(min(limit, len(rows)))) if limit else rows

@@ -50,6 +50,8 @@ from pathlib import Path
 
 import numpy as np
 
+from builders.errors import InputError
+
 
 CLIP_FRAMES = 8
 CLIP_STRIDE = 4
@@ -74,7 +76,7 @@ def clip_window(
     try:
         position = ids.index(keyframe)
     except ValueError:
-        raise ValueError(f"keyframe {keyframe} is not among the video's extracted frames") from None
+        raise InputError(f"keyframe {keyframe} is not among the video's extracted frames") from None
     window = [ids[p] for p in range(position, -1, -stride)][:size][::-1]
     if pad:
         window = [window[0]] * (size - len(window)) + window
@@ -90,7 +92,7 @@ def read_video_list(path: str | Path) -> list[str]:
     ids = [video for video in ids if video]
     repeated = sorted({video for video in ids if ids.count(video) > 1})
     if repeated:
-        raise ValueError(f"{path}: video ids listed twice: {', '.join(repeated)}")
+        raise InputError(f"{path}: video ids listed twice: {', '.join(repeated)}")
     return ids
 
 
@@ -146,13 +148,13 @@ def video_averaged_scores(
     from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
 
     if not len(video_ids) == len(references) == len(predictions):
-        raise ValueError("video ids, references and predictions differ in length")
+        raise InputError("video ids, references and predictions differ in length")
     if not references:
-        raise ValueError("no frames to score")
+        raise InputError("no frames to score")
     names = {label_key(r): str(r) for r in (references if labels is None else labels)}
     outside = sorted({str(r) for r in references if label_key(r) not in names})
     if outside:
-        raise ValueError(f"reference label(s) {outside} are not in the label set {sorted(names.values())}")
+        raise InputError(f"reference label(s) {outside} are not in the label set {sorted(names.values())}")
     by_video: dict[str, tuple[list[str], list[str | None]]] = defaultdict(lambda: ([], []))
     for video, reference, prediction in zip(video_ids, references, predictions, strict=True):
         truth, guess = by_video[str(video)]
@@ -220,12 +222,12 @@ def challenge_scores(by_video: dict[str, tuple[list[str], list[str | None]]], cl
 def cvs_accuracy(criteria: Sequence[str], references: Sequence[bool], predictions: Sequence[bool | None]) -> dict:
     """Accuracy per criterion and their macro-average (percent); an unparseable answer (None) is wrong."""
     if not len(criteria) == len(references) == len(predictions):
-        raise ValueError("criteria, references and predictions differ in length")
+        raise InputError("criteria, references and predictions differ in length")
     per: dict[str, list[bool]] = defaultdict(list)
     for criterion, reference, prediction in zip(criteria, references, predictions, strict=True):
         per[criterion].append(prediction is not None and prediction == reference)
     if not per:
-        raise ValueError("no CVS answers to score")
+        raise InputError("no CVS answers to score")
     order = [c for c in CVS_CRITERIA if c in per] + sorted(set(per) - set(CVS_CRITERIA))
     accuracy = {c: 100.0 * float(np.mean(per[c])) for c in order}
     return {
@@ -256,7 +258,7 @@ def map50(images: Sequence[dict], score: float = 1.0) -> dict:
 
     universe = sorted({canonical_label(label) for image in images for label, _ in image["references"]})
     if not universe:
-        raise ValueError("no reference boxes: mAP50 needs at least one ground-truth box")
+        raise InputError("no reference boxes: mAP50 needs at least one ground-truth box")
     category = {name: i + 1 for i, name in enumerate(universe)}
     annotations, detections, ignored = [], [], 0
     for image_id, image in enumerate(images, start=1):

@@ -47,6 +47,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builders.errors import InputError
 from recipes.evaluation.prediction_tables import is_prediction_table, records_of
 from recipes.evaluation.public.metrics import cvs_accuracy, map50, parse_yes_no, read_video_list, video_averaged_scores
 from recipes.evaluation.reporting import load_run_settings, markdown_table, named_path, pct, runs_table, write_report
@@ -164,7 +165,7 @@ def parse_exclusions(specs: list[str] | None) -> dict[tuple[str, str | None], se
         target, sep, path = spec.partition("=")
         benchmark, _, mode = target.partition(":")
         if not sep or not benchmark or (mode and mode not in INPUT_MODES):
-            raise ValueError(f"--exclude-videos {spec!r}: write BENCHMARK=FILE or BENCHMARK:frame|clip=FILE")
+            raise InputError(f"--exclude-videos {spec!r}: write BENCHMARK=FILE or BENCHMARK:frame|clip=FILE")
         exclusions[(benchmark.lower(), mode or None)] = set(read_video_list(path))
     return exclusions
 
@@ -195,7 +196,7 @@ def load_groups(specs: list[str], exclusions: dict) -> dict[tuple[str, str, str,
             else:
                 group.rows.append(record)
     if not groups:
-        raise ValueError("no predictions in the given files")
+        raise InputError("no predictions in the given files")
     return dict(groups)
 
 

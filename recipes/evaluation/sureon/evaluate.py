@@ -38,6 +38,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from builders.errors import InputError
 from builders.hub import check_build_path, frames_are_files, media_root, resolve_frames
 from builders.prompt import answer_target, format_messages, protocol_label
 from builders.sureon.categories import CATEGORIES, MCQ, ORDERING
@@ -133,12 +134,12 @@ def check_frames(dataset, modes: list[str], source: str) -> None:
     if "visual" not in modes:
         return
     if "frames" not in dataset.column_names:
-        raise ValueError(
+        raise InputError(
             f"{source} has no frames (an annotation-only build): rebuild it with --videos, or evaluate --mode blind"
         )
     empty = [qid for qid, count in zip(dataset["question_id"], dataset["frame_timestamps"], strict=True) if not count]
     if empty:
-        raise ValueError(
+        raise InputError(
             f"{source}: {len(empty)} question(s) have no frames (e.g. {', '.join(empty[:5])}); their visual prompt "
             "would equal the blind one. Rebuild with --on-missing-video skip, or evaluate --mode blind"
         )

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builders.errors import InputError
 from builders.sureon.categories import BY_CODE, CATEGORIES, MCQ, OPEN, ORDERING, resolve_category
 from recipes.evaluation.stats import N_RESAMPLES, Estimate, estimate
 
@@ -37,7 +38,7 @@ DEFAULT_ORDERING_EVENTS = 3  # the seed's TO questions order three events (rando
 _FIELDS = ("question_id", "model", "mode", "category", "answer_format", "num_options", "correct", "scored_by")
 
 
-class PredictionError(ValueError):
+class PredictionError(InputError):
     """A prediction record that cannot be used; the message names the file and line."""
 
 
@@ -148,11 +149,11 @@ def read_predictions(path: str | Path, model: str | None = None) -> dict[str, li
         seen[key] = where
         by_model[prediction.model].append(prediction)
     if not by_model:
-        raise ValueError(f"{path}: no predictions in the file")
+        raise InputError(f"{path}: no predictions in the file")
     if model is None:
         return dict(by_model)
     if len(by_model) > 1:
-        raise ValueError(f"{path} holds several models ({', '.join(sorted(by_model))}); name=PATH needs one")
+        raise InputError(f"{path} holds several models ({', '.join(sorted(by_model))}); name=PATH needs one")
     return {model: [_renamed(p, model) for p in next(iter(by_model.values()))]}
 
 
@@ -225,7 +226,7 @@ def multimodal_gain(visual: ModeResult, blind: ModeResult, model: str) -> dict[s
     only_blind = blind.outcomes.keys() - visual.outcomes.keys()
     if only_visual or only_blind:
         example = min(only_visual or only_blind)
-        raise ValueError(
+        raise InputError(
             f"{model}: the visual and blind passes cover different items ({len(only_visual)} only visual, "
             f"{len(only_blind)} only blind, e.g. {example}); run both modes on the same benchmark"
         )
@@ -262,7 +263,7 @@ def item_table(predictions: Iterable[Prediction]) -> dict[str, Prediction]:
         mine = (p.category, p.answer_format, p.num_options, p.scored_by)
         theirs = (first.category, first.answer_format, first.num_options, first.scored_by)
         if mine != theirs:
-            raise ValueError(
+            raise InputError(
                 f"question {p.question_id} is {theirs} for {first.model} ({first.mode}) but {mine} for {p.model} "
                 f"({p.mode}) (category, format, options, scoring): were they evaluated on the same benchmark build?"
             )

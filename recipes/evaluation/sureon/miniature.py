@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from builders.errors import InputError
 from recipes.evaluation.stats import CONFIDENCE, N_RESAMPLES, mcnemar_test
 from recipes.evaluation.sureon.metrics import OVERALL, read_predictions, score_model
 
@@ -40,7 +41,7 @@ def shortcut_recovery(decisions: dict[str, dict], truth: dict[str, str | None]) 
     from the ground truth is an error, since recall over a partial truth would mislead."""
     missing = sorted(set(decisions) - set(truth))
     if missing:
-        raise ValueError(f"{len(missing)} curated question(s) have no ground truth (e.g. {missing[0]})")
+        raise InputError(f"{len(missing)} curated question(s) have no ground truth (e.g. {missing[0]})")
     scored = {qid: d for qid, d in decisions.items() if d.get("scores")}
     removed = {qid for qid, d in scored.items() if not d["passes"]}
     planted = {qid for qid in scored if truth[qid]}
@@ -78,7 +79,7 @@ def one_model(path: Path) -> tuple[str, list]:
     """``(model, predictions)`` of a prediction file written by one ``sureon eval sureon`` run."""
     models = read_predictions(path)
     if len(models) != 1:
-        raise ValueError(f"{path}: expected one model's predictions, found {sorted(models)}")
+        raise InputError(f"{path}: expected one model's predictions, found {sorted(models)}")
     return next(iter(models.items()))
 
 
@@ -86,7 +87,7 @@ def blind_accuracy(predictions: Path) -> dict:
     """Pooled blind accuracy (with its interval) of one ``sureon eval sureon --mode blind`` run."""
     result = score_model(*one_model(predictions))
     if "blind" not in result.modes:
-        raise ValueError(f"{predictions}: no blind predictions")
+        raise InputError(f"{predictions}: no blind predictions")
     return result.modes["blind"].estimates[OVERALL].as_dict()
 
 
@@ -94,7 +95,7 @@ def paired_gain(visual: dict[str, bool], blind: dict[str, bool], *seed_parts: st
     """MG = S_v - S_wv in points with a percentile bootstrap interval over items (both passes resampled together)."""
     ids = sorted(visual.keys() & blind.keys())
     if not ids:
-        raise ValueError("the visual and blind passes share no item")
+        raise InputError("the visual and blind passes share no item")
     diff = np.array([float(visual[i]) - float(blind[i]) for i in ids])
     rng = np.random.default_rng(_seed(seed_parts, ids))
     means = diff[rng.integers(0, len(ids), size=(N_RESAMPLES, len(ids)))].mean(axis=1)
@@ -122,7 +123,7 @@ def table4(runs: dict[str, Path], row_kinds: dict[str, str] | None = None) -> di
     for name, path in runs.items():
         result = score_model(*one_model(path))
         if set(result.modes) != {"visual", "blind"}:
-            raise ValueError(f"{path}: Table 4 needs both modes (sureon eval sureon --mode both)")
+            raise InputError(f"{path}: Table 4 needs both modes (sureon eval sureon --mode both)")
         visual, blind = result.modes["visual"], result.modes["blind"]
         outcomes[name] = {"visual": visual.outcomes, "blind": blind.outcomes}
         rows[name] = {
@@ -147,7 +148,7 @@ def table4(runs: dict[str, Path], row_kinds: dict[str, str] | None = None) -> di
 def _by_row_kind(visual: dict[str, bool], blind: dict[str, bool], row_kinds: dict[str, str]) -> dict:
     missing = sorted(set(visual) - set(row_kinds))
     if missing:
-        raise ValueError(f"{len(missing)} benchmark question(s) have no ground truth (e.g. {missing[0]})")
+        raise InputError(f"{len(missing)} benchmark question(s) have no ground truth (e.g. {missing[0]})")
     table = {}
     for kind in sorted({row_kinds[q] for q in visual}):
         ids = [q for q in visual if row_kinds[q] == kind]
@@ -203,7 +204,7 @@ def reward_curve(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
 def early_late(curve: list[tuple[int, float]], share: float = 1 / 3) -> tuple[float, float]:
     """Mean of the first and of the last ``share`` of a curve's points (a learning signal robust to noise)."""
     if len(curve) < 2:
-        raise ValueError("a curve of fewer than two points has no early and late part")
+        raise InputError("a curve of fewer than two points has no early and late part")
     count = max(1, round(len(curve) * share))
     values = [v for _, v in curve]
     return float(np.mean(values[:count])), float(np.mean(values[-count:]))

@@ -28,6 +28,7 @@ import argparse
 import json
 from pathlib import Path
 
+from builders.errors import InputError
 from builders.plots import pyplot, save_figure
 from builders.sureon.categories import BY_CODE
 from recipes.evaluation.reporting import (
@@ -72,11 +73,11 @@ def load_paper_table3(path: str | Path = PAPER_TABLE3) -> dict:
         columns = list(data["columns"]) + list(data["judged_columns"])
         rows = data["rows"]
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as err:
-        raise ValueError(f"{path}: expected JSON with columns, judged_columns and rows ({err})") from None
+        raise InputError(f"{path}: expected JSON with columns, judged_columns and rows ({err})") from None
     for number, row in enumerate(rows, start=1):
         missing = [key for key in ("model", "eval", "mu", *columns) if key not in row]
         if missing or row["eval"] not in PAPER_EVALS:
-            raise ValueError(f"{path}: row {number} needs model, eval ({', '.join(PAPER_EVALS)}), mu and {columns}")
+            raise InputError(f"{path}: row {number} needs model, eval ({', '.join(PAPER_EVALS)}), mu and {columns}")
     return data
 
 
@@ -92,7 +93,7 @@ def load_models(specs: list[str], human: str | None = None) -> tuple[dict[str, l
             name = human_name = name or HUMAN
         for model, predictions in read_predictions(path, name).items():
             if model in models:
-                raise ValueError(f"model {model!r} is in both {sources[model]} and {path}: rename one (NAME=PATH)")
+                raise InputError(f"model {model!r} is in both {sources[model]} and {path}: rename one (NAME=PATH)")
             models[model], sources[model] = predictions, path
     return models, human_name
 
@@ -109,7 +110,7 @@ def build_report(
     """Every number of the report as plain JSON data (percentages, unrounded); ``paper``: the seed's printed Table 3
     (:func:`load_paper_table3`) to show beside ours; ``runs``: each model's recorded settings."""
     if not models:
-        raise ValueError("no prediction files given")
+        raise InputError("no prediction files given")
     items = item_table(p for predictions in models.values() for p in predictions)
     results = [score_model(name, predictions, n_resamples) for name, predictions in models.items()]
     scored = [p for p in items.values() if p.scored_by == "accuracy"]
@@ -465,13 +466,13 @@ def accuracies_report(path: str | Path, n_resamples: int = N_RESAMPLES) -> dict:
         stated = json.loads(path.read_text(encoding="utf-8"))
         rows_in = stated["rows"]
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as err:
-        raise ValueError(f"{path}: expected JSON with a 'rows' list of {{model, n, accuracy}} ({err})") from None
+        raise InputError(f"{path}: expected JSON with a 'rows' list of {{model, n, accuracy}} ({err})") from None
     rows = []
     for number, row in enumerate(rows_in, start=1):
         try:
             model, n, stated_accuracy = str(row["model"]), int(row["n"]), float(row["accuracy"])
         except (KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"{path}: row {number} needs model, n and accuracy ({err!r})") from None
+            raise InputError(f"{path}: row {number} needs model, n and accuracy ({err!r})") from None
         correct = round(stated_accuracy * n / 100)
         e = estimate_from_count(correct, n, "stated", model, n_resamples=n_resamples)
         printed = row.get("bootstrap_ci")
@@ -546,7 +547,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> Path:
     if bool(args.predictions or args.human) == bool(args.accuracies):
-        raise ValueError("give prediction files (and/or --human) or --accuracies, not both and not neither")
+        raise InputError("give prediction files (and/or --human) or --accuracies, not both and not neither")
     if args.accuracies:
         data = accuracies_report(args.accuracies, args.resamples)
         return write_report(args.out, render_accuracies(data), data, args.overwrite)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from builders.errors import InputError
 from builders.plots import pyplot, save_figure
 
 
@@ -25,7 +26,7 @@ def _bin_ids(confidence: np.ndarray, n_bins: int) -> np.ndarray:
 def reliability_bins(confidence, correct, n_bins: int = DEFAULT_BINS) -> list[dict]:
     """Per bin: its range, the number of questions, their accuracy and mean confidence (``None`` when empty)."""
     if n_bins < 1:
-        raise ValueError(f"the number of bins must be at least 1, got {n_bins}")
+        raise InputError(f"the number of bins must be at least 1, got {n_bins}")
     confidence = np.asarray(confidence, dtype=float)
     correct = np.asarray(correct, dtype=float)
     ids = _bin_ids(confidence, n_bins)
@@ -48,7 +49,7 @@ def reliability_bins(confidence, correct, n_bins: int = DEFAULT_BINS) -> list[di
 def expected_calibration_error(confidence, correct, n_bins: int = DEFAULT_BINS) -> float:
     total = len(confidence)
     if total == 0:
-        raise ValueError("no predictions to calibrate")
+        raise InputError("no predictions to calibrate")
     return float(
         sum(
             b["count"] / total * abs(b["accuracy"] - b["confidence"])

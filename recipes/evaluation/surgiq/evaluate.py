@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from builders.errors import InputError
 from builders.jsonl_log import AppendOnlyJsonl
 from builders.options import LETTERS, stable_seed
 from builders.prompt import surgiq_prompt
@@ -59,7 +60,7 @@ def label_token_ids(tokenizer, num_options: int = NUM_OPTIONS) -> dict[str, dict
         for template in LABEL_VARIANTS:
             ids = tuple(tokenizer.encode(template.format(letter), add_special_tokens=False))
             if not ids:
-                raise ValueError(f"the tokenizer encodes option label {template.format(letter)!r} as no token")
+                raise InputError(f"the tokenizer encodes option label {template.format(letter)!r} as no token")
             if ids not in variants.values():
                 variants[template.format(letter)] = ids
         labels[letter] = variants
@@ -325,7 +326,7 @@ def load_surgiq(dataset: str, config: str, split: str) -> list[dict]:
     ds = load_dataset(dataset, config, split=split)
     missing = [c for c in REQUIRED_COLUMNS if c not in ds.column_names]
     if missing:
-        raise ValueError(
+        raise InputError(
             f"{dataset} ({config}/{split}) lacks column(s) {missing}: build it with `sureon build surgiq`"
         )
     return [{key: row[key] for key in (*REQUIRED_COLUMNS, "source_type") if key in row} for row in ds]
@@ -404,13 +405,13 @@ def evaluate(opts: EvalOptions) -> EvalResult:
     from recipes.training.modeling import load_model, load_processor, resolve_system_prompt, tokenizer_of
 
     if not 0 <= opts.shots <= MAX_SHOTS:
-        raise ValueError(f"--shots must be 0..{MAX_SHOTS}, got {opts.shots}")
+        raise InputError(f"--shots must be 0..{MAX_SHOTS}, got {opts.shots}")
     records = load_surgiq(opts.dataset, opts.config, opts.split)
     pool = fewshot_pool(records) if opts.shots else []
     pool_ids = {r["id"] for r in pool}
     scored = [r for r in records if r["id"] not in pool_ids][: opts.limit]
     if not scored:
-        raise ValueError(f"{opts.dataset} ({opts.config}/{opts.split}) has no question left to score")
+        raise InputError(f"{opts.dataset} ({opts.config}/{opts.split}) has no question left to score")
 
     processor = load_processor(opts.model, revision=opts.revision, padding_side="left")
     tokenizer = tokenizer_of(processor)
@@ -426,7 +427,7 @@ def evaluate(opts: EvalOptions) -> EvalResult:
             opts.model, override=opts.system_prompt, disabled=opts.no_system_prompt, revision=opts.revision
         )
     elif opts.system_prompt:
-        raise ValueError("--system-prompt needs --chat-template: the plain SurgiQ prompt has no system turn")
+        raise InputError("--system-prompt needs --chat-template: the plain SurgiQ prompt has no system turn")
     prompts = render_prompts(scored, pool[: opts.shots], processor if opts.chat_template else None, system_prompt)
     cache = ScoreCache(opts.out / CACHE_FILE)
     cached_before = sum(cache_key(fingerprint, p) in cache.entries for p in prompts)

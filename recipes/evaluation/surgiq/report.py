@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from builders.errors import InputError
 from builders.surgiq.build import DOMAINS, QUESTION_TYPES, in_vocabulary_order
 from recipes.evaluation.surgiq.calibration import DEFAULT_BINS
 
@@ -50,22 +51,22 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
     report = json.loads(report_file.read_text())
     missing = [key for key in ("model", "config", "shots") if key not in report]
     if missing:
-        raise ValueError(f"{report_file} lacks {missing}: is it a `sureon eval surgiq` report?")
+        raise InputError(f"{report_file} lacks {missing}: is it a `sureon eval surgiq` report?")
     predictions = [json.loads(line) for line in predictions_file.read_text().splitlines() if line.strip()]
     if not predictions:
-        raise ValueError(f"{predictions_file} holds no predictions")
+        raise InputError(f"{predictions_file} holds no predictions")
     return Run(name or report["model"], report["config"], int(report["shots"]), folder, predictions)
 
 
 def load_runs(paths: list[str | Path], labels: list[str] | None = None) -> list[Run]:
     if labels and len(labels) != len(paths):
-        raise ValueError(f"{len(labels)} label(s) for {len(paths)} prediction file(s): give one label per file")
+        raise InputError(f"{len(labels)} label(s) for {len(paths)} prediction file(s): give one label per file")
     runs = [load_run(path, labels[i] if labels else None) for i, path in enumerate(paths)]
     seen: dict[tuple, Path] = {}
     for run in runs:
         key = (run.name, run.config, run.shots)
         if key in seen:
-            raise ValueError(f"two runs of {key}: {seen[key]} and {run.path}; label them apart with --labels")
+            raise InputError(f"two runs of {key}: {seen[key]} and {run.path}; label them apart with --labels")
         seen[key] = run.path
     return runs
 

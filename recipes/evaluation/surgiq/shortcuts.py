@@ -17,6 +17,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from builders.errors import InputError
+
 
 def words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", text.casefold())
@@ -62,7 +64,7 @@ def shortcut_accuracy(records: list[dict], group_key: str = "question_type") -> 
     from builders.surgiq.build import QUESTION_TYPES, in_vocabulary_order
 
     if not records:
-        raise ValueError("no questions to score")
+        raise InputError("no questions to score")
     vocabulary = {"question_type": QUESTION_TYPES, "category": BY_CODE}.get(group_key, {})
     random = sum(1 / len(r["options"]) for r in records) / len(records)
     result: dict = {"num_questions": len(records), "random": random, "group_key": group_key, "baselines": {}}

@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+from builders.errors import InputError
 from recipes.training.plan.flops import matmul_parameters, training_flops
 from recipes.training.plan.grpo import grpo_plan
 from recipes.training.plan.memory import (
@@ -82,7 +83,7 @@ def parse_size(text: str) -> tuple[int, int]:
     try:
         width, height = (int(part) for part in text.lower().split("x"))
     except ValueError:
-        raise ValueError(f"--synthetic-frames {text!r}: give WIDTHxHEIGHT, e.g. 768x432") from None
+        raise InputError(f"--synthetic-frames {text!r}: give WIDTHxHEIGHT, e.g. 768x432") from None
     return width, height
 
 
@@ -102,7 +103,7 @@ def plan_recipe(
     from recipes.training.architectures import local_config
 
     if num_gpus < 1:
-        raise ValueError("--num-gpus must be at least 1")
+        raise InputError("--num-gpus must be at least 1")
     recipe = read_recipe(recipe_path)
     if not synthetic_frames:
         check_data_paths(recipe_path, recipe)

@@ -1,5 +1,8 @@
 """Memory per GPU: model states under ZeRO-2, ZeRO-3 and FSDP, activations per token and patch, the KV cache."""
 
+from builders.errors import InputError
+
+
 GB = 1e9
 # CUDA context, NCCL buffers and allocator fragmentation; a stated allowance, not a measurement.
 RESERVED_BYTES = 5 * GB
@@ -29,7 +32,7 @@ def model_state_bytes(
     if strategy == "fsdp":
         sharded = int((4 * total + 12 * trainable) / num_gpus)
         return sharded + 2 * (root_unit + 2 * largest_block) + 2 * largest_block
-    raise ValueError(f"unknown strategy {strategy!r}; choose from {STRATEGIES}")
+    raise InputError(f"unknown strategy {strategy!r}; choose from {STRATEGIES}")
 
 
 def deepspeed_estimate(strategy: str, total: int, num_gpus: int, largest_layer: int) -> int | None:

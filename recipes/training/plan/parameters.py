@@ -1,5 +1,8 @@
 """Parameters of the architecture built on the ``meta`` device, grouped and frozen as training does."""
 
+from builders.errors import InputError
+
+
 # Decoder layers and vision blocks: the units FSDP wraps (accelerate_configs/fsdp.yaml) and checkpointing recomputes.
 BLOCK_CLASSES = ("Qwen3VLTextDecoderLayer", "Qwen3VLVisionBlock", "Qwen3DecoderLayer")
 
@@ -33,7 +36,7 @@ def parameter_counts(model, frozen: set[str], lora: dict | None = None) -> dict[
         if isinstance(module, torch.nn.Linear) and name.rsplit(".", 1)[-1] in targets
     )
     if not adapters:
-        raise ValueError(f"lora_target_modules {sorted(targets)} match no linear layer of the model")
+        raise InputError(f"lora_target_modules {sorted(targets)} match no linear layer of the model")
     counts["adapters"] = {"trainable": adapters, "frozen": 0}
     return counts
 

@@ -4,6 +4,8 @@ from pathlib import Path
 
 import yaml
 
+from builders.errors import InputError
+
 
 def read_recipe(path: Path) -> dict:
     path = Path(path)
@@ -14,9 +16,9 @@ def read_recipe(path: Path) -> dict:
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         mark = getattr(err, "problem_mark", None)
         problem = (f"line {mark.line + 1}: " if mark else "") + (getattr(err, "problem", None) or str(err))
-        raise ValueError(f"{path}: not a YAML training recipe ({problem}); give recipes/<model>/sft/*.yaml") from None
+        raise InputError(f"{path}: not a YAML training recipe ({problem}); give recipes/<model>/sft/*.yaml") from None
     if not isinstance(recipe, dict) or not recipe.get("model_name_or_path"):
-        raise ValueError(f"{path}: not a training recipe (a mapping with model_name_or_path)")
+        raise InputError(f"{path}: not a training recipe (a mapping with model_name_or_path)")
     return recipe
 
 
