@@ -43,6 +43,16 @@ def normalise_option(text: str) -> str:
     return re.sub(r"\s+", " ", str(text)).strip().rstrip(".").casefold()
 
 
+def _as_text(value) -> str:
+    """An option's text; UTF-8 bytes (a binary column) are decoded, never kept as their Python repr."""
+    if isinstance(value, bytes | bytearray):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            raise OptionError(f"option {bytes(value)[:40]!r} is not UTF-8 text; write options as strings") from None
+    return str(value)
+
+
 def _pick(struct: dict, keys: Sequence[str]):
     for key in keys:
         if key in struct and struct[key] is not None:
@@ -67,12 +77,12 @@ def read_options(value) -> tuple[list[str], int | None]:
     if isinstance(value, dict):
         if not all(isinstance(k, str) and len(k.strip()) == 1 for k in value):
             raise OptionError(f"options mapping must be keyed by letters, got keys {sorted(value)}")
-        return [str(value[k]) for k in sorted(value, key=str.upper)], None
+        return [_as_text(value[k]) for k in sorted(value, key=str.upper)], None
     items = list(value)
     if not items:
         return [], None
-    if all(isinstance(item, str) for item in items):
-        return [str(item) for item in items], None
+    if all(isinstance(item, str | bytes) for item in items):
+        return [_as_text(item) for item in items], None
     if not all(isinstance(item, dict) for item in items):
         raise OptionError(f"options mix strings and structs: {items[:3]!r}")
     texts, letters, correct = [], [], []
@@ -80,7 +90,7 @@ def read_options(value) -> tuple[list[str], int | None]:
         text = _pick(item, _TEXT_KEYS)
         if text is None:
             raise OptionError(f"option struct {item!r} has no text field (looked for {', '.join(_TEXT_KEYS)})")
-        texts.append(str(text))
+        texts.append(_as_text(text))
         letter = _pick(item, _LETTER_KEYS)
         letters.append(str(letter).strip().upper() if letter is not None else LETTERS[position])
         if bool(_pick(item, _CORRECT_KEYS)):

@@ -25,9 +25,23 @@ def open_decoder(path: Path, device: str = "cpu", num_threads: int = 1, size: tu
     )
 
 
-def probe_size(path: Path) -> tuple[int, int]:
-    """``(width, height)`` from the file's header, without the exact-mode scan."""
+def probe_header(path: Path):
+    """The video stream's metadata from the file's header alone (torchcodec's approximate mode: no scan of the
+    file, milliseconds even for an hour of video)."""
     from torchcodec.decoders import VideoDecoder
 
-    metadata = VideoDecoder(str(path), seek_mode="approximate").metadata
+    return VideoDecoder(str(path), seek_mode="approximate").metadata
+
+
+def probe_size(path: Path) -> tuple[int, int]:
+    """``(width, height)`` from the file's header, without the exact-mode scan."""
+    metadata = probe_header(path)
     return metadata.width, metadata.height
+
+
+def header_end_seconds(metadata) -> float | None:
+    """Where the video stream ends, in seconds, by its header (``None`` when the header does not say)."""
+    for value in (getattr(metadata, "end_stream_seconds", None), getattr(metadata, "duration_seconds", None)):
+        if value is not None and value > 0:
+            return float(value)
+    return None

@@ -135,7 +135,8 @@ def run_build_sureon(args) -> int:
     )
     report = build_sureon(options)
     print(report.summary())
-    print(f'Load it with: datasets.load_dataset("{args.out}", "{report.configs[0].name}")')
+    loadable = next(config.name for config in report.configs if config.written)
+    print(f'Load it with: datasets.load_dataset("{args.out}", "{loadable}")')
     return 0
 
 

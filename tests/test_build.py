@@ -12,11 +12,12 @@ from datasets import get_dataset_config_names, load_dataset
 from PIL import Image
 
 from builders.card import STAT_ROWS, video_qa_stats
+from builders.errors import InputError
 from builders.sureon.build import CONFIGS, BuildOptions, build_sureon
 from builders.sureon.frames import FramePolicy, plan_frame_indices
 from builders.sureon.release import ReleaseError, read_release
 from sample_data.make_sample_release import release_rows
-from sample_data.make_videos import read_frame_index
+from sample_data.make_videos import read_frame_index, write_video
 from sureon.cli import main as cli_main
 
 
@@ -136,7 +137,7 @@ def test_two_builds_are_byte_identical(tmp_path, sample_videos, sureon_build):
     second = build(tmp_path, SAMPLE_RELEASE, sample_videos, name="b", on_missing_video="skip")  # its own cold cache
     files_a = sorted(p.relative_to(first.out) for p in first.out.rglob("*") if p.is_file())
     files_b = sorted(p.relative_to(second.out) for p in second.out.rglob("*") if p.is_file())
-    assert files_a == files_b and len([p for p in files_a if p.parts[0] != "media"]) == 8
+    assert files_a == files_b and len([p for p in files_a if p.parts[0] != "media"]) == 9  # with the .sureon-output
     assert len(files_a) > 8 + 50  # the training configs' frames under media/
     for rel in files_a:
         assert (first.out / rel).read_bytes() == (second.out / rel).read_bytes(), rel
@@ -169,14 +170,42 @@ def test_unreadable_video_is_skipped_with_its_reason(tmp_path, videos_copy):
 
     (videos_copy / "Tt4Kk9Jj2Hh.mp4").write_bytes(b"\x00garbage" * 64)
     shutil.copy(videos_copy / "Vq2-Lm7Np0s.mp4", videos_copy / "MissingVid1.mp4")  # only the corrupt one fails
-    with pytest.raises(RuntimeError, match="unreadable video Tt4Kk9Jj2Hh.mp4") as err:
+    with pytest.raises(InputError, match="unreadable video Tt4Kk9Jj2Hh.mp4") as err:
         build(tmp_path, SAMPLE_RELEASE, videos_copy, configs=["bench"], on_missing_video="error", name="err")
-    assert str(err.value).startswith("6 clip(s) could not be sampled")  # 7 questions, two share a clip
+    assert str(err.value).startswith("6 clip(s) cannot be sampled")  # 7 questions, two share a clip
+    assert "(nothing was decoded)" in str(err.value)  # found from the header, before any decoding
     report = build(tmp_path, SAMPLE_RELEASE, videos_copy, configs=["bench"], on_missing_video="skip")
     skipped = report.configs[0].skipped
     assert len(skipped) == 7 and all(s["reason"].startswith("unreadable video") for s in skipped)
     assert {s["source_id"] for s in skipped} == {"Tt4Kk9Jj2Hh"}
     assert report.configs[0].written == 5
+
+
+def test_clips_past_the_end_of_a_shorter_copy_follow_on_missing_video(tmp_path, videos_copy):
+    """A 20 s copy of a 90 s source: its clips that end past 20 s are never built from the frames that are there."""
+    from conftest import SAMPLE_RELEASE
+
+    write_video(videos_copy / "Zx9Qw_8eRt1.mp4", seconds=20, fps=30)  # train: 4-11 s fits, 15.5-22 s onwards not
+    with pytest.raises(InputError, match=r"runs past the end of this copy of the video \(20.00s\)") as err:
+        build(tmp_path, SAMPLE_RELEASE, videos_copy, configs=["train_all"], on_missing_video="error", name="err")
+    assert "(nothing was decoded)" in str(err.value) and not (tmp_path / "err").exists()
+    assert not list((tmp_path / "err-cache").rglob("*.frames"))  # refused from the header, before any decoding
+
+    report = build(tmp_path, SAMPLE_RELEASE, videos_copy, configs=["train_all"], on_missing_video="skip")
+    skipped = {s["question_id"]: s for s in report.configs[0].skipped}
+    assert {s["source_id"] for s in skipped.values()} == {"Zx9Qw_8eRt1"} and len(skipped) == 4
+    assert all("runs past the end of this copy" in s["reason"] for s in skipped.values())
+    manifest = json.loads((report.out / "build_manifest.json").read_text())
+    assert manifest["configs"]["train_all"]["read"] == 20 == report.configs[0].written + len(skipped)
+    assert {r["question_id"] for r in manifest["configs"]["train_all"]["skipped"]} == set(skipped)
+    kept = load_config(report.out, "train_all").filter(lambda r: r["source_id"] == "Zx9Qw_8eRt1")
+    assert len(kept) == 1 and max(kept[0]["frame_timestamps"]) <= kept[0]["end"]
+
+    kept_bare = build(
+        tmp_path, SAMPLE_RELEASE, videos_copy, configs=["train_all"], on_missing_video="annotation-only", name="bare"
+    )
+    rows = load_config(kept_bare.out, "train_all").filter(lambda r: r["question_id"] in skipped)
+    assert len(rows) == 4 and all(r["frames"] == [] for r in rows)
 
 
 def test_annotation_only_build_without_videos(tmp_path):

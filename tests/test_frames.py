@@ -8,6 +8,7 @@ from PIL import Image
 
 from builders.sureon import frames as frames_module
 from builders.sureon.frames import (
+    WINDOW_TOLERANCE_S,
     ClipError,
     FrameCache,
     FramePolicy,
@@ -17,8 +18,9 @@ from builders.sureon.frames import (
     open_decoder,
     plan_frame_indices,
     sample_clip,
+    windows_outside,
 )
-from sample_data.make_videos import read_frame_index
+from sample_data.make_videos import read_frame_index, write_video
 
 
 POLICY = FramePolicy()
@@ -31,7 +33,7 @@ POLICY = FramePolicy()
         (10.0, 10.2, 25, 2250, 6, 6),  # 6 frames in the window: all of them
         (10.0, 10.04, 25, 2250, 4, 2),  # 2 frames in the window: clamped up to 4 (repeats)
         (10.01, 10.02, 25, 2250, 4, 1),  # shorter than a frame interval: the frame on screen, 4 times
-        (80.0, 95.0, 25, 2250, 8, 8),  # runs past the end of a 90 s video: clamped to its last frame
+        (80.0, 90.3, 25, 2250, 8, 8),  # ends within the tolerance past a 90 s video: up to its last frame
     ],
 )
 def test_frame_count_is_between_4_and_8(start, end, fps, total, count, distinct):
@@ -52,6 +54,30 @@ def test_sampling_is_uniform_over_the_window():
 def test_window_after_the_video_is_an_error():
     with pytest.raises(ClipError, match="after the video ends"):
         plan_frame_indices(95.0, 99.0, 25, 2250, POLICY)
+
+
+def test_window_running_past_the_video_is_an_error():
+    with pytest.raises(ClipError, match=r"\[80.00s, 95.00s\] runs past the end of this copy of the video \(90.00s\)"):
+        plan_frame_indices(80.0, 95.0, 25, 2250, POLICY)
+
+
+@pytest.mark.parametrize("window", [(float("nan"), 5.0), (-1.0, 5.0), (1.0, float("inf")), (6.0, 5.0)])
+def test_a_window_that_is_no_span_of_seconds_is_an_error(window):
+    with pytest.raises(ClipError, match="not a span of finite, non-negative seconds"):
+        plan_frame_indices(*window, 25, 2250, POLICY)
+
+
+def test_windows_outside_a_shorter_copy_are_found_from_its_header(tmp_path):
+    short = tmp_path / "aB3_dE-5fGh.mp4"
+    write_video(short, seconds=20, fps=25)  # a 20 s copy of a 90 s source (a re-upload, a cut download)
+    windows = [(5.0, 60.0), (1.0, 88.0), (2.0, 19.9), (10.0, 20.0 + WINDOW_TOLERANCE_S)]
+    outside = windows_outside(short, windows)
+    assert set(outside) == {(5.0, 60.0), (1.0, 88.0)}  # within the tolerance past the end is kept
+    assert "[5.00s, 60.00s] runs past the end of this copy of the video (20.00s)" in outside[(5.0, 60.0)]
+    (tmp_path / "broken.mp4").write_bytes(b"\x00" * 256)
+    assert all(
+        "unreadable video broken.mp4" in why for why in windows_outside(tmp_path / "broken.mp4", windows).values()
+    )
 
 
 def test_policy_validation():

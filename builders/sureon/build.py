@@ -24,6 +24,7 @@ always embed their frames (small, and read by evaluation and review as they are)
 import hashlib
 import json
 import os
+import shutil
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -33,6 +34,7 @@ from tqdm.auto import tqdm
 
 from builders.blur import BlurSettings, blurrer_for
 from builders.card import STAT_FIELDS, plot_category_distribution, render_card, video_qa_stats
+from builders.columns import MAX_ERRORS_SHOWN
 from builders.errors import InputError
 from builders.hub import DEFAULT_MAX_SHARD_BYTES, MEDIA_DIR, configs_metadata, write_split
 from builders.outputs import staged_output
@@ -45,6 +47,7 @@ from builders.sureon.frames import (
     extract_all,
     index_videos,
     resolve_decode_device,
+    windows_outside,
 )
 from builders.sureon.release import ColumnMapping, Release, ReleaseError, check_leakage, read_release
 
@@ -177,7 +180,8 @@ class ClipFrameStore:
 
 
 def sample_frames(opts: BuildOptions, records: list[dict], policy: FramePolicy) -> ClipFrameStore:
-    """Decode (or find cached) the frames of every clip of ``records``, one decoder per source video."""
+    """Decode (or find cached) the frames of every clip of ``records``, one decoder per source video. Windows that
+    the user's copy of a video cannot hold are found from the videos' headers first, before anything is decoded."""
     videos = index_videos(opts.videos)
     availability = read_availability(opts.videos)
     missing = {
@@ -195,17 +199,32 @@ def sample_frames(opts: BuildOptions, records: list[dict], policy: FramePolicy) 
         if record["source_id"] in videos:
             jobs[videos[record["source_id"]]].append((record["start"], record["end"]))
     failures: dict[tuple[str, float, float], str] = {}
+    for video, windows in jobs.items():
+        failures.update({(video.stem, *window): why for window, why in windows_outside(video, windows).items()})
+    refuse_unsampled(failures, opts, decoded=False)
+    jobs = {video: [w for w in windows if (video.stem, *w) not in failures] for video, windows in jobs.items()}
     device = resolve_decode_device(opts.decode_device)
     with tqdm(total=len(jobs), desc=f"sampling frames ({device})", unit="video", disable=None) as progress:
-        for video, outcome in extract_all(dict(jobs), policy, opts.cache_dir, opts.num_workers, device):
+        for video, outcome in extract_all(jobs, policy, opts.cache_dir, opts.num_workers, device):
             failures.update({(video.stem, *window): error for window, error in outcome.items() if error})
             progress.update()
-    if failures and opts.on_missing_video == "error":
-        raise RuntimeError(
-            f"{len(failures)} clip(s) could not be sampled (frames decoded so far are cached; a rerun resumes):\n  "
-            + "\n  ".join(sorted(failures.values()))
-        )
+    refuse_unsampled(failures, opts, decoded=True)
     return ClipFrameStore(videos, missing, failures, FrameCache(opts.cache_dir), policy, device)
+
+
+def refuse_unsampled(failures: dict[tuple[str, float, float], str], opts: BuildOptions, decoded: bool) -> None:
+    """Under ``--on-missing-video error``, stop on clips that cannot be sampled, listing them all."""
+    if not failures or opts.on_missing_video != "error":
+        return
+    reasons = sorted(set(failures.values()))
+    shown = "\n  ".join(reasons[:MAX_ERRORS_SHOWN])
+    more = f"\n  ... and {len(reasons) - MAX_ERRORS_SHOWN} more" if len(reasons) > MAX_ERRORS_SHOWN else ""
+    resumes = " (frames decoded so far are cached; a rerun resumes)" if decoded else " (nothing was decoded)"
+    raise InputError(
+        f"{len(failures)} clip(s) cannot be sampled from the videos in {opts.videos}{resumes}:\n  {shown}{more}\n"
+        "Fix the videos, or pass --on-missing-video skip (leave their questions out, listed in build_manifest.json) "
+        "or annotation-only (keep them without frames)."
+    )
 
 
 def blur_stats(kept: list[dict]) -> dict:
@@ -323,7 +342,9 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
 
     reports, card_configs, written_stats, dataset_infos, extra_columns, blur_counts = [], [], {}, {}, [], {}
     layouts = {spec.name: spec.frames_layout(opts.frames_layout) for spec in specs} if with_frames else {}
-    with staged_output(opts.out, opts.overwrite) as staging:
+    written_specs, empty = [], []
+    inputs = {"--release": opts.release, "--videos": opts.videos, "--cache-dir": opts.cache_dir}
+    with staged_output(opts.out, opts.overwrite, inputs) as staging:
         media, blurred_media = MediaFiles(staging), MediaFiles(staging, f"{MEDIA_DIR}/blurred")
         for spec in specs:
             extra_schema = release.splits[spec.split].extra_fields
@@ -342,6 +363,13 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
                     f"{spec.name}: read {report.read} != written {report.written} + skipped {len(skipped)}"
                 )
             reports.append(report)
+            if not report.written:  # a config without rows would not load (datasets: "corresponds to no data")
+                shutil.rmtree(staging / spec.name)
+                del dataset_infos[spec.name]
+                why = f"all {report.read} skipped" if report.read else "no question selected"
+                empty.append(f"config {spec.name} has no rows ({why})")
+                continue
+            written_specs.append(spec)
             written_stats[spec.name] = video_qa_stats(kept)
             if spec.name in blurred:
                 blur_counts[spec.name] = blur_stats(kept)
@@ -356,8 +384,11 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
             )
             extra_columns += [f.name for f in extra_schema if f.name not in extra_columns]
 
+        if not written_specs:
+            raise InputError(f"nothing to write from {opts.release}: {'; '.join(empty)}; pass other --configs")
+        warnings = release.warnings + [f"{line}: not written" for line in empty]
         plot_category_distribution(written_stats, staging / "assets" / "category_distribution.png")
-        metadata = configs_metadata({s.name: [s.split] for s in specs}, default=specs[0].name)
+        metadata = configs_metadata({s.name: [s.split] for s in written_specs}, default=written_specs[0].name)
         blur = blur_card(opts, blur_counts)
         card = render_card(
             card_configs,
@@ -375,7 +406,7 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
             },
             "stats": written_stats,
             "unknown_categories": release.unknown_categories,
-            "warnings": release.warnings,
+            "warnings": warnings,
             "frames": {
                 "with_frames": with_frames,
                 "policy": asdict(opts.policy),
@@ -387,4 +418,4 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
             else {"with_frames": False},
         }
         (staging / "build_manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    return BuildReport(opts.out, reports, release.warnings, release.unknown_categories)
+    return BuildReport(opts.out, reports, warnings, release.unknown_categories)

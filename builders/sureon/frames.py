@@ -27,6 +27,13 @@ D.1, :mod:`builders.blur`), on the frame at its stored size, the frames of each 
 planned on the source's frame grid and read at their place in the file, so frames and timestamps equal those of the
 whole video.
 
+A clip's window must lie inside the user's copy of its video: a copy shorter than the release's (a re-upload, a cut
+download) would otherwise give a clip whose frames all come from before the window's end while ``start``/``end``
+still claim the whole window. :func:`windows_outside` checks every window against the video's header before anything
+is decoded, with :data:`WINDOW_TOLERANCE_S` of slack (a container's duration rounding, a trailing frame a re-encode
+dropped); the build refuses, skips or keeps such clips without frames as ``--on-missing-video`` says.
+:func:`plan_frame_indices` refuses them too, on the decoder's exact frame count.
+
 Each clip's JPEG frames are cached in one file keyed by the video's identity (size, mtime), the window, the sampling
 policy (blur settings and detector versions included) and the decoding device, so an interrupted build resumes without
 decoding anything twice.
@@ -51,7 +58,7 @@ from builders.blur import BlurSettings, blurrer_for
 from builders.errors import InputError
 from builders.prompt import PROTOCOL_FRAMES
 from builders.sureon.sections import Section, read_section
-from builders.video import VIDEO_EXTENSIONS, open_decoder, probe_size
+from builders.video import VIDEO_EXTENSIONS, header_end_seconds, open_decoder, probe_header, probe_size
 
 
 _CACHE_MAGIC = b"SUREONFRAMES1\n"
@@ -59,6 +66,8 @@ DECODE_DEVICES = ("auto", "cpu", "cuda")
 # Frames per decoder call: bounds the RGB frames held at once (32 at 1280x720 = 88 MB) without extra seeks, since
 # the decoder keeps its position between calls.
 DECODE_CHUNK = 32
+# How far a clip's window may run past the last frame of the user's copy of its video (see the module docstring)
+WINDOW_TOLERANCE_S = 0.5
 Window = tuple[float, float]
 
 
@@ -104,15 +113,50 @@ def plan_frame_indices(start: float, end: float, fps: float, num_frames: int, po
     """Indices of the frames to sample for ``[start, end]`` in a video of ``num_frames`` frames at ``fps``."""
     if num_frames <= 0 or fps <= 0:
         raise ClipError(f"the video reports {num_frames} frames at {fps} fps")
+    if not (math.isfinite(start) and math.isfinite(end) and 0 <= start <= end):
+        raise ClipError(f"window [{start}, {end}] is not a span of finite, non-negative seconds")
     first = math.ceil(start * fps - 1e-6)
     last = min(math.floor(end * fps + 1e-6), num_frames - 1)
     if first > num_frames - 1:
         raise ClipError(f"window starts at {start:.2f}s, after the video ends ({num_frames / fps:.2f}s)")
+    if end > num_frames / fps + WINDOW_TOLERANCE_S:
+        raise ClipError(past_end(start, end, num_frames / fps))
     if last < first:  # a window shorter than one frame interval: the frame on screen at `start`
         first = last = min(math.floor(start * fps), num_frames - 1)
     available = last - first + 1
     count = min(policy.max_frames, max(policy.min_frames, available))
     return [first + math.floor((i + 0.5) * available / count) for i in range(count)]
+
+
+def past_end(start: float, end: float, video_end: float) -> str:
+    return (
+        f"window [{start:.2f}s, {end:.2f}s] runs past the end of this copy of the video ({video_end:.2f}s): the "
+        "copy is shorter than the release's (a re-upload, a cut download); fetch the release's version"
+    )
+
+
+def windows_outside(video: Path, windows: list[Window]) -> dict[Window, str]:
+    """The windows of ``video`` that the file cannot hold, each with the reason, judged from the file's header (and
+    its section sidecar) alone: a window running past the end (beyond :data:`WINDOW_TOLERANCE_S`), or starting
+    before the downloaded section. An unreadable header makes every window fail with that reason."""
+    try:
+        section = read_section(video)
+        file_end = header_end_seconds(probe_header(video))
+    except (RuntimeError, ValueError, OSError) as err:  # FFmpeg could not open or parse the file
+        return {window: f"unreadable video {video.name}: {err}" for window in windows}
+    if section is not None:  # the section holds the source's frames from section.start to section.end
+        begin, end = section.start, section.end + 1 / section.fps
+    else:
+        begin, end = 0.0, file_end
+    outside = {}
+    for window in windows:
+        if end is not None and window[1] > end + WINDOW_TOLERANCE_S:
+            outside[window] = f"{video.name}: {past_end(*window, end)}"
+        elif section is not None and window[0] < begin - WINDOW_TOLERANCE_S:
+            outside[window] = (
+                f"{video.name}: window starts at {window[0]:.2f}s, before the downloaded section ({begin:.2f}s)"
+            )
+    return outside
 
 
 def resolve_decode_device(requested: str = "auto") -> str:

@@ -9,6 +9,7 @@ through to the output under their own names (``release_<name>`` on a clash), nev
 Every row problem of a release is collected and reported at once (file, row, ``question_id``, what to fix).
 """
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -249,27 +250,49 @@ def _read_flag(value) -> bool | None:
     raise InputError(f"passes_blind_curation {value!r} is not true / false / null")
 
 
-def _text(value) -> str:
-    return "" if value is None else str(value)
+def _text(value, column: str | None = None) -> str:
+    """A text cell as ``str``: UTF-8 bytes (a binary column) are decoded, never stored as their Python repr."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes | bytearray):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise InputError(
+                f"column {column!r} holds bytes that are not UTF-8 text (byte {err.start}: "
+                f"{bytes(value)[err.start : err.start + 4]!r}); write the column as UTF-8 strings"
+            ) from None
+    if isinstance(value, list | dict):
+        raise InputError(f"column {column!r} holds a {type(value).__name__}, not text")
+    return str(value)
+
+
+def _finite_window(start: float, end: float) -> tuple[float, float]:
+    for name, value in (("start", start), ("end", end)):
+        if not math.isfinite(value) or value < 0:
+            raise InputError(f"window {name} is {value}: times must be finite, non-negative seconds")
+    if end <= start:
+        raise InputError(f"window ends ({end}s) at or before it starts ({start}s): a clip needs start < end")
+    return start, end
 
 
 def _window(row: dict, cols: dict, clip) -> tuple[float, float]:
     if cols["start"] and cols["end"] and row[cols["start"]] is not None and row[cols["end"]] is not None:
-        return parse_seconds(row[cols["start"]]), parse_seconds(row[cols["end"]])
+        return _finite_window(parse_seconds(row[cols["start"]]), parse_seconds(row[cols["end"]]))
     if cols["time_window"] and row[cols["time_window"]]:
         parts = re.split(r"\s*(?:→|->|–|\bto\b|,)\s*", str(row[cols["time_window"]]).strip())
         if len(parts) != 2:
             raise InputError(f"time_window {row[cols['time_window']]!r} is not 'start → end'")
-        return parse_seconds(parts[0]), parse_seconds(parts[1])
+        return _finite_window(parse_seconds(parts[0]), parse_seconds(parts[1]))
     if clip is None:
         raise InputError("no start/end columns and the clip_id does not encode the window")
-    return clip.start, clip.end
+    return _finite_window(clip.start, clip.end)
 
 
 def normalise_row(row: dict, cols: dict, letter_columns: list[str], shuffle_options: bool) -> dict:
     """One release row -> one record of the output schema (without frames); raise InputError on bad input."""
-    question_id = _text(row[cols["question_id"]]).strip()
-    clip_id = _text(row[cols["clip_id"]]).strip()
+    question_id = _text(row[cols["question_id"]], cols["question_id"]).strip()
+    clip_id = _text(row[cols["clip_id"]], cols["clip_id"]).strip()
     if not question_id:
         raise InputError("empty question_id")
     try:
@@ -279,24 +302,26 @@ def normalise_row(row: dict, cols: dict, letter_columns: list[str], shuffle_opti
             raise
         clip = None
     source_id = (
-        _text(row[cols["source_id"]]).strip() if cols["source_id"] and row[cols["source_id"]] else clip.source_id
+        _text(row[cols["source_id"]], cols["source_id"]).strip()
+        if cols["source_id"] and row[cols["source_id"]]
+        else clip.source_id
     )
     start, end = _window(row, cols, clip)
-    if end < start:
-        raise InputError(f"window ends ({end}s) before it starts ({start}s)")
 
     raw_category = row[cols["category"]] if cols["category"] else None
     if not raw_category:
         if clip is None:
             raise InputError("no category value and the clip_id does not encode one")
         raw_category = clip.category_slug
-    category, known = resolve_category(str(raw_category))
+    category, known = resolve_category(_text(raw_category, cols["category"]))
     category_slug = known.slug if known else category
 
-    question = _text(row[cols["question"]])
-    answer = _text(row[cols["answer"]]).strip()
+    question = _text(row[cols["question"]], cols["question"])
+    if not question.strip():
+        raise InputError(f"empty question (column {cols['question']!r})")
+    answer = _text(row[cols["answer"]], cols["answer"]).strip()
     if letter_columns:
-        options = [_text(row[c]) for c in letter_columns if row[c] not in (None, "")]
+        options = [_text(row[c], c) for c in letter_columns if row[c] not in (None, "")]
         flagged = None
     elif cols["options"]:
         options, flagged = read_options(row[cols["options"]])
@@ -309,6 +334,11 @@ def normalise_row(row: dict, cols: dict, letter_columns: list[str], shuffle_opti
         order = seeded_shuffle(range(len(options)), "options", question_id)
         flagged = order.index(flagged) if flagged is not None else None
         options = [options[i] for i in order]
+    if options and not 2 <= len(options) <= len(LETTERS):
+        raise InputError(
+            f"{len(options)} options: a multiple-choice question has 2 to {len(LETTERS)} (lettered A-Z; the Sureon "
+            "release has 4 on train and validation, 7 on test)"
+        )
     answer_index = resolve_answer(answer, options, flagged)
     if answer_index >= 0:
         answer = options[answer_index]
@@ -336,11 +366,11 @@ def normalise_row(row: dict, cols: dict, letter_columns: list[str], shuffle_opti
         "answer_format": answer_format,
         "answer_order": answer_order,
         "passes_blind_curation": _read_flag(row[cols["passes_blind_curation"]]),
-        "specialty": _text(row[cols["specialty"]]) if cols["specialty"] else "",
-        "subject": _text(row[cols["subject"]]) if cols["subject"] else "",
-        "procedure": _text(row[cols["procedure"]]) if cols["procedure"] else "",
-        "transcript": _text(row[cols["transcript"]]) if cols["transcript"] else "",
-        "reasoning": _text(row[cols["reasoning"]]) if cols["reasoning"] else "",
+        "specialty": _text(row[cols["specialty"]], cols["specialty"]) if cols["specialty"] else "",
+        "subject": _text(row[cols["subject"]], cols["subject"]) if cols["subject"] else "",
+        "procedure": _text(row[cols["procedure"]], cols["procedure"]) if cols["procedure"] else "",
+        "transcript": _text(row[cols["transcript"]], cols["transcript"]) if cols["transcript"] else "",
+        "reasoning": _text(row[cols["reasoning"]], cols["reasoning"]) if cols["reasoning"] else "",
         "_clip_window": (clip.start, clip.end) if clip else None,
     }
 
@@ -386,6 +416,9 @@ def read_release(
                 record["_extras"] = {_carry_name(c): row[c] for c in extras}
                 record["_where"] = f"{where} row {row_number}"
                 records.append(record)
+        if not any(pq.read_metadata(path).num_rows for path in files):
+            listed = ", ".join(str(path.relative_to(release_dir)) for path in files)
+            errors.append(RowError(listed, None, f"the {split} split has no rows (an incomplete download?)"))
         for record in records:
             for name in extra_fields:
                 record["_extras"].setdefault(name, None)
