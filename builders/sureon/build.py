@@ -227,6 +227,19 @@ def refuse_unsampled(failures: dict[tuple[str, float, float], str], opts: BuildO
     )
 
 
+def sample_configs(
+    opts: BuildOptions, selected: dict[str, list[dict]], policies: dict[str, FramePolicy]
+) -> dict[FramePolicy, ClipFrameStore]:
+    """The frames of every config, sampled once per frame policy (blurred and plain configs differ) for the union of
+    the configs' questions under it."""
+    stores = {}
+    for policy in dict.fromkeys(policies.values()):
+        names = [name for name, p in policies.items() if p == policy]
+        unique = {r["question_id"]: r for name in names for r in selected[name]}
+        stores[policy] = sample_frames(opts, list(unique.values()), policy)
+    return stores
+
+
 def blur_stats(kept: list[dict]) -> dict:
     """Frames written and frames with at least one blurred region, overall and per detector."""
     per_frame = [regions for row in kept for regions in row.get("blurred_regions") or []]
@@ -333,18 +346,14 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
     }
     if blurred:
         blurrer_for(opts.blur)  # loads every detector now: a bad detector file fails before any decoding
-    stores: dict[FramePolicy, ClipFrameStore] = {}
-    if with_frames:
-        for policy in dict.fromkeys(policies.values()):
-            names = [name for name, p in policies.items() if p == policy]
-            unique = {r["question_id"]: r for name in names for r in selected[name]}
-            stores[policy] = sample_frames(opts, list(unique.values()), policy)
-
     reports, card_configs, written_stats, dataset_infos, extra_columns, blur_counts = [], [], {}, {}, [], {}
     layouts = {spec.name: spec.frames_layout(opts.frames_layout) for spec in specs} if with_frames else {}
     written_specs, empty = [], []
     inputs = {"--release": opts.release, "--videos": opts.videos, "--cache-dir": opts.cache_dir}
-    with staged_output(opts.out, opts.overwrite, inputs) as staging:
+    with staged_output(
+        opts.out, opts.overwrite, inputs
+    ) as staging:  # from here on, an interrupted build leaves nothing
+        stores = sample_configs(opts, selected, policies) if with_frames else {}
         media, blurred_media = MediaFiles(staging), MediaFiles(staging, f"{MEDIA_DIR}/blurred")
         for spec in specs:
             extra_schema = release.splits[spec.split].extra_fields
