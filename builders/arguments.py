@@ -61,6 +61,7 @@ def float_range(low: float | None = None, high: float | None = None, *, low_open
 positive_int = int_range(1)
 non_negative_int = int_range(0)
 positive_float = float_range(0, low_open=True)
+non_negative_float = float_range(0)
 fraction = float_range(0.0, 1.0)
 
 _UNITS = {"KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4, "B": 1}

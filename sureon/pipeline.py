@@ -12,30 +12,32 @@ nothing twice.
 
 from pathlib import Path
 
+from builders.arguments import fraction, positive_int
+
 
 def _transcript_arguments(parser) -> None:
     parser.add_argument("--transcripts", required=True, nargs="+", type=Path, help="JSON/JSONL/SRT/VTT/SQLite files")
     parser.add_argument("--metadata", type=Path, help="video metadata (JSON/JSONL/CSV keyed by source_id)")
     parser.add_argument("--split-file", required=True, type=Path, help="stored split; made here if absent")
-    parser.add_argument("--fraction", type=float, default=0.1, help="validation share of videos")
+    parser.add_argument("--fraction", type=fraction, default=0.1, help="validation share of videos")
     parser.add_argument("--seed", type=int, default=42)
 
 
 def _client_arguments(parser) -> None:
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     parser.add_argument("--cache", type=Path, help="SQLite LLM cache (default: <out>.llm_cache.sqlite)")
-    parser.add_argument("--max-concurrency", type=int, default=64, help="requests in flight (seed: 128 / 64)")
-    parser.add_argument("--max-tokens", type=int)
+    parser.add_argument("--max-concurrency", type=positive_int, default=64, help="requests in flight (seed: 128 / 64)")
+    parser.add_argument("--max-tokens", type=positive_int)
     parser.add_argument("--prices", type=Path, help="YAML of model: {input, output} USD per million tokens")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
 
 
 def _client(args, model: str | None = None):
-    import yaml
-
     from builders.llm import LLMClient
+    from builders.yaml_file import load_yaml_mapping
 
-    prices = yaml.safe_load(args.prices.read_text()) if args.prices else None
+    example = "gpt-5-mini: {input: 0.25, output: 2.0}"
+    prices = load_yaml_mapping(args.prices, "--prices file", example) if args.prices else None
     cache = args.cache or args.out.with_name(f"{args.out.name}.llm_cache.sqlite")
     return LLMClient(
         model, base_url=args.base_url, cache=cache, max_concurrency=args.max_concurrency, prices=prices, progress=True
@@ -113,7 +115,7 @@ def add_subcommands(group) -> None:
     _transcript_arguments(stage1)
     stage1.add_argument("--model", required=True, help="endpoint model name of the agents")
     stage1.add_argument("--out", required=True, type=Path, help="output folder (release layout)")
-    stage1.add_argument("--generator-calls", type=int, default=3, help="R: generator calls per transcript")
+    stage1.add_argument("--generator-calls", type=positive_int, default=3, help="R: generator calls per transcript")
     stage1.add_argument("--categories", nargs="+", choices=list(BY_CODE), help="categories (default: all ten)")
     _client_arguments(stage1)
     stage1.set_defaults(handler=run_stage1)
@@ -124,9 +126,9 @@ def add_subcommands(group) -> None:
     stage2.add_argument("--method", choices=["radg", "resampled"], default="radg")
     stage2.add_argument("--generators", nargs="+", default=list(DEFAULT_GENERATORS), help="M1..Mn endpoint names")
     stage2.add_argument("--embedding-model", default=DEFAULT_EMBEDDING_MODEL, help="sentence-transformers model")
-    stage2.add_argument("--per-model", type=int, default=6, help="N: distractors per generator")
-    stage2.add_argument("--num-distractors", type=int, default=6, help="distractors drawn into the options")
-    stage2.add_argument("--top-k", type=int, default=100, help="answers retrieved per pool")
-    stage2.add_argument("--exemplars", type=int, default=100, help="K: exemplars after merging")
+    stage2.add_argument("--per-model", type=positive_int, default=6, help="N: distractors per generator")
+    stage2.add_argument("--num-distractors", type=positive_int, default=6, help="distractors drawn into the options")
+    stage2.add_argument("--top-k", type=positive_int, default=100, help="answers retrieved per pool")
+    stage2.add_argument("--exemplars", type=positive_int, default=100, help="K: exemplars after merging")
     _client_arguments(stage2)
     stage2.set_defaults(handler=run_stage2)

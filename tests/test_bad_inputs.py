@@ -82,24 +82,173 @@ class BadInput:
     leaves: str = ""  # "" : nothing at --out afterwards; else what partial output is documented, and where
 
 
-def _set(split: str, index: int, **values):
+def _release_schema(**types: pa.DataType) -> pa.Schema:
+    """The release schema with some columns' types changed (or added)."""
+    from builders.sureon.release import RELEASE_SCHEMA
+
+    schema = RELEASE_SCHEMA
+    for name, kind in types.items():
+        index = schema.get_field_index(name)
+        schema = schema.set(index, pa.field(name, kind)) if index >= 0 else schema.append(pa.field(name, kind))
+    return schema
+
+
+def _edit(split: str, index: int, **values):
     def edit(rows):
         rows[split][index].update(values)
 
     return edit
 
 
-def _build_sureon(*extra: str):
-    """`sureon build sureon` on the case's release (and videos), writing to the case's out."""
+def _times(start, end):
+    """The first test row with explicit ``start``/``end`` columns (the other rows' are null: their clip_id says)."""
+
+    def edit(rows):
+        for split_rows in rows.values():
+            for row in split_rows:
+                row.update(start=None, end=None)
+        rows["test"][0].update(start=start, end=end)
+
+    return edit
+
+
+def _build_sureon(*extra: str, edit=None, schema=None, videos=False):
+    """`sureon build sureon` on the case's release (edited), with the sample videos when ``videos``."""
 
     def argv(inputs: Inputs) -> list[str]:
-        return ["build", "sureon", "--release", str(inputs.release()), "--out", str(inputs.out), *extra]
+        release = inputs.release(edit, schema)
+        command = ["build", "sureon", "--release", str(release), "--out", str(inputs.out), *extra]
+        if videos:
+            command += ["--videos", str(inputs.videos), "--cache-dir", str(inputs.tmp / "cache"), "--no-blur"]
+        return command
 
     return argv
 
 
+def _shorter_video(inputs: Inputs, source_id: str, seconds: float) -> Path:
+    """The sample videos with ``source_id`` replaced by a copy ``seconds`` long (a re-upload shorter than the
+    release's video)."""
+    from sample_data.make_videos import SAMPLE_VIDEOS, write_video
+
+    fps = next(spec.fps for spec in SAMPLE_VIDEOS if spec.source_id == source_id)
+    write_video(inputs.videos / f"{source_id}.mp4", seconds=seconds, fps=fps)
+    return inputs.videos
+
+
+def _bytes_question(rows):
+    for split_rows in rows.values():
+        for row in split_rows:
+            row["question"] = row["question"].encode()
+    rows["test"][1]["question"] = b"What action \xff is performed?"
+
+
+def _thirty_options(rows):
+    row = rows["test"][0]
+    row["options"] = [{"letter": f"O{i}", "text": f"option {i}", "correct": i == 0} for i in range(30)]
+    row["answer"] = "option 0"
+
+
+def _empty_split(rows):
+    rows["validation"] = []
+
+
 CASES: list[BadInput] = [
     # ---- sureon build sureon --------------------------------------------------------------------------------------
+    BadInput(
+        "build sureon",
+        "a question column of bytes that are not UTF-8",
+        _build_sureon(edit=_bytes_question, schema=_release_schema(question=pa.binary())),
+        "column 'question' holds bytes that are not UTF-8 text",
+    ),
+    BadInput(
+        "build sureon", "an empty question", _build_sureon(edit=_edit("test", 2, question="  ")), "empty question"
+    ),
+    BadInput("build sureon", "a null question", _build_sureon(edit=_edit("test", 3, question=None)), "empty question"),
+    BadInput(
+        "build sureon",
+        "30 options (more than the letters A-Z)",
+        _build_sureon(edit=_thirty_options),
+        "30 options: a multiple-choice question has 2 to 26",
+    ),
+    BadInput(
+        "build sureon",
+        "the answer is not the option flagged correct",
+        _build_sureon(edit=_edit("test", 0, answer="Suturing the skin")),
+        "but the options flag",
+    ),
+    *(
+        BadInput(
+            "build sureon",
+            f"a clip time of {start}-{end}",
+            _build_sureon(edit=_times(start, end), schema=_release_schema(start=pa.float64(), end=pa.float64())),
+            says,
+        )
+        for start, end, says in [
+            (-3.0, 9.0, "window start is -3.0: times must be finite, non-negative seconds"),
+            (3.0, float("inf"), "window end is inf"),
+            (float("nan"), 9.0, "window start is nan"),
+            (9.0, 9.0, "window ends (9.0s) at or before it starts (9.0s)"),
+        ]
+    ),
+    BadInput(
+        "build sureon",
+        "a split whose file has no rows",
+        _build_sureon(edit=_empty_split),
+        "the validation split has no rows",
+    ),
+    BadInput(
+        "build sureon",
+        "videos shorter than the release's (a 20 s copy of a 90 s video)",
+        lambda i: (
+            _build_sureon("--configs", "train_all", videos=True)(i)
+            + ["--videos", str(_shorter_video(i, "aB3_dE-5fGh", 20))]
+        ),
+        "runs past the end of this copy of the video (20.00s)",
+    ),
+    BadInput(
+        "build sureon",
+        "a source video missing",
+        _build_sureon(videos=True),
+        "source video(s) not found",
+    ),
+    BadInput("build sureon", "--max-frames 0", _build_sureon("--max-frames", "0"), "is not an integer of at least 1"),
+    BadInput(
+        "build sureon",
+        "--min-frames above --max-frames",
+        _build_sureon("--min-frames", "9", "--max-frames", "8"),
+        "need 1 <= min_frames (9) <= max_frames (8)",
+    ),
+    BadInput("build sureon", "--max-shard-size 5 apples", _build_sureon("--max-shard-size", "5apples"), "not a size"),
+    BadInput(
+        "build sureon",
+        "--release that does not exist",
+        lambda i: ["build", "sureon", "--release", str(i.tmp / "nowhere"), "--out", str(i.out)],
+        "does not exist",
+    ),
+    BadInput(
+        "build sureon",
+        "--videos that does not exist",
+        lambda i: _build_sureon()(i) + ["--videos", str(i.tmp / "no-videos")],
+        "videos folder",
+    ),
+    BadInput(
+        "build sureon",
+        "--out exists, no --overwrite",
+        lambda i: (i.out.mkdir(), (i.out / "kept.txt").write_text("x"), _build_sureon()(i))[-1],
+        "exists; pass --overwrite",
+    ),
+    BadInput(
+        "build sureon",
+        "--overwrite over a folder sureon did not write",
+        lambda i: (i.out.mkdir(), (i.out / "thesis.tex").write_text("x"), _build_sureon("--overwrite")(i))[-1],
+        "was not written by sureon",
+    ),
+    BadInput(
+        "build sureon",
+        "--overwrite over a file",
+        lambda i: (i.out.write_text("x"), _build_sureon("--overwrite")(i))[-1],
+        "is a file, not a folder sureon wrote",
+    ),
     BadInput(
         "build sureon",
         "--jpeg-quality out of range",

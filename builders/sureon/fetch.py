@@ -56,6 +56,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
+from builders.arguments import non_negative_float, positive_int
 from builders.errors import InputError
 from builders.jsonl_log import AppendOnlyJsonl
 from builders.sureon.availability import GOOD, read_availability, write_availability
@@ -723,16 +724,22 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--url-template", default=YOUTUBE_URL, help="URL of a source, {id} = its YouTube id (mirrors, tests)"
     )
-    parser.add_argument("--max-height", type=int, default=720, help="best video-only stream up to this height")
+    parser.add_argument(
+        "--max-height", type=positive_int, default=720, help="best video-only stream up to this height"
+    )
     cookies = parser.add_mutually_exclusive_group()
     cookies.add_argument("--cookies", type=Path, help="Netscape cookies file (never printed)")
     cookies.add_argument("--cookies-from-browser", metavar="BROWSER[:PROFILE]", help="read cookies from a browser")
-    parser.add_argument("--sleep-interval", type=float, default=0.0, help="seconds between two download starts")
-    parser.add_argument("--concurrency", type=int, default=2, help="downloads at a time")
+    parser.add_argument(
+        "--sleep-interval", type=non_negative_float, default=0.0, help="seconds between two download starts"
+    )
+    parser.add_argument("--concurrency", type=positive_int, default=2, help="downloads at a time")
     parser.add_argument("--sections", action="store_true", help="download only the span each source's clips need")
-    parser.add_argument("--pad", type=float, default=5.0, help="seconds added around that span")
-    parser.add_argument("--retries", type=int, default=5, help="attempts per source on transient errors")
-    parser.add_argument("--retry-backoff", type=float, default=2.0, help="first backoff in seconds (then doubled)")
+    parser.add_argument("--pad", type=non_negative_float, default=5.0, help="seconds added around that span")
+    parser.add_argument("--retries", type=positive_int, default=5, help="attempts per source on transient errors")
+    parser.add_argument(
+        "--retry-backoff", type=non_negative_float, default=2.0, help="first backoff in seconds (then doubled)"
+    )
     parser.add_argument(
         "--on-rate-limit",
         choices=ON_RATE_LIMIT,
@@ -741,7 +748,10 @@ def add_arguments(parser) -> None:
         "lost) or wait --rate-limit-wait seconds and go on",
     )
     parser.add_argument(
-        "--rate-limit-wait", type=float, default=RATE_LIMIT_WAIT, help="seconds of that wait (YouTube: up to an hour)"
+        "--rate-limit-wait",
+        type=non_negative_float,
+        default=RATE_LIMIT_WAIT,
+        help="seconds of that wait (YouTube: up to an hour)",
     )
 
 

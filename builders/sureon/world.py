@@ -59,6 +59,7 @@ from builders.errors import InputError
 from builders.options import LETTERS, stable_seed
 from builders.sureon.categories import BY_CODE
 from builders.sureon.release import release_row, write_release_splits
+from builders.yaml_file import load_yaml_mapping
 
 
 STILL_HALF = 0.45  # half the side of a still object, in frame sizes
@@ -625,12 +626,10 @@ def load_config(path: Path | None, **overrides) -> WorldConfig:
     """Settings from a YAML / JSON file (a world's own ``world.json`` works: its ``config``), then ``overrides``."""
     values: dict = {}
     if path is not None:
-        import yaml
-
-        loaded = yaml.safe_load(Path(path).read_text()) or {}
-        values = loaded.get("config", loaded) if isinstance(loaded, dict) else None
+        loaded = load_yaml_mapping(path, "world settings", "recipes/tiny/world/demo.yaml", allow_empty=True)
+        values = loaded.get("config", loaded)
         if not isinstance(values, dict):
-            raise InputError(f"{path}: world settings must be a mapping")
+            raise InputError(f"{path}: its config: must be a mapping of world settings")
     return WorldConfig.from_dict(values).with_overrides(**overrides)
 
 
