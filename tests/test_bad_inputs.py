@@ -22,6 +22,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from builders.errors import InputError
 from sample_data.make_sample_release import release_rows, write_release
 from sureon import cli
 
@@ -280,6 +281,78 @@ CASES: list[BadInput] = [
 ]
 
 
+def _file(inputs: Inputs, name: str, text: str) -> str:
+    (inputs.tmp / name).write_text(text)
+    return str(inputs.tmp / name)
+
+
+CASES += [
+    # ---- sureon world ---------------------------------------------------------------------------------------------
+    BadInput(
+        "world",
+        "--config that is not YAML",
+        lambda i: ["world", "--out", str(i.out), "--config", _file(i, "w.yaml", "videos: [3\n")],
+        "w.yaml: not YAML (line 2",
+    ),
+    BadInput(
+        "world",
+        "--config with a misspelled key",
+        lambda i: ["world", "--out", str(i.out), "--config", _file(i, "w.yaml", "vidoes: 3\n")],
+        "unknown key(s) ['vidoes']",
+    ),
+    BadInput(
+        "world",
+        "--config that does not exist",
+        lambda i: ["world", "--out", str(i.out), "--config", str(i.tmp / "nope.yaml")],
+        "nope.yaml: no such file",
+    ),
+    BadInput(
+        "world",
+        "a shortcut share above 1",
+        lambda i: ["world", "--out", str(i.out), "--shortcut", "train:length=5"],
+        "shares must lie in [0, 1]",
+    ),
+    # ---- sureon videos fetch --------------------------------------------------------------------------------------
+    BadInput(
+        "videos fetch",
+        "--release that does not exist",
+        lambda i: ["videos", "fetch", "--release", str(i.tmp / "nowhere"), "--out", str(i.out)],
+        "does not exist",
+    ),
+    BadInput(
+        "videos fetch",
+        "--concurrency 0",
+        lambda i: ["videos", "fetch", "--release", str(i.release()), "--out", str(i.out), "--concurrency", "0"],
+        "--concurrency: 0 is not an integer of at least 1",
+    ),
+    BadInput(
+        "videos fetch",
+        "--out inside the release folder",
+        lambda i: ["videos", "fetch", "--release", str(i.release()), "--out", str(i.tmp / "release" / "videos")],
+        "lies inside the input --release",
+    ),
+    # ---- sureon pipeline ------------------------------------------------------------------------------------------
+    BadInput(
+        "pipeline split",
+        "--fraction above 1",
+        lambda i: (
+            ["pipeline", "split", "--transcripts", _file(i, "t.jsonl", ""), "--split-file", str(i.tmp / "s.json")]
+            + ["--fraction", "1.5"]
+        ),
+        "--fraction: 1.5 is not a number from 0.0 to 1.0",
+    ),
+    BadInput(
+        "pipeline stage1",
+        "--prices that is not a mapping",
+        lambda i: (
+            ["pipeline", "stage1", "--transcripts", _file(i, "t.jsonl", ""), "--split-file", str(i.tmp / "s.json")]
+            + ["--model", "m", "--out", str(i.out), "--prices", _file(i, "p.yaml", "- 1\n- 2\n")]
+        ),
+        "p.yaml: expected a mapping of key: value, got a YAML list",
+    ),
+]
+
+
 def _out_of(argv: list[str]) -> Path | None:
     return Path(argv[argv.index("--out") + 1]) if "--out" in argv else None
 
@@ -326,6 +399,35 @@ def check_bad_input(case: BadInput, tmp_path: Path, request, capsys) -> None:
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.command}: {c.mistake}" for c in CASES])
 def test_bad_input(case: BadInput, tmp_path, request, capsys):
     check_bad_input(case, tmp_path, request, capsys)
+
+
+def test_ctrl_c_is_one_line_and_a_bug_keeps_its_traceback(monkeypatch, tmp_path, capsys):
+    import builders.sureon.build
+
+    argv = ["build", "sureon", "--release", str(SAMPLE_RELEASE), "--out", str(tmp_path / "out")]
+
+    def interrupted(options):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(builders.sureon.build, "build_sureon", interrupted)
+    assert cli.main(argv) == 130
+    assert capsys.readouterr().err.strip() == "error: interrupted (Ctrl-C); nothing half-written was left in place"
+
+    def bug(options):
+        return {}["a key the code forgot"]
+
+    monkeypatch.setattr(builders.sureon.build, "build_sureon", bug)
+    with pytest.raises(KeyError):  # a bug is no user's mistake: its traceback shows
+        cli.main(argv)
+
+    def mistake(options):
+        raise InputError("a user's mistake")
+
+    monkeypatch.setattr(builders.sureon.build, "build_sureon", mistake)
+    assert cli.main(argv) == 2
+    monkeypatch.setenv("SUREON_DEBUG", "1")
+    with pytest.raises(ValueError, match="a user's mistake"):  # --debug / SUREON_DEBUG=1: the traceback of a mistake
+        cli.main(argv)
 
 
 def test_every_command_has_cases():
