@@ -64,6 +64,7 @@ def run_stage1(args) -> int:
     from builders.pipeline.agents import Stage1Config, write_stage1
     from builders.sureon.categories import CATEGORIES
 
+    client = _client(args, args.model)  # its settings (prices) are checked before the split file is written
     transcripts, split = _split(args)
     config = Stage1Config(
         model=args.model,
@@ -71,7 +72,6 @@ def run_stage1(args) -> int:
         categories=args.categories or [c.code for c in CATEGORIES],
         max_tokens=args.max_tokens,
     )
-    client = _client(args, args.model)
     manifest = write_stage1(args.out, transcripts, split, client, config, args.overwrite)
     print(client.ledger.summary())
     print(f"Wrote {args.out}: {manifest['written']} samples, {manifest['skipped']} skipped (see skipped.jsonl)")

@@ -281,9 +281,13 @@ CASES: list[BadInput] = [
 ]
 
 
-def _file(inputs: Inputs, name: str, text: str) -> str:
-    (inputs.tmp / name).write_text(text)
-    return str(inputs.tmp / name)
+TRANSCRIPT = '{"video_id": "v1", "lines": [{"text": "we divide the duct", "start": 1, "end": 3}]}\n'
+
+
+def _file(inputs: Inputs, name: str, content: str | bytes) -> str:
+    path = inputs.tmp / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return str(path)
 
 
 CASES += [
@@ -342,10 +346,42 @@ CASES += [
         "--fraction: 1.5 is not a number from 0.0 to 1.0",
     ),
     BadInput(
+        "pipeline split",
+        "an empty transcripts file",
+        lambda i: ["pipeline", "split", "--transcripts", _file(i, "t.jsonl", ""), "--split-file", str(i.tmp / "s")],
+        "t.jsonl: holds no transcript",
+    ),
+    BadInput(
+        "pipeline split",
+        "a transcript that is not UTF-8",
+        lambda i: (
+            ["pipeline", "split", "--transcripts", _file(i, "t.srt", "1\n00:00:01,000 --> 00:00:02,000\n")]
+            + ["--split-file", str(i.tmp / "s")]
+            + [(i.tmp / "t.srt").write_bytes(b"1\n00:00:01,000 --> 00:00:02,000\nCaf\xe9\n") and ""][:0]
+        ),
+        "t.srt: line 3 is not UTF-8 (byte 0xe9)",
+    ),
+    BadInput(
+        "pipeline split",
+        "a transcript line at NaN seconds",
+        lambda i: (
+            ["pipeline", "split", "--split-file", str(i.tmp / "s"), "--transcripts"]
+            + [_file(i, "t.jsonl", '{"video_id": "v1", "lines": [{"text": "cut", "start": NaN, "end": 2}]}\n')]
+        ),
+        "line 0: start nan / end 2.0 are not finite, non-negative seconds",
+    ),
+    BadInput(
         "pipeline stage1",
         "--prices that is not a mapping",
         lambda i: (
-            ["pipeline", "stage1", "--transcripts", _file(i, "t.jsonl", ""), "--split-file", str(i.tmp / "s.json")]
+            [
+                "pipeline",
+                "stage1",
+                "--transcripts",
+                _file(i, "t.jsonl", TRANSCRIPT),
+                "--split-file",
+                str(i.tmp / "s.json"),
+            ]
             + ["--model", "m", "--out", str(i.out), "--prices", _file(i, "p.yaml", "- 1\n- 2\n")]
         ),
         "p.yaml: expected a mapping of key: value, got a YAML list",

@@ -16,7 +16,9 @@ Every problem is reported with the file and the row; nothing is dropped silently
 """
 
 import csv
+import io
 import json
+import math
 import re
 import sqlite3
 from dataclasses import dataclass, field
@@ -98,6 +100,8 @@ def _line(row: dict, where: str) -> Line:
         start, end = float(start), float(end)
     except (TypeError, ValueError):
         raise TranscriptError(f"{where}: start {start!r} / end {end!r} are not seconds") from None
+    if not (math.isfinite(start) and math.isfinite(end) and start >= 0):
+        raise TranscriptError(f"{where}: start {start} / end {end} are not finite, non-negative seconds")
     if end < start:
         raise TranscriptError(f"{where}: line ends ({end}s) before it starts ({start}s)")
     return Line(str(text).strip(), start, end)
@@ -108,29 +112,49 @@ def _metadata(row: dict) -> dict:
 
 
 def _video(obj: dict, where: str) -> Transcript:
+    if not isinstance(obj, dict):
+        raise TranscriptError(f"{where}: a transcript is a JSON object with a video id and its lines, got {obj!r:.60}")
     source_id = _pick(obj, ID_KEYS)
     if source_id is None:
         raise TranscriptError(f"{where}: no video id (looked for {ID_KEYS}); found keys {sorted(obj)}")
     segments = _pick(obj, SEGMENT_KEYS)
     if not isinstance(segments, list):
         raise TranscriptError(f"{where}: video {source_id!r} has no list of lines under any of {SEGMENT_KEYS}")
+    if not all(isinstance(segment, dict) for segment in segments):
+        raise TranscriptError(f"{where}: video {source_id!r}: each line is a JSON object with text, start and end")
     lines = [_line(seg, f"{where} line {i}") for i, seg in enumerate(segments)]
     consumed = {*ID_KEYS, *SEGMENT_KEYS, *(k for keys in METADATA_KEYS.values() for k in keys)}
     extra = {k: v for k, v in obj.items() if k not in consumed}
     return Transcript(str(source_id), sorted(lines, key=lambda x: (x.start, x.end)), **_metadata(obj), extra=extra)
 
 
+def _read_text(path: Path) -> str:
+    """A transcript file's text; one that is not UTF-8 is an error naming its line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise TranscriptError(
+            f"{path}: line {line} is not UTF-8 (byte {data[err.start]:#04x}); save it as UTF-8"
+        ) from None
+
+
 def read_json(path: Path) -> list[Transcript]:
+    text = _read_text(path)
     if path.suffix == ".jsonl":
         objects = []
-        for number, text in enumerate(path.read_text(encoding="utf-8").splitlines()):
-            if text.strip():
+        for number, line in enumerate(text.splitlines()):
+            if line.strip():
                 try:
-                    objects.append((json.loads(text), f"{path} row {number}"))
+                    objects.append((json.loads(line), f"{path} row {number}"))
                 except json.JSONDecodeError as err:
                     raise TranscriptError(f"{path} row {number}: not valid JSON ({err})") from None
     else:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise TranscriptError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
         data = data if isinstance(data, list) else [data]
         objects = [(obj, f"{path} item {i}") for i, obj in enumerate(data)]
     return [_video(obj, where) for obj, where in objects]
@@ -144,7 +168,7 @@ def _cue_seconds(match: re.Match) -> float:
 def read_subtitles(path: Path, metadata: dict[str, dict] | None = None) -> Transcript:
     """An SRT or WebVTT file: each cue is a line (tags stripped, multi-line cue text joined)."""
     lines: list[Line] = []
-    blocks = re.split(r"\n\s*\n", path.read_text(encoding="utf-8-sig").replace("\r\n", "\n"))
+    blocks = re.split(r"\n\s*\n", _read_text(path).replace("\r\n", "\n"))
     for number, block in enumerate(blocks):
         rows = [r for r in block.strip().split("\n") if r.strip()]
         timing = next((i for i, r in enumerate(rows) if "-->" in r), None)
@@ -164,14 +188,19 @@ def read_subtitles(path: Path, metadata: dict[str, dict] | None = None) -> Trans
 
 def read_metadata(path: Path) -> dict[str, dict]:
     """Video metadata keyed by source id, from JSON (list or mapping), JSONL or CSV."""
-    if path.suffix == ".csv":
-        with path.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
-    elif path.suffix == ".jsonl":
-        rows = [json.loads(t) for t in path.read_text(encoding="utf-8").splitlines() if t.strip()]
-    else:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        rows = [{"source_id": k, **v} for k, v in data.items()] if isinstance(data, dict) else data
+    if not path.is_file():
+        raise TranscriptError(f"--metadata {path}: no such file")
+    text = _read_text(path)
+    try:
+        if path.suffix == ".csv":
+            rows = list(csv.DictReader(io.StringIO(text, newline="")))
+        elif path.suffix == ".jsonl":
+            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            data = json.loads(text)
+            rows = [{"source_id": k, **v} for k, v in data.items()] if isinstance(data, dict) else data
+    except json.JSONDecodeError as err:
+        raise TranscriptError(f"--metadata {path}: not valid JSON ({err})") from None
     by_id = {}
     for number, row in enumerate(rows):
         source_id = _pick(row, ID_KEYS)
@@ -226,6 +255,8 @@ def read_transcripts(paths: list[Path], metadata: Path | None = None) -> list[Tr
     meta = read_metadata(metadata) if metadata else {}
     files = []
     for path in map(Path, paths):
+        if not path.exists():
+            raise TranscriptError(f"--transcripts {path}: no such file or folder")
         files.extend(sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path])
     transcripts: list[Transcript] = []
     for path in files:
@@ -238,6 +269,8 @@ def read_transcripts(paths: list[Path], metadata: Path | None = None) -> list[Tr
             found = read_surglavi(path)
         else:
             raise TranscriptError(f"{path}: unknown transcript format {suffix!r} (json, jsonl, srt, vtt, db)")
+        if not found:
+            raise TranscriptError(f"{path}: holds no transcript (an empty file?)")
         for transcript in found:
             for name, value in _metadata(meta.get(transcript.source_id, {})).items():
                 if value and not getattr(transcript, name):
