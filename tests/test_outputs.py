@@ -152,7 +152,17 @@ def test_an_unwritable_out_is_refused_before_any_decoding(tmp_path, sample_video
 
 
 def _start_build(tmp_path: Path, videos: Path) -> subprocess.Popen:
-    argv = ["build", "sureon", "--release", str(SAMPLE_RELEASE), "--videos", str(videos), "--no-blur"]
+    argv = [
+        "build",
+        "sureon",
+        "--release",
+        str(SAMPLE_RELEASE),
+        "--videos",
+        str(videos),
+        "--no-blur",
+        "--configs",
+        "bench",
+    ]
     argv += ["--on-missing-video", "skip", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out")]
     return subprocess.Popen(
         [sys.executable, "-c", "import sys; from sureon.cli import main; sys.exit(main(sys.argv[1:]))", *argv],
