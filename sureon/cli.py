@@ -357,7 +357,9 @@ def add_review(commands) -> None:
 
     def action(name: str, help_text: str, handler, dataset: bool = False):
         parser = actions.add_parser(name, help=help_text, description=help_text)
-        parser.add_argument("--db", required=True, type=Path, help="the review database (SQLite, created if absent)")
+        parser.add_argument(
+            "--db", required=True, type=Path, help="the review database (SQLite; `add-user` creates a new one)"
+        )
         if dataset:
             parser.add_argument("--dataset", required=True, type=Path, help="a built Sureon dataset folder")
             parser.add_argument("--config", default=DEFAULT_CONFIG, help="the config under review")
@@ -401,7 +403,8 @@ def add_review(commands) -> None:
         default=[],
         metavar="ADDR",
         help="address or network of a reverse proxy whose X-Forwarded-For/-Proto are believed (repeatable); "
-        "from anyone else they are ignored",
+        "from anyone else they are ignored. The client is the rightmost X-Forwarded-For entry that is not a "
+        "trusted proxy",
     )
     serve.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM); needs --tls-key")
     serve.add_argument("--tls-key", type=Path, help="the certificate's private key (PEM)")
@@ -418,53 +421,9 @@ def add_review(commands) -> None:
 
 
 def run_review(args) -> int:
-    import getpass
-    import json
+    from builders.pipeline.review import run
 
-    from builders.pipeline.review.store import ReviewStore
-
-    if args.action == "backup" and not args.db.is_file():
-        raise FileNotFoundError(f"no review database {args.db} to back up")
-    store = ReviewStore(args.db)
-    if args.action == "add-user":
-        password = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
-        if args.reset_password:
-            store.set_password(args.username, password)
-        else:
-            store.add_user(args.username, password, admin=args.admin)
-        print(f"{'updated' if args.reset_password else 'created'} {args.username} in {args.db}")
-    elif args.action == "remove-user":
-        store.remove_user(args.username)
-        print(f"removed {args.username} from {args.db} (its decisions stay in the log)")
-    elif args.action == "backup":
-        print(f"backed up {args.db} to {store.backup(args.out)}")
-    elif args.action == "assign":
-        from builders.pipeline.review.assignment import assign
-        from builders.pipeline.review.samples import load_samples
-
-        samples = load_samples(args.dataset, args.config)
-        taken = {a.sample_id for a in store.assignments()}
-        todo = {sample_id: r["category"] for sample_id, r in samples.items() if sample_id not in taken}
-        added = store.add_assignments(assign(todo, args.reviewers or store.users(), args.dual_fraction, args.seed))
-        print(f"assigned {len(todo)} sample(s) ({added} assignments); {len(taken)} were already assigned")
-    elif args.action == "serve":
-        from builders.pipeline.review.server import ServerOptions, serve
-        from builders.pipeline.review.store import SessionPolicy
-
-        options = ServerOptions(
-            args.host, args.port, tuple(args.server_name), tuple(args.trusted_proxy), args.tls_cert, args.tls_key
-        )
-        sessions = SessionPolicy(idle_s=args.session_idle_minutes * 60, max_age_s=args.session_max_hours * 3600)
-        serve(args.dataset, args.db, args.videos, args.config, options, sessions)
-    elif args.action == "export":
-        from builders.pipeline.review.export import export_review
-
-        print(export_review(args.dataset, store, args.out, args.config, args.overwrite).summary())
-    else:
-        from builders.pipeline.review.reliability import agreement_report, rated_pairs
-
-        print(json.dumps(agreement_report(rated_pairs(store.assignments(), store.latest())), indent=2))
-    return 0
+    return run(args)
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -1,10 +1,10 @@
 """End to end in a real browser: the served review app driven by headless Chromium through Playwright.
 
 Log in, approve one sample, try to reject the next without a note (refused), reject it with a note, log out (the
-page is gone until the next login), restart the server, see both decisions again after logging back in, then check
-the database and the export. Throughout, the page must run under the server's Content-Security-Policy without a
-single violation, and every request it makes must be one the server allows. Needs the
-``review`` extra, ``pip install playwright`` and Debian's ``chromium`` (Playwright's own browser download is not
+page's button posts a form; the page is gone until the next login), restart the server, see both decisions again
+after logging back in, then check the database and the export. Throughout, the page must run under the server's
+Content-Security-Policy without a single violation, and every request it makes must be one the server allows. Needs
+the ``review`` extra, ``pip install playwright`` and Debian's ``chromium`` (Playwright's own browser download is not
 used); skipped cleanly otherwise.
 """
 
@@ -106,7 +106,7 @@ def test_browser_review_session_survives_a_restart(sureon_build, sample_videos, 
             page.get_by_label("Inaccurate").check()
             page.get_by_role("button", name="Reject").click()
             page.get_by_text(f"Recorded: reject on {samples[1]}.").wait_for()
-            page.get_by_text("Log out", exact=True).click()  # a link to /logout
+            page.get_by_role("button", name="Log out").click()  # a form posting /logout (from this origin)
             page.get_by_text("You are logged out.").wait_for()
             page.goto(url)  # the review page needs a new login
             page.get_by_role("button", name="Log in").wait_for()

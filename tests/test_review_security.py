@@ -1,4 +1,6 @@
-"""The review app's security, probed from outside against the real server on 127.0.0.1 (issue 32, items 1-14).
+"""The review app's security, probed from outside against the real server on 127.0.0.1 (issue 32, items 1-14; issue
+39: forwarded chains read from the right, logout by POST from this origin only, unknown events and lone surrogates
+refused with a 400, the Origin's scheme compared).
 
 One server for the module (``ReviewServer`` on a free port, in a thread), with a clock the tests move (session
 expiry, lock expiry) and a short slow-down; other client addresses are 127.0.0.2-127.0.0.9 (the loopback network),
@@ -24,7 +26,14 @@ import pytest
 
 from builders.pipeline.review.app import ReviewUI
 from builders.pipeline.review.samples import load_samples
-from builders.pipeline.review.server import COOKIE, MAX_BODY_BYTES, ReviewServer, ServerOptions
+from builders.pipeline.review.server import (
+    COOKIE,
+    MAX_BODY_BYTES,
+    ReviewServer,
+    ServerOptions,
+    forwarded_address,
+    same_origin,
+)
 from builders.pipeline.review.store import Assignment, LoginPolicy, ReviewStore, SessionPolicy
 from builders.sureon.frames import index_videos
 from sureon.cli import main
@@ -193,14 +202,39 @@ def test_a_session_hash_without_its_cookie_authorises_nothing(served):
     assert len(served.ui.store.log("alice")) == recorded and served.ui.store.log("bob") == []
 
 
+def origin_of(served) -> dict[str, str]:
+    return {"Origin": served.url.rstrip("/")}
+
+
 def test_logout_ends_the_session_and_clears_the_cookie(served):
     browser = log_in(served, "carol")
     token = token_of(browser)
-    response = browser.post("/logout")
+    response = browser.post("/logout", headers=origin_of(served))
     assert response.status_code == 303 and response.headers["location"].startswith("/login")
     assert "Max-Age=0" in response.headers["set-cookie"]
     assert with_cookie(served, token).get("/config").status_code == 401
     assert decide(with_cookie(served, token), "carolhash01", index=0).status_code == 401
+
+
+def test_logout_is_a_post_from_this_origin_only(served):
+    carol = log_in(served, "carol")
+    page = carol.get("/logout")  # what an <img src="/logout"> on another page of the site sends, cookie included
+    assert page.status_code == 200 and "method='post' action='/logout'" in page.text
+    port = served.url.rsplit(":", 1)[1].strip("/")
+    for refused in (
+        {"Origin": "http://evil.example"},
+        {"Origin": "http://127.0.0.1:1"},  # same site, another origin (another app on the host)
+        {"Origin": f"https://127.0.0.1:{port}"},  # another scheme
+        {"Origin": "null"},
+        {},  # neither Origin nor Referer
+        {"Referer": "http://evil.example/page"},
+    ):
+        assert carol.post("/logout", headers=refused).status_code == 403, refused
+    assert carol.get("/config").status_code == 200  # still logged in
+    config = carol.get("/config").text
+    assert "method='post' action='/logout'" in config and ">Log out</button>" in config  # the page's control
+    by_referer = carol.post("/logout", headers={"Referer": f"{served.url}?__theme=light"})  # no Origin: Referer
+    assert by_referer.status_code == 303 and carol.get("/config").status_code == 401
 
 
 def test_a_password_reset_or_a_removed_account_ends_that_reviewers_sessions(served):
@@ -281,6 +315,68 @@ def test_forwarded_headers_are_believed_only_from_a_trusted_proxy(served):
     assert secure.headers["strict-transport-security"].startswith("max-age=")
 
 
+@pytest.mark.parametrize(
+    "forwarded_for, client_address",
+    [
+        ("garbage, 10.9.9.1", "10.9.9.1"),  # nginx's $proxy_add_x_forwarded_for after a client's own header
+        ("unknown, 10.9.9.3", "10.9.9.3"),
+        ("10.9.9.2:4711", "10.9.9.2"),
+        ("[2001:db8::7]:4711", "2001:db8::7"),
+        ("2001:db8::8", "2001:db8::8"),
+        ("203.0.113.66, 10.9.9.4", "10.9.9.4"),  # the client's leftmost claim is never its key
+        ("198.51.100.9, 10.9.9.5, 127.0.0.3", "10.9.9.5"),  # a second trusted proxy's hop is skipped
+        (",, 10.9.9.6,", "10.9.9.6"),
+        ("10.9.9.7, not-an-address", "unidentified(not-an-address) via 127.0.0.3"),
+        ("10.9.9.8, evil\tlabel" + "x" * 200, "unidentified(" + ("evil_label" + "x" * 200)[:64] + ") via 127.0.0.3"),
+        ("127.0.0.3", "127.0.0.3"),  # every hop a trusted proxy: the first
+    ],
+)
+def test_the_client_behind_a_trusted_proxy_is_the_rightmost_untrusted_hop(
+    served, caplog, forwarded_for, client_address
+):
+    caplog.set_level("INFO")
+    account = f"nobody-{abs(hash(forwarded_for))}"
+    proxy = client(served, TRUSTED_PROXY)
+    response = proxy.post(
+        "/login", data={"username": account, "password": "wrong password"}, headers={"X-Forwarded-For": forwarded_for}
+    )
+    assert response.status_code == 401
+    assert failures(served, account, client_address) == 1
+    assert failures(served, account, TRUSTED_PROXY) == 0 or client_address == TRUSTED_PROXY
+    logged = [r.getMessage() for r in caplog.records if account in r.getMessage()]
+    assert logged and all(f"from {client_address}" in line for line in logged), logged
+    if client_address.startswith("unidentified"):
+        assert any("which is no IP address" in r.getMessage() for r in caplog.records)
+
+
+def test_every_x_forwarded_for_line_counts_in_order(served):
+    lines = [("X-Forwarded-For", "10.9.9.20"), ("X-Forwarded-For", "garbage, 10.9.9.21")]
+    client(served, TRUSTED_PROXY).post("/login", data={"username": "nobody-lines", "password": "x" * 9}, headers=lines)
+    assert failures(served, "nobody-lines", "10.9.9.21") == 1
+
+
+def test_forwarded_addresses_and_origins_are_parsed_strictly():
+    assert str(forwarded_address("10.0.0.1:80")) == "10.0.0.1" and str(forwarded_address("[::1]:80")) == "::1"
+    assert str(forwarded_address(" ::ffff:10.0.0.9 ")) == "10.0.0.9"  # IPv4-mapped: the IPv4 address
+    for entry in ("unknown", "", "[::1", "[::1]x", "10.0.0.1:80:90x", "_hidden", "10.0.0.300"):
+        assert forwarded_address(entry) is None, entry
+    assert same_origin("https://Review.Example.org", "review.example.org", "https")
+    assert same_origin("https://review.example.org:443", "review.example.org", "https")
+    assert same_origin("http://[::1]:7860", "[::1]:7860", "http")
+    assert not same_origin("http://review.example.org", "review.example.org", "https")  # an http page, https app
+    assert not same_origin("https://review.example.org", "review.example.org", "http")
+    assert not same_origin("https://review.example.org:8443", "review.example.org", "https")
+    for origin in (
+        "null",
+        "",
+        "review.example.org",
+        "https://review.example.org/path",
+        "https://a@review.example.org",
+    ):
+        assert not same_origin(origin, "review.example.org", "https"), origin
+    assert not same_origin("https://review.example.org:x", "review.example.org", "https")
+
+
 def test_concurrent_failures_are_counted_exactly(served):
     def attempt(number: int) -> int:
         with client(served, "127.0.0.5") as browser:
@@ -358,6 +454,22 @@ def test_foreign_origins_and_host_names_are_refused(served):
     assert same.status_code == 200 and "access-control-allow-origin" not in same.headers
 
 
+def test_the_origin_scheme_must_match_too(served, caplog):
+    port = served.url.rsplit(":", 1)[1].strip("/")
+    alice = log_in(served, "alice")
+    assert alice.get("/config", headers={"Origin": f"https://127.0.0.1:{port}"}).status_code == 403  # http app
+    behind = with_cookie(served, token_of(alice), TRUSTED_PROXY)  # the proxy says the browser spoke HTTPS
+    https = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "10.9.9.30"}
+    assert behind.get("/config", headers=https | {"Origin": f"https://127.0.0.1:{port}"}).status_code == 200
+    refused = behind.post("/gradio_api/queue/join", json={}, headers=https | {"Origin": f"http://127.0.0.1:{port}"})
+    assert refused.status_code == 403  # an http page posting to the https app
+    caplog.set_level("WARNING")
+    plain = with_cookie(served, token_of(alice), "127.0.0.2")  # an untrusted TLS proxy: its headers are dropped
+    forgot = {"X-Forwarded-Proto": "https", "Origin": f"https://localhost:{port}", "Host": f"localhost:{port}"}
+    assert plain.get("/config", headers=forgot).status_code == 403
+    assert any("pass --trusted-proxy" in r.getMessage() for r in caplog.records)  # the admin is told why
+
+
 # -- 9-10. sizes and bad text -----------------------------------------------------------------------------------------
 
 
@@ -373,19 +485,49 @@ def test_request_bodies_and_notes_are_capped(served):
     assert status_of(decide(heidi, "heidihash01", "flag", "x" * 5000)).startswith("Recorded: flag")
 
 
-def test_a_lone_surrogate_is_refused_cleanly_and_a_bad_password_still_counts(served):
+def raw_join(browser: httpx.Client, body: str) -> httpx.Response:
+    return browser.post("/gradio_api/queue/join", content=body.encode(), headers={"Content-Type": "application/json"})
+
+
+def test_a_lone_surrogate_anywhere_in_an_event_is_refused_and_the_stream_keeps_working(served, caplog):
     ivan = log_in(served, "ivan", source="127.0.0.2")
-    index = fn_index(ivan, "reject")
-    payload = (
-        '{"data": [null, ["other"], "bad \\ud800 note", "All", "All", "All", false], '
-        f'"fn_index": {index}, "session_hash": "ivanhash01", "event_data": null, "trigger_id": null}}'
-    )
-    joined = ivan.post("/gradio_api/queue/join", content=payload, headers={"Content-Type": "application/json"})
-    assert joined.status_code == 200
-    with ivan.stream("GET", "/gradio_api/queue/data", params={"session_hash": "ivanhash01"}) as stream:
-        done = next(json.loads(line[5:]) for line in stream.iter_lines() if '"process_completed"' in line)
-    assert "invalid character" in status_of(done) and done["output"]["data"][6] == "bad \ufffd note"
+    config = ivan.get("/config").json()
+    on_filter = next(d["id"] for d in config["dependencies"] if d.get("api_name") == "on_filter")
+    reject = fn_index(ivan, "reject")
+    bad = "\\ud800"  # JSON's escape of a lone surrogate: valid JSON, not valid Unicode
+    for data, index in (
+        (f'[null, "{bad}", "All", "All", false]', on_filter),  # a filter value
+        (f'[null, "All", "All", "{bad}", false]', on_filter),
+        (f'[null, ["other", "{bad}"], "note", "All", "All", "All", false]', reject),  # a reason tag
+        (f'[null, ["other"], "bad {bad} note", "All", "All", "All", false]', reject),  # the note
+        (f'[null, "All", "All", "All", false], "x{bad}": 1', on_filter),  # a key
+    ):
+        body = f'{{"data": {data}, "fn_index": {index}, "session_hash": "ivanhash01", "event_data": null}}'
+        refused = raw_join(ivan, body)
+        assert refused.status_code == 400 and "lone UTF-16 surrogate" in refused.json()["detail"], body
+    assert raw_join(ivan, '{"data": [], "fn_index": 1, "session_hash": "x\\udfff"}').status_code == 400
+    utf8_surrogate = b'{"data": ["\xed\xa0\x80"], "fn_index": 1, "session_hash": "ivanhash01"}'  # not UTF-8
+    assert ivan.post("/gradio_api/queue/join", content=utf8_surrogate).status_code == 400
     assert served.ui.store.log("ivan") == []
+    message = event(ivan, "on_filter", [None, "All", "All", "All", False], "ivanhash01", on_filter)
+    assert message["success"] and message["output"]["data"][1] == ""  # the same page's stream still works
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+
+
+def test_an_unknown_event_is_a_400_without_a_traceback(served, caplog):
+    judy = log_in(served, "judy", source="127.0.0.2")
+    for index in ("9999", "-1", '"1"', "true", "null", "[1]", "1.0"):
+        body = f'{{"data": [], "fn_index": {index}, "session_hash": "judyhash01", "event_data": null}}'
+        refused = raw_join(judy, body)
+        assert refused.status_code == 400 and "Unknown event" in refused.json()["detail"], index
+    for body in ("[1, 2]", "not json", '{"fn_index": 1, "data": ' + "[" * 5000 + "]" * 5000 + "}"):
+        assert raw_join(judy, body).status_code == 400, body[:20]
+    assert not [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()], "a traceback was logged"
+    message = event(judy, "on_filter", [None, "All", "All", "All", False], "judyhash01")
+    assert message["success"]
+
+
+def test_a_bad_password_with_a_lone_surrogate_still_counts(served):
     bad = client(served, "127.0.0.4").post(
         "/login",
         content=b"username=ivan&password=%ED%A0%80xxxxxxx",

@@ -54,6 +54,14 @@ VIDEO_ROUTE = "/videos/"  # served by the server module: a logged-in reviewer's 
 MARKDOWN_PUNCTUATION = frozenset("\\`*_{}[]()#+-.!|~:$=^")
 TABLE_HEADERS = ["question_id", "category", "decision", "tags", "note", "recorded (UTC)"]
 WRONG_LOGIN = "Unknown user or wrong password."
+# The "Log out" control: a plain form posting /logout (never a link: a GET changes nothing, or an <img> elsewhere on
+# the site could log a reviewer out), so it needs no script (Gradio runs a button's `js` with `new Function`, which
+# the CSP forbids). Gradio's Markdown keeps a form and its button through its sanitizer.
+LOGOUT_FORM = (
+    "<form method='post' action='/logout' style='margin:0;text-align:right'>"
+    "<button type='submit' style='padding:.45rem 1rem;border:1px solid #d1d5db;border-radius:.5rem;"
+    "background:#f3f4f6;color:#1f2937;font:inherit;cursor:pointer'>Log out</button></form>"
+)
 logger = logging.getLogger(__name__)
 
 
@@ -320,8 +328,8 @@ def build_blocks(ui: ReviewUI):
         session = gr.State(new_session())
         with gr.Row():
             gr.Markdown("# Sureon expert review")
-            # a link: the server ends the session, clears the cookie and shows the login page again
-            gr.Button("Log out", link="/logout", variant="secondary", scale=0)
+            # a form posting /logout: the server ends the session, clears the cookie and shows the login page again
+            gr.Markdown(html_block(LOGOUT_FORM), latex_delimiters=[])
         status = gr.Markdown(latex_delimiters=[])
         with gr.Row():
             specialty = gr.Dropdown([ALL], value=ALL, label="Specialty")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from builders.card import STAT_FIELDS, plot_category_distribution, render_card, video_qa_stats
 from builders.hub import configs_metadata, write_split
-from builders.outputs import staged_output
+from builders.outputs import check_output_location, check_replaceable, staged_output
 from builders.pipeline.review.reliability import agreement_report, rated_pairs
 from builders.pipeline.review.samples import DEFAULT_CONFIG, load_config, with_decode
 from builders.pipeline.review.store import REASON_TAGS, Assignment, Decision, ReviewStore
@@ -156,7 +156,11 @@ class ExportReport:
 def export_review(
     dataset_dir: Path, store: ReviewStore, out: Path, config: str = DEFAULT_CONFIG, overwrite: bool = False
 ) -> ExportReport:
-    """Write ``out`` (Hub layout, ``bench`` config + card) with ``review_report.json`` / ``.md``; see the docstring."""
+    """Write ``out`` (Hub layout, ``bench`` config + card) with ``review_report.json`` / ``.md``; see the docstring.
+    An ``out`` that may not be replaced is refused before the dataset is read."""
+    inputs = {"--dataset": dataset_dir, "--db": store.path}
+    check_output_location(out, inputs)
+    check_replaceable(out, overwrite)
     dataset, _ = load_config(dataset_dir, config)
     stats_rows = dataset.select_columns(list(STAT_FIELDS))
     records = {r["question_id"]: r for r in stats_rows}
@@ -171,7 +175,7 @@ def export_review(
     table = category_table(records, results)
     agreement = agreement_report(rated_pairs(store.assignments(), store.latest()))
     reasons = reason_breakdown(results)
-    with staged_output(out, overwrite) as staging:
+    with staged_output(out, overwrite, inputs) as staging:
         features = with_decode(dataset.features, True)  # rows carry image bytes; the release decodes them
         written = write_split(iter(dataset.select(approved)), features, staging / "bench", "test")
         if written.num_examples != counts["approved"]:

@@ -11,21 +11,31 @@ uvicorn, behind :class:`Gate`, an ASGI middleware that every request passes firs
   ``HttpOnly; SameSite=Strict`` cookie (``Secure`` when the request came over HTTPS), ending the session the browser
   presented before (rotation at login). Every other route needs a live session: the token is looked up in the
   database on every request (idle and absolute expiry, logout, a password reset or a removed account end it at
-  once, in every server process). ``/logout`` ends it. Gradio's ``session_hash`` is bound to the reviewer whose
-  session first used it, so a hash read from a proxy log is worthless without that reviewer's cookie; Gradio's own
-  ``request.username`` is the session's reviewer (its ``auth_dependency``).
+  once, in every server process). ``POST /logout`` (the page's "Log out" button, a form) ends it; it must come from
+  this origin (an ``Origin``, or else a ``Referer``, naming it), so another page, even of the same site, cannot log a
+  reviewer out; ``GET /logout`` changes nothing (it shows that button). Gradio's ``session_hash`` is bound to the
+  reviewer whose session first used it, so a hash read from a proxy log is worthless without that reviewer's cookie;
+  Gradio's own ``request.username`` is the session's reviewer (its ``auth_dependency``).
 - **Routes.** Only what the page needs is reachable (:data:`SESSION_ROUTES`): the page, its assets, its config and
   the event queue. Uploads, Gradio's file and proxy routes, deep links, the monitoring dashboard, the API docs and
   the direct ``/run`` and ``/call`` routes are not found. Videos come from ``GET /videos/<source_id>``: only files of
-  the release's sources that are assigned to the session's reviewer, always with a video content type.
+  the release's sources that are assigned to the session's reviewer, always with a video content type. An event
+  (``queue/join``) must name one of the app's events (``fn_index``) and be JSON of valid Unicode: anything else is a
+  400, before Gradio sees it (a lone UTF-16 surrogate, valid in JSON, would otherwise break that client's event
+  stream).
 - **Abuse.** Request bodies are capped (:data:`MAX_BODY_BYTES`; notes are capped by the store); the ``Host`` header
   must name this server (``--server-name``; a DNS-rebinding page is refused) and an ``Origin``, when sent, must be
-  the same origin (no cross-site form posts or fetches; no CORS headers are ever sent).
+  the same origin, scheme included (:func:`same_origin`: no cross-site form posts or fetches, no http page posting to
+  the https app; no CORS headers are ever sent).
 - **Clients.** The client address (logged, and counted by the login throttle) is the TCP peer. ``X-Forwarded-For``
-  and ``X-Forwarded-Proto`` are believed only from a ``--trusted-proxy`` address (the rightmost address in the
-  chain that is not itself a trusted proxy is the client); from anyone else every ``X-Forwarded-*`` and
-  ``Forwarded`` header is removed before Gradio sees it (uvicorn's own proxy-header handling, which trusts
-  127.0.0.1 by default, is off).
+  and ``X-Forwarded-Proto`` are believed only from a ``--trusted-proxy`` address; from anyone else every
+  ``X-Forwarded-*`` and ``Forwarded`` header is removed before Gradio sees it (uvicorn's own proxy-header handling,
+  which trusts 127.0.0.1 by default, is off). The client behind a trusted proxy is found by the rightmost-untrusted
+  rule (:meth:`Gate.forwarded_client`): each proxy appends the address it saw, so the chain is read from the right,
+  trusted proxies are skipped, and the first other entry is the client (``ip``, ``ip:port`` or ``[v6]:port``);
+  everything left of it may be made up by the client and is never read. An entry there that is no address (a proxy
+  that writes ``unknown``) becomes a bounded, printable label of that proxy's (``unidentified(unknown) via
+  10.0.0.10``), logged once; it is never the proxy's own address, so such clients are not merged with direct ones.
 - **Headers.** Every response carries a Content-Security-Policy (:func:`content_security_policy`; the page's inline
   scripts get a per-response nonce, so injected markup cannot run script), ``X-Frame-Options: DENY``,
   ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin``, ``Cache-Control: no-store`` (the page
@@ -33,13 +43,18 @@ uvicorn, behind :class:`Gate`, an ASGI middleware that every request passes firs
 
 Gradio's telemetry is off (``analytics_enabled=False``), as are its server-side rendering, MCP server, run history
 and monitoring. TLS: put a TLS-terminating proxy in front (the README's deployment section) or pass
-``--tls-cert``/``--tls-key``.
+``--tls-cert``/``--tls-key``. The port is taken (:func:`bind_socket`) before the dataset is read and before the log
+says it serves, so a port in use is one line naming it, not a traceback after a claim to serve.
 """
 
+import errno
 import ipaddress
 import json
 import logging
+import re
 import secrets
+import socket
+import ssl
 import threading
 import time
 from collections import OrderedDict
@@ -47,10 +62,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from urllib.parse import parse_qs, unquote
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from builders.errors import InputError
-from builders.pipeline.review.store import ReviewStore, SessionPolicy
+from builders.pipeline.review.store import LONE_SURROGATE, SessionPolicy, open_review_database
 
 
 COOKIE = "sureon_review_session"
@@ -93,13 +108,19 @@ SESSION_ROUTES = {
     ("GET", "/videos/"),
     ("HEAD", "/videos/"),
 }
-# /logout ends whatever session the cookie names, so it works (and does nothing) after a session has expired.
+# POST /logout ends whatever session the cookie names, so it works (and does nothing) after a session has expired;
+# GET /logout only shows the button that posts it (a GET never changes anything: an <img> could send it).
 PUBLIC_ROUTES = {("GET", "/login"), ("HEAD", "/login"), ("POST", "/login"), ("GET", "/logout"), ("POST", "/logout")}
 PUBLIC_ROUTES |= {("GET", "/favicon.ico")}
+EVENT_PATHS = ("/gradio_api/queue/join", "/gradio_api/cancel")  # JSON bodies the gate reads (session hash, event)
 CACHEABLE_PREFIXES = ("/assets/", "/static/", "/svelte/")  # content-hashed file names
 FORWARDED_HEADERS = (b"forwarded", b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host", b"x-forwarded-port")
 SESSION_HASHES_KEPT = 100_000  # Gradio session hashes remembered for binding (oldest forgotten first)
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+DEFAULT_PORTS = {"http": 80, "https": 443}
+MAX_CLIENT_LABEL = 64  # characters of an X-Forwarded-For entry that is no address, kept as the client's label
+LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9._:\[\]-]")
+WARNINGS_KEPT = 1000  # distinct one-time warnings remembered (labels, origins), so a flood cannot grow memory
 logger = logging.getLogger(__name__)
 
 
@@ -149,6 +170,56 @@ class ServerOptions:
                 raise InputError(f"--trusted-proxy {value!r} is not an IP address or network: {err}") from err
         return tuple(networks)
 
+    def check_tls(self) -> None:
+        """Load ``--tls-cert``/``--tls-key`` once up front (uvicorn would load them only after the log said it serves),
+        so a missing, unreadable or mismatched file is one line naming it."""
+        if self.tls_cert is None and self.tls_key is None:
+            return
+        if self.tls_cert is None or self.tls_key is None:
+            raise InputError("--tls-cert and --tls-key go together: give both, or neither (and a TLS proxy in front)")
+        for option, path in (("--tls-cert", self.tls_cert), ("--tls-key", self.tls_key)):
+            if not Path(path).is_file():
+                raise InputError(f"{option} {path} is not a file: give the PEM file")
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(self.tls_cert, self.tls_key)
+        except (OSError, ssl.SSLError) as err:
+            raise InputError(
+                f"--tls-cert {self.tls_cert} and --tls-key {self.tls_key} cannot be loaded ({err}): give a PEM "
+                "certificate and its own private key (unencrypted)"
+            ) from err
+
+    def check(self) -> None:
+        """Every option check that needs no dataset: fails before anything slow starts."""
+        self.allowed_hosts()
+        self.proxies()
+        self.check_tls()
+
+
+def bind_socket(options: ServerOptions) -> socket.socket:
+    """The listening address taken now, before the slow start: a port in use (or a --host that is not this
+    machine's) is one line naming it and the fix, and the log never claims to serve first. uvicorn serves on it."""
+    host = options.host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    where = f"port {options.port} on {options.host}"
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: not over a listening socket
+        sock.bind((host, options.port))
+    except OSError as err:
+        sock.close()
+        if isinstance(err, socket.gaierror):
+            message = f"--host {options.host} is neither an address nor a known host name of this machine"
+        elif err.errno == errno.EADDRINUSE:
+            message = f"{where} is already in use: choose another --port, or stop the other process that serves on it"
+        elif err.errno == errno.EACCES:
+            message = f"{where} needs administrator rights (ports below 1024): choose a --port of 1024 or above"
+        elif err.errno == errno.EADDRNOTAVAIL:
+            message = f"--host {options.host} is not an address of this machine: give one of its addresses"
+        else:
+            message = f"cannot listen on {where}: {err.strerror or err}"
+        raise InputError(message + " (nothing is served)") from err
+    return sock
+
 
 def _is_loopback(host: str) -> bool:
     try:
@@ -158,10 +229,68 @@ def _is_loopback(host: str) -> bool:
 
 
 def _ip(value: str):
+    """``value`` as an IP address (an IPv4-mapped IPv6 address as its IPv4 one), or None."""
     try:
-        return ipaddress.ip_address(value.strip().strip("[]"))
+        address = ipaddress.ip_address(value.strip().strip("[]"))
     except ValueError:
         return None
+    return getattr(address, "ipv4_mapped", None) or address
+
+
+def forwarded_address(entry: str):
+    """One ``X-Forwarded-For`` entry as an IP address: ``ip``, ``ip:port``, ``[v6]`` or ``[v6]:port`` (the port is
+    dropped); None when it is not one."""
+    text = entry.strip().strip('"')
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0 or (text[end + 1 :] and not text[end + 1 :].startswith(":")):
+            return None
+        return _ip(text[1:end])
+    if text.count(":") == 1:  # IPv4:port (a bare IPv6 address has several colons)
+        text = text.split(":", 1)[0]
+    return _ip(text)
+
+
+def same_origin(origin: str, host: str, scheme: str) -> bool:
+    """Whether a browser's ``Origin`` (``scheme://host[:port]``) is this server as the request reached it: the scheme
+    (``https`` under TLS or from a trusted proxy's ``X-Forwarded-Proto``), the ``Host`` and the port, a default port
+    written or not."""
+    try:
+        page, served = urlsplit(origin.strip()), urlsplit(f"//{host.strip()}")
+        if page.scheme not in DEFAULT_PORTS or page.path or page.query or page.fragment or page.username:
+            return False
+        page_port = page.port or DEFAULT_PORTS[page.scheme]
+        served_port = served.port or DEFAULT_PORTS.get(scheme)
+    except ValueError:  # a port that is no number
+        return False
+    same_host = bool(page.hostname) and page.hostname == served.hostname
+    return page.scheme == scheme and same_host and page_port == served_port
+
+
+def referer_origin(referer: str) -> str:
+    """The origin part of a ``Referer`` URL."""
+    try:
+        parts = urlsplit(referer.strip())
+    except ValueError:
+        return ""
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def lone_surrogate_in(value) -> bool:
+    """Whether any string in a parsed JSON value (keys included) holds a lone UTF-16 surrogate (walked without
+    recursion: a deeply nested body cannot exhaust the stack)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if LONE_SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
 
 
 def host_name(netloc: str) -> str:
@@ -201,14 +330,17 @@ def cleared_cookie(secure: bool) -> str:
 
 
 class Gate:
-    """The ASGI middleware in front of everything (see the module docstring)."""
+    """The ASGI middleware in front of everything (see the module docstring). ``events``: the ``fn_index`` values of
+    the app's events (None: not checked)."""
 
-    def __init__(self, app, ui, options: ServerOptions):
+    def __init__(self, app, ui, options: ServerOptions, events: Iterable[int] | None = None):
         self.app = app
         self.ui = ui
         self.hosts = options.allowed_hosts()
         self.proxies = options.proxies()
+        self.events = frozenset(events) if events is not None else None
         self.session_of_hash: OrderedDict[str, str] = OrderedDict()
+        self.warned: set[str] = set()
         self.lock = threading.Lock()
 
     async def __call__(self, scope, receive, send):
@@ -220,14 +352,17 @@ class Gate:
         secure = scope["scheme"] == "https"
         method, path = scope["method"], scope["path"]
 
-        if host_name(headers.get(b"host", b"").decode("latin-1")) not in self.hosts:
+        host = headers.get(b"host", b"").decode("latin-1")
+        if host_name(host) not in self.hosts:
             return await self.refuse(send, 421, "This server does not answer for that host name.", secure)
         origin = headers.get(b"origin")
-        if (
-            origin is not None
-            and origin.decode("latin-1").split("://", 1)[-1].lower() != headers[b"host"].decode("latin-1").lower()
-        ):
+        if origin is not None and not same_origin(origin.decode("latin-1"), host, scope["scheme"]):
+            self.warn_scheme(origin.decode("latin-1"), host, scope)
             return await self.refuse(send, 403, "Cross-origin requests are refused.", secure)
+        if (method, path) == ("POST", "/logout") and origin is None:  # no Origin (an old browser): the Referer then
+            referer = headers.get(b"referer", b"").decode("latin-1")
+            if not same_origin(referer_origin(referer), host, scope["scheme"]):
+                return await self.refuse(send, 403, "Log out with the app's own Log out button.", secure)
         length = headers.get(b"content-length", b"0").strip() or b"0"
         if not length.isdigit() or int(length) > MAX_BODY_BYTES:
             return await self.refuse(send, 413, f"Request bodies are limited to {MAX_BODY_BYTES} bytes.", secure)
@@ -250,7 +385,14 @@ class Gate:
                 if method in ("GET", "HEAD") and path == "/":
                     return await self.redirect(send, "/login", secure)
                 return await self.refuse(send, 401, "Log in first (or again: your session has ended).", secure)
-            if not self.bind_session_hash(scope, body, user):
+            payload = None
+            if path in EVENT_PATHS and body:
+                payload, problem = self.event_payload(path, body)
+                if problem:
+                    client = (scope.get("client") or "?")[0]
+                    logger.warning("refused an event of %r from %s: %s", user, client, problem)
+                    return await self.refuse(send, 400, problem, secure)
+            if not self.bind_session_hash(scope, payload, user):
                 return await self.refuse(send, 403, "That Gradio session belongs to another reviewer.", secure)
             scope["sureon.review_user"] = user
 
@@ -260,32 +402,99 @@ class Gate:
             scope["headers"] = [(k, v) for k, v in scope["headers"] if k != b"accept-encoding"]
         await self.app(scope, self.replay(body, receive), self.secured(send, path, secure, nonce))
 
+    def event_payload(self, path: str, body: bytes) -> tuple[dict | None, str]:
+        """The JSON body of an event request and ``""``, or ``(None, why it is refused)``: not a JSON object, a lone
+        UTF-16 surrogate in any string (valid JSON, but Gradio's event stream cannot encode it back and breaks), or
+        an event (``fn_index``) the app does not have (Gradio would answer a 500 with a ``KeyError``)."""
+        try:
+            payload = json.loads(body)
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+            return None, "The request is not valid JSON (UTF-8)."
+        if not isinstance(payload, dict):
+            return None, "The request is not a JSON object."
+        if lone_surrogate_in(payload):
+            return None, "The request holds an invalid character (a lone UTF-16 surrogate): retype the text."
+        index = payload.get("fn_index")
+        known = type(index) is int and (self.events is None or index in self.events)
+        if path.endswith("/queue/join") and not known:
+            return None, f"Unknown event (fn_index {str(index)[:20]!r}): reload the page."
+        return payload, ""
+
     def resolve_client(self, scope) -> dict[bytes, bytes]:
         """Set ``scope["client"]``/``scope["scheme"]`` from a trusted proxy's headers, or drop those headers."""
         peer = scope.get("client") or ("", 0)
         peer_ip = _ip(peer[0])
-        trusted = peer_ip is not None and any(peer_ip in network for network in self.proxies)
+        trusted = peer_ip is not None and self.is_proxy(peer_ip)
         if not trusted:
             scope["headers"] = [(k, v) for k, v in scope["headers"] if k not in FORWARDED_HEADERS]
         headers = dict(scope["headers"])
         if trusted:
-            scope["client"] = (str(self.forwarded_client(peer_ip, headers.get(b"x-forwarded-for", b""))), 0)
+            chain = [v.decode("latin-1") for k, v in scope["headers"] if k == b"x-forwarded-for"]  # every such line
+            scope["client"] = (self.forwarded_client(peer_ip, ",".join(chain)), 0)
             proto = headers.get(b"x-forwarded-proto", b"").decode("latin-1").split(",")[0].strip().lower()
             if proto in ("http", "https"):
                 scope["scheme"] = proto
         return headers
 
-    def forwarded_client(self, peer, forwarded_for: bytes):
-        """The rightmost address of ``X-Forwarded-For`` that is not a trusted proxy (each proxy appends the address
-        it saw, so everything left of that could be made up by the client); the peer if the header is absent or
-        not a list of addresses."""
-        chain = [_ip(part) for part in forwarded_for.decode("latin-1").split(",")] if forwarded_for else []
-        if not chain or None in chain:
-            return peer
-        for address in reversed(chain):
-            if not any(address in network for network in self.proxies):
-                return address
-        return chain[0]
+    def is_proxy(self, address) -> bool:
+        return any(address in network for network in self.proxies)
+
+    def forwarded_client(self, peer, forwarded_for: str) -> str:
+        """The client behind trusted proxies, by the rightmost-untrusted rule: each proxy appends the address it saw,
+        so read ``X-Forwarded-For`` from the right, skip trusted proxies, and the first other entry is the client;
+        whatever lies left of it may be made up by the client and is never read (it cannot choose its own throttle
+        key). Ports are dropped (``ip:port``, ``[v6]:port``); empty entries are skipped. An entry there that is no
+        address (a proxy writing ``unknown``) is the client's label in a bounded, printable form, tied to the proxy
+        that sent it, and logged once. The peer when the header is absent (logged once: the proxy is misconfigured);
+        the leftmost entry when every entry is a trusted proxy."""
+        entries = [entry.strip() for entry in forwarded_for.split(",") if entry.strip()]
+        if not entries:
+            self.warn_once(
+                f"no chain {peer}",
+                "trusted proxy %s sent a request without X-Forwarded-For: such requests count as the proxy's own "
+                "(have it send the client's address; nginx: $proxy_add_x_forwarded_for)",
+                peer,
+            )
+            return str(peer)
+        address = None
+        for entry in reversed(entries):
+            address = forwarded_address(entry)
+            if address is None:
+                label = LABEL_UNSAFE.sub("_", entry)[:MAX_CLIENT_LABEL]
+                client = f"unidentified({label}) via {peer}"
+                self.warn_once(
+                    f"label {client}",
+                    "trusted proxy %s forwarded for %r, which is no IP address: that client is %s (check the "
+                    "proxy's X-Forwarded-For; nginx: $proxy_add_x_forwarded_for)",
+                    peer,
+                    label,
+                    client,
+                )
+                return client
+            if not self.is_proxy(address):
+                return str(address)
+        return str(address)
+
+    def warn_once(self, key: str, message: str, *values) -> None:
+        with self.lock:
+            if key in self.warned or len(self.warned) >= WARNINGS_KEPT:
+                return
+            self.warned.add(key)
+        logger.warning(message, *values)
+
+    def warn_scheme(self, origin: str, host: str, scope) -> None:
+        """Say once why same-host requests are refused when only the scheme differs (a TLS proxy that does not send
+        ``X-Forwarded-Proto``, or is not a ``--trusted-proxy``)."""
+        scheme = scope["scheme"]
+        if not same_origin(origin, host, "https" if scheme == "http" else "http"):
+            return
+        self.warn_once(
+            f"scheme {origin}",
+            "refused requests from the page %s: this server was reached over %s (behind a TLS proxy: pass "
+            "--trusted-proxy with its address and have it send X-Forwarded-Proto)",
+            LABEL_UNSAFE.sub("_", origin)[:200],
+            scheme,
+        )
 
     async def read_body(self, receive) -> bytes | None:
         chunks, size = [], 0
@@ -313,10 +522,10 @@ class Gate:
 
         return replayed
 
-    def bind_session_hash(self, scope, body: bytes, user: str) -> bool:
+    def bind_session_hash(self, scope, payload: dict | None, user: str) -> bool:
         """Tie a Gradio ``session_hash`` (one page load) to the reviewer whose session first uses it; refuse it to
         anyone else. (To the reviewer, not the token: a tab stays usable after its reviewer logs in again elsewhere,
-        which rotates the shared cookie.)"""
+        which rotates the shared cookie.) ``payload``: an event request's JSON body (:meth:`event_payload`)."""
         path = scope["path"]
         session_hash = None
         if path.startswith("/gradio_api/heartbeat/"):
@@ -325,11 +534,8 @@ class Gate:
             session_hash = (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("session_hash") or [None])[
                 0
             ]
-        elif path in ("/gradio_api/queue/join", "/gradio_api/cancel") and body:
-            try:
-                session_hash = json.loads(body).get("session_hash")
-            except (ValueError, AttributeError):
-                return False
+        elif payload is not None:
+            session_hash = payload.get("session_hash")
         if not session_hash:
             return True
         with self.lock:
@@ -423,6 +629,14 @@ def login_page(message: str = "") -> str:
     return LOGIN_PAGE.format(message=f"<p class='message' role='alert'>{escape(message)}</p>" if message else "")
 
 
+LOGOUT_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Sureon expert review: log out</title>
+<style>body {{ font-family: system-ui, sans-serif; max-width: 24rem; margin: 4rem auto; padding: 0 1rem; }}</style>
+</head><body><h1>Sureon expert review</h1>{form}<p><a href="/">Back to the review</a></p></body></html>
+"""
+
+
 def create_app(ui, options: ServerOptions):
     """The FastAPI app: login/logout/videos routes, the Gradio Blocks mounted at ``/``, all behind :class:`Gate`."""
     import asyncio
@@ -433,7 +647,7 @@ def create_app(ui, options: ServerOptions):
     from fastapi.middleware.cors import CORSMiddleware
     from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
-    from builders.pipeline.review.app import build_blocks
+    from builders.pipeline.review.app import LOGOUT_FORM, build_blocks
 
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
 
@@ -466,7 +680,11 @@ def create_app(ui, options: ServerOptions):
         response.headers["set-cookie"] = session_cookie(token, secure, ui.session_policy.max_age_s)
         return response
 
-    @app.api_route("/logout", methods=["GET", "POST"])  # GET: the page's "Log out" link (SameSite=Strict: same-site)
+    @app.get("/logout", response_class=HTMLResponse)
+    async def logout_form():  # changes nothing (an <img> may send a GET): the button that posts /logout
+        return HTMLResponse(LOGOUT_PAGE.format(form=LOGOUT_FORM))
+
+    @app.post("/logout")  # the gate checked that it comes from this origin (Origin, else Referer)
     async def logout(request: Request):
         await run_in_threadpool(ui.logout, request.cookies.get(COOKIE), client_of(request))
         response = RedirectResponse("/login?out=1", status_code=303)
@@ -504,17 +722,17 @@ def create_app(ui, options: ServerOptions):
             font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"]
         ),
     )
-    return Gate(app, ui, options), blocks
+    return Gate(app, ui, options, events=blocks.fns), blocks
 
 
 class ReviewServer:
-    """uvicorn serving :func:`create_app`; :meth:`run` blocks, :meth:`start` serves from a thread (tests)."""
+    """uvicorn serving :func:`create_app`; :meth:`run` blocks, :meth:`start` serves from a thread (tests). Both serve
+    on a socket bound first (:func:`bind_socket`; or the one given), so nothing claims to serve a port it cannot."""
 
     def __init__(self, ui, options: ServerOptions = ServerOptions()):
         import uvicorn
 
-        if (options.tls_cert is None) != (options.tls_key is None):
-            raise InputError("--tls-cert and --tls-key go together")
+        options.check_tls()
         self.options = options
         self.app, self.blocks = create_app(ui, options)
         config = uvicorn.Config(
@@ -537,12 +755,14 @@ class ReviewServer:
         host = self.options.host if ":" not in self.options.host else f"[{self.options.host}]"
         return f"{scheme}://{host}:{self.options.port}/"
 
-    def run(self) -> None:
+    def run(self, sock: socket.socket | None = None) -> None:
+        sock = sock or bind_socket(self.options)
         logger.info("serving the review app on %s", self.url)
-        self.server.run()
+        self.server.run(sockets=[sock])
 
     def start(self, timeout: float = 60.0) -> "ReviewServer":
-        self.thread = threading.Thread(target=self.server.run, daemon=True, name="review-server")
+        sock = bind_socket(self.options)
+        self.thread = threading.Thread(target=self.server.run, args=([sock],), daemon=True, name="review-server")
         self.thread.start()
         deadline = time.monotonic() + timeout
         while not self.server.started:
@@ -566,13 +786,28 @@ def serve(
     options: ServerOptions = ServerOptions(),
     sessions: SessionPolicy | None = None,
 ) -> None:
+    """``sureon review serve``: every cheap check first (options, the database, the dataset's card, --videos, the
+    port), then the slow start (reading the dataset, building the page), then serving until stopped."""
     from builders.pipeline.review.app import ReviewUI
-    from builders.pipeline.review.samples import DEFAULT_CONFIG, load_samples
+    from builders.pipeline.review.samples import DEFAULT_CONFIG, check_dataset, load_samples
     from builders.sureon.frames import index_videos
 
-    options.allowed_hosts()  # a bad --host/--server-name combination fails before the dataset is read
-    options.proxies()
-    samples = load_samples(dataset, config or DEFAULT_CONFIG)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    ui = ReviewUI(ReviewStore(db), samples, index_videos(videos) if videos else {}, session_policy=sessions)
-    ReviewServer(ui, options).run()
+    config = config or DEFAULT_CONFIG
+    options.check()
+    store = open_review_database(db)
+    check_dataset(dataset, config)
+    if videos is not None and not Path(videos).is_dir():
+        raise InputError(
+            f"--videos {videos} is not a folder: give the folder of source videos named <source_id>.<ext>"
+        )
+    sock = bind_socket(options)
+    try:
+        samples = load_samples(dataset, config)
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        found = index_videos(videos) if videos else {}
+        ui = ReviewUI(store, samples, found, session_policy=sessions)
+        if videos and not ui.videos:
+            logger.warning("none of the dataset's source videos is in --videos %s: reviewers will see no clip", videos)
+        ReviewServer(ui, options).run(sock)
+    finally:
+        sock.close()

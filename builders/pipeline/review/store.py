@@ -14,6 +14,11 @@ reset or a removed account ends that reviewer's sessions in every server process
 The file holds the password hashes and the reviewers' notes: it is created readable by its owner only (0600), and
 SQLite gives its ``-wal`` and ``-shm`` files the database file's mode; an existing file readable by others is
 tightened, with a warning.
+
+The command line opens it with :func:`open_review_database`, which refuses what is not a review database (a text or
+parquet file, a folder, another program's SQLite file, a damaged one) and a path that does not exist, naming the file
+and the fix: only ``sureon review add-user`` creates a database, and never in a folder that does not exist (a typo in
+``--db`` would otherwise start an empty review).
 """
 
 import hashlib
@@ -48,6 +53,8 @@ MIN_PASSWORD_LENGTH = 8
 USERNAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 MAX_NOTE_CHARS = 5000  # a note is shown back with every action: a page, not a file
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+SQLITE_HEADER = b"SQLite format 3\x00"
+REVIEW_TABLES = ("users", "decisions")  # in every review database, of any version
 logger = logging.getLogger(__name__)
 
 
@@ -524,3 +531,55 @@ class ReviewStore:
     def latest(self, reviewer: str | None = None) -> dict[tuple[str, str], Decision]:
         """``(reviewer, sample_id) -> decision`` in force: each reviewer's last decision on each sample."""
         return {(d.reviewer, d.sample_id): d for d in self.log(reviewer)}
+
+
+def open_review_database(path: str | Path, create: bool = False) -> ReviewStore:
+    """The review database at ``path`` (``--db``) for a command: it must exist and be one, unless ``create``
+    (``add-user`` of a new account), which makes a new one in an existing folder. Anything else is an
+    :class:`InputError` naming the file and the fix; nothing is created or changed on the way."""
+    path = Path(path)
+    made_by = "give the file `sureon review add-user` created"
+    if path.is_dir():
+        raise InputError(
+            f"--db {path} is a folder, not a review database: give the database file (e.g. {path / 'review.sqlite'})"
+        )
+    if not path.exists():
+        if not path.parent.is_dir():
+            raise InputError(
+                f"--db {path}: the folder {path.parent} does not exist (a typo?); fix the path, or create the folder"
+            )
+        if not create:
+            raise InputError(
+                f"no review database {path} (a typo?): give an existing one, or create it with "
+                f"`sureon review add-user NAME --db {path}`"
+            )
+        return _opened(path)
+    try:
+        with open(path, "rb") as file:
+            head = file.read(len(SQLITE_HEADER))
+    except OSError as err:
+        raise InputError(f"cannot read --db {path}: {err.strerror or err}") from err
+    if head and head != SQLITE_HEADER:
+        raise InputError(f"--db {path} is not a review database (not an SQLite file): {made_by}")
+    try:
+        with closing(sqlite3.connect(path, timeout=60)) as conn:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as err:
+        raise InputError(
+            f"--db {path} is not a review database, or it is damaged ({err}): {made_by}, or restore a backup"
+        ) from err
+    if not set(REVIEW_TABLES) <= tables and (tables or not create):  # never add tables to another program's file
+        what = f"its tables: {', '.join(sorted(tables)[:8])}" if tables else "it is empty"
+        raise InputError(
+            f"--db {path} is not a review database (an SQLite file without the review tables; {what}): {made_by}"
+        )
+    return _opened(path)
+
+
+def _opened(path: Path) -> ReviewStore:
+    try:
+        return ReviewStore(path)
+    except sqlite3.DatabaseError as err:  # read-only file or folder (SQLite writes -wal/-shm beside it), locked
+        raise InputError(
+            f"cannot open the review database {path} ({err}): check the permissions of the file and its folder"
+        ) from err
