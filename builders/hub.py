@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from datasets import DatasetInfo, Features, SplitDict, SplitInfo
 from datasets.features.features import require_decoding
 
-from builders.errors import InputError
+from builders.errors import InputError, UserError
 
 
 DEFAULT_MAX_SHARD_BYTES = 500 * 1024 * 1024
@@ -139,23 +139,69 @@ def push_folder(
 ) -> str:
     """Upload a folder with its README card as a dataset (or model) repo; the token comes from ``token``,
     ``HF_TOKEN`` or the login, is handed to ``huggingface_hub`` only, and is never printed or logged.
+
+    Everything a push needs is checked before anything is sent, each mistake one line: the folder is a build or a
+    training run (it has its README.md card), the repo id is one, the Hub is not switched off (``HF_HUB_OFFLINE``),
+    a token is there. A Hub that cannot be reached, or that refuses the token, is named with what to do.
     """
-    from huggingface_hub import HfApi
+    from huggingface_hub import HfApi, constants, get_token
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     folder = Path(folder)
+    if not folder.exists():
+        raise InputError(f"{folder}: no such folder to push (build or train it first)")
+    if not folder.is_dir():
+        raise InputError(f"{folder} is a file: push the folder a build or a training run wrote")
     if not (folder / "README.md").is_file():
-        raise FileNotFoundError(f"{folder} has no README.md card: build or train it first")
+        raise InputError(
+            f"{folder} has no README.md card: it is not a folder written by `sureon build` or a training run; "
+            "build or train it first"
+        )
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as err:
+        raise InputError(f"--repo-id {repo_id!r} is not a Hub repo id (ORG/NAME): {err}") from None
+    if constants.is_offline_mode():
+        raise UserError(
+            f"cannot push {folder}: the Hub cannot be reached in offline mode (HF_HUB_OFFLINE is set); unset it "
+            "and push again"
+        )
+    if not (token or get_token()):
+        raise UserError("no Hugging Face token to push with: log in with `hf auth login` (or set HF_TOKEN)")
     api = HfApi(token=token)
-    api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True)
-    commit = api.upload_folder(
-        repo_id=repo_id,
-        repo_type=repo_type,
-        folder_path=str(folder),
-        commit_message=f"Upload {folder.name} with sureon-recipes",
-        ignore_patterns=[".*", "**/.*", "checkpoint-*/**"],
-    )
+    try:
+        api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True)
+        commit = api.upload_folder(
+            repo_id=repo_id,
+            repo_type=repo_type,
+            folder_path=str(folder),
+            commit_message=f"Upload {folder.name} with sureon-recipes",
+            ignore_patterns=[".*", "**/.*", "checkpoint-*/**"],
+        )
+    except Exception as err:
+        problem = _push_problem(err, repo_id, api.endpoint)
+        if problem is None:
+            raise
+        raise UserError(problem) from err
     prefix = "datasets/" if repo_type == "dataset" else ""
     return getattr(commit, "commit_url", None) or f"https://huggingface.co/{prefix}{repo_id}"
+
+
+def _push_problem(err: Exception, repo_id: str, endpoint: str) -> str | None:
+    """One line for a push the Hub refused or never received (``None``: not such a case, a bug). Told apart by
+    class name: ``huggingface_hub`` raises its own HTTP library's errors."""
+    names = {cls.__name__ for cls in type(err).__mro__}
+    if "HfHubHTTPError" in names:
+        status = getattr(getattr(err, "response", None), "status_code", None)
+        if status == 401:
+            return "the Hub refused the token (HTTP 401): log in again with `hf auth login` (or set HF_TOKEN)"
+        if status == 403:
+            return f"no write access to {repo_id} on the Hub (HTTP 403): check the organisation and the token's role"
+        return None
+    if names & {"TransportError", "ConnectionError", "TimeoutException"}:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return f"cannot reach the Hub at {endpoint} ({reason}): check the network connection (or HF_ENDPOINT)"
+    return None
 
 
 # ---- reading a build ------------------------------------------------------------------------------------------------
@@ -179,7 +225,9 @@ def looks_local(path: str | Path) -> bool:
 def check_build_path(path: str | Path, what: str = "dataset") -> None:
     """Refuse a local-looking path that does not exist at once, before ``datasets`` retries it as a Hub id."""
     if looks_local(path) and not Path(path).expanduser().exists():
-        raise FileNotFoundError(f"{what} {path}: no such folder (a local path, not a Hub id): check it, or build it")
+        raise FileNotFoundError(
+            f"{what} {path}: no such folder (a local path, not a Hub id): check the path, or build it first"
+        )
 
 
 def frames_are_files(features) -> bool:

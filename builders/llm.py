@@ -5,7 +5,11 @@ batch needs:
 
 - **Concurrency cap**: at most ``max_concurrency`` requests in flight (the seed used 128 for 35B models, 64 above).
 - **Retries** with exponential backoff (and jitter, and the server's ``Retry-After`` when it sends one) on 429, 5xx,
-  timeouts and dropped connections. 401 / 403 / 404 stop the run at once: the key, model or URL is wrong.
+  timeouts and dropped connections. 401 / 403 / 404 stop the run at once: the key, model or URL is wrong. So does a
+  refused connection (or an unknown host) before the server ever answered: nothing listens at the URL, and retrying
+  for a minute would only hide it; once the server has answered, a refused connection (a restart) is retried.
+  :func:`check_endpoint` finds it before a command loads anything: ``sureon eval``, ``curate`` and ``audit`` call it
+  first.
 - **Structured output**: a request with a pydantic ``schema`` is sent with ``response_format`` (JSON schema) and its
   reply validated; an invalid reply is asked again, then counted as failed (never cached, so a rerun tries again).
 - **Accounting** per stage: calls, cache hits, retries, invalid replies, failures, tokens (reasoning tokens where the
@@ -54,7 +58,53 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?```\s*$", re.DOTALL)
 
 
 class LLMError(UserError, RuntimeError):
-    """A configuration error (bad key, model or URL) that retrying cannot fix."""
+    """A configuration error (bad key, model or URL, nothing listening at the URL) that retrying cannot fix."""
+
+
+def resolve_base_url(base_url: str | None = None) -> str:
+    """The endpoint a client talks to: ``base_url``, else ``OPENAI_BASE_URL``, else OpenAI's."""
+    return (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+
+
+def unreachable_message(base_url: str, err: Exception, option: str = "--base-url") -> str:
+    """One line for an endpoint nothing answers at: the URL, why (the operating system's word for it, e.g.
+    "Connection refused", where the error chain holds one), and what to check."""
+    reason, cause, seen = str(err).strip() or type(err).__name__, err, set()
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and cause.strerror:
+            reason = os.strerror(cause.errno) if isinstance(cause.errno, int) and cause.errno > 0 else cause.strerror
+            break
+        cause = cause.__cause__ or cause.__context__
+    return (
+        f"cannot connect to {base_url} ({reason}): is the server running there, and is the URL right "
+        f"({option}, or OPENAI_BASE_URL)?"
+    )
+
+
+def check_endpoint(base_url: str | None = None, *, option: str = "--base-url", timeout: float = 10.0) -> str:
+    """Fail at once, naming the URL, when nothing answers at an OpenAI-compatible endpoint; returns the URL.
+
+    Called by the commands before they load a dataset or start a batch: a refused connection, an unknown host or a
+    URL that is not http(s) is one line in milliseconds, not a minute of retries. Any HTTP answer to ``GET
+    {base_url}/models`` (a 401 or 404 too) means a server is there; a slow answer does too (the requests themselves
+    then report). No key is sent."""
+    url = resolve_base_url(base_url)
+    try:
+        with httpx.Client(timeout=httpx.Timeout(timeout)) as http:
+            http.get(f"{url}/models")
+    except httpx.ConnectTimeout:
+        raise LLMError(
+            f"no answer from {url} within {timeout:.0f} s: is the server running there, and is the URL right "
+            f"({option}, or OPENAI_BASE_URL)?"
+        ) from None
+    except httpx.ConnectError as err:
+        raise LLMError(unreachable_message(url, err, option)) from None
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as err:
+        raise LLMError(f"{option} {url}: not an http:// or https:// URL ({err})") from None
+    except httpx.HTTPError:
+        pass  # connected: a read timeout or a protocol quirk is for the requests themselves to report
+    return url
 
 
 @dataclass
@@ -327,7 +377,7 @@ class LLMClient:
         if max_concurrency < 1:
             raise InputError("max_concurrency must be at least 1")
         self.model = model
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = resolve_base_url(base_url)
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.cache = cache if isinstance(cache, LLMCache) or cache is None else LLMCache(cache)
         self.max_concurrency = max_concurrency
@@ -339,6 +389,7 @@ class LLMClient:
         self.ledger = UsageLedger(prices)
         self.transport = transport
         self.progress = progress
+        self._answered = False  # whether the server ever answered: before it has, a refused connection is fatal
 
     def __repr__(self) -> str:
         return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, max_concurrency={self.max_concurrency})"
@@ -389,9 +440,14 @@ class LLMClient:
                     response = await http.post("/chat/completions", json=body)
             except httpx.TimeoutException as err:
                 last_error = f"timeout ({type(err).__name__})"
+            except httpx.ConnectError as err:
+                if not self._answered:  # nothing listens there (or no such host): retrying cannot help
+                    raise LLMError(self._scrub(unreachable_message(self.base_url, err))) from None
+                last_error = f"connection error ({type(err).__name__}: {err})"
             except httpx.TransportError as err:
                 last_error = f"connection error ({type(err).__name__}: {err})"
             else:
+                self._answered = True
                 status = response.status_code
                 if status == 200:
                     try:

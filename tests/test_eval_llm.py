@@ -16,7 +16,7 @@ from fake_chat_server import FakeChatServer, Reply, last_user_text
 from PIL import Image
 from pydantic import BaseModel
 
-from builders.llm import ChatRequest, LLMCache, LLMClient, LLMError, cache_key, to_openai_messages
+from builders.llm import ChatRequest, LLMCache, LLMClient, LLMError, cache_key, check_endpoint, to_openai_messages
 
 
 KEY = "sk-test-SECRET-0123456789"
@@ -125,6 +125,65 @@ def test_fatal_status_stops_and_the_key_is_scrubbed_from_the_message(tmp_path, c
     assert KEY not in str(err.value) and "***" in str(err.value)
     assert KEY not in caplog.text
     assert len(server.requests) == 1
+
+
+def closed_port_url() -> str:
+    """A base URL at a local port nobody listens on (bound, then closed): connecting to it is refused."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+
+
+def test_a_refused_connection_fails_at_once_naming_the_url(tmp_path):
+    """Nothing listens at the URL: retrying (6 times, backoff up to a minute) would only hide it."""
+    url = closed_port_url()
+    client = LLMClient("m", base_url=url, api_key=KEY, cache=tmp_path / "llm.sqlite", backoff=1.0)
+    started = time.monotonic()
+    with pytest.raises(LLMError, match=r"cannot connect to .* \(Connection refused\): is the server running") as err:
+        client.chat_many([ChatRequest(user(f"q{i}")) for i in range(5)])
+    assert time.monotonic() - started < 5
+    assert url in str(err.value) and "--base-url" in str(err.value) and KEY not in str(err.value)
+    assert client.ledger.as_dict().get("default", {}).get("retries", 0) == 0
+    assert len(LLMCache(tmp_path / "llm.sqlite")) == 0
+
+
+def test_a_server_that_answered_is_retried_when_a_connection_is_refused(tmp_path):
+    """Once the server has answered, a refused connection is a restart: it is retried, and the cache holds all."""
+    import httpx
+
+    class RestartingServer(httpx.AsyncBaseTransport):
+        calls = 0
+
+        async def handle_async_request(self, request):
+            self.calls += 1
+            if self.calls == 2:
+                raise httpx.ConnectError("Connection refused", request=request)
+            body = json.loads(request.content)
+            return httpx.Response(200, json=fake_completion(last_user_text(body).upper(), body["model"]))
+
+    transport = RestartingServer()
+    client = LLMClient("m", base_url="http://fake/v1", cache=tmp_path / "llm.sqlite", backoff=0.0, transport=transport)
+    assert client.chat(user("a")).text == "A"
+    assert client.chat(user("b")).text == "B"
+    assert client.ledger.as_dict()["default"]["retries"] == 1 and len(LLMCache(tmp_path / "llm.sqlite")) == 2
+
+
+def fake_completion(content: str, model: str) -> dict:
+    from fake_chat_server import completion
+
+    return completion(content, {"prompt_tokens": 1, "completion_tokens": 1}, model)
+
+
+def test_check_endpoint_tells_a_server_from_nothing_before_any_request():
+    with FakeChatServer() as server:  # answers GET /models with 501: a server is there
+        assert check_endpoint(server.url + "/") == server.url
+        assert server.requests == []
+    with pytest.raises(LLMError, match=r"cannot connect to .*Connection refused.*\(--judge-base-url, or OPENAI"):
+        check_endpoint(closed_port_url(), option="--judge-base-url")
+    with pytest.raises(LLMError, match="--base-url localhost:8000/v1: not an http:// or https:// URL"):
+        check_endpoint("localhost:8000/v1")
 
 
 def test_base_url_and_key_from_the_environment(tmp_path, monkeypatch):

@@ -136,7 +136,16 @@ def test_a_bad_preset_names_its_file_and_key(tmp_path, edit, message, capsys):
     path.write_text(yaml.safe_dump(values))
     with pytest.raises(ValueError, match=rf"mine\.yaml: {message}"):
         load_preset(str(path))
-    argv = ["eval", "sureon", "--preset", str(path), "--dataset", str(tmp_path), "--out", str(tmp_path / "out")]
+    argv = [
+        "eval",
+        "sureon",
+        "--preset",
+        str(path),
+        "--dataset",
+        str(tmp_path / "sureon"),
+        "--out",
+        str(tmp_path / "out"),
+    ]
     assert cli_main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "mine.yaml" in err and not (tmp_path / "out").exists()

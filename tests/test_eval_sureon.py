@@ -394,9 +394,16 @@ def test_a_files_layout_config_is_evaluated_with_its_frames_from_the_build(sureo
     ],
 )
 def test_a_count_of_zero_is_refused_before_anything_is_read_or_written(bench, tmp_path, capsys, command, option):
-    """`--limit 0` used to evaluate every row and `--max-new-tokens 0` to be accepted: now one line, exit 2."""
+    """`--limit 0` used to evaluate every row and `--max-new-tokens 0` to be accepted: now argparse refuses it (exit
+    2, the range in the message), and a caller of the functions gets the same refusal from ``check_counts``."""
+    from recipes.evaluation.runner import check_counts
+
     out = tmp_path / "out"
-    assert cli_main([*command, "--dataset", str(bench), "--out", str(out), option, "0"]) == 2
-    error = capsys.readouterr().err.strip()
-    assert error.startswith(f"error: {option} 0: give a positive number") and "\n" not in error
+    with pytest.raises(SystemExit) as exit:
+        cli_main([*command, "--dataset", str(bench), "--out", str(out), option, "0"])
+    assert exit.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.endswith(f"error: argument {option}: 0 is not an integer of at least 1")
     assert not out.exists()
+    with pytest.raises(ValueError, match=f"{option} 0: give a positive number"):
+        check_counts(**{option.removeprefix("--").replace("-", "_"): 0})

@@ -238,7 +238,7 @@ def test_cli_writes_a_deterministic_report(tmp_path, capsys):
         assert cli(args) == 0
         outputs.append(out)
     assert "report.md" in capsys.readouterr().out
-    files = sorted(p.name for p in outputs[0].iterdir())
+    files = sorted(p.name for p in outputs[0].iterdir() if not p.name.startswith("."))  # not the output marker
     assert files == ["accuracy.png", "multimodal_gain.png", "report.json", "report.md"]
     for name in files:
         assert (outputs[0] / name).read_bytes() == (outputs[1] / name).read_bytes(), name

@@ -335,8 +335,8 @@ def test_with_the_chat_template_a_model_trained_with_a_system_prompt_is_scored_w
     runs = {"trained": [], "override": ["--system-prompt", "Answer."], "none": ["--no-system-prompt"]}
     reports = {}
     for name, extra in runs.items():
-        assert cli_main([*argv, *extra, "--out", str(tmp_path / name)]) == 0
-        reports[name] = json.loads((tmp_path / name / "report.json").read_text())
+        assert cli_main([*argv, *extra, "--out", str(tmp_path / "runs" / name)]) == 0
+        reports[name] = json.loads((tmp_path / "runs" / name / "report.json").read_text())
     assert [reports[name]["system_prompt"] for name in runs] == [system, "Answer.", None]
     tokenizer = load_processor(str(model))
     expected = render_prompts(records[:4], [], tokenizer, system)
@@ -344,12 +344,14 @@ def test_with_the_chat_template_a_model_trained_with_a_system_prompt_is_scored_w
     scorer = LabelScorer(load_model(str(model)), tokenizer, chat_template=True)
     scores, _ = score_prompts(scorer, [r["id"] for r in records[:4]], expected, ScoreCache(tmp_path / "c"), "fp", 4)
     trained = {
-        p["id"]: p for p in map(json.loads, (tmp_path / "trained" / "predictions.jsonl").read_text().splitlines())
+        p["id"]: p
+        for p in map(json.loads, (tmp_path / "runs" / "trained" / "predictions.jsonl").read_text().splitlines())
     }
     for record in records[:4]:
         np.testing.assert_allclose(list(trained[record["id"]]["scores"].values()), scores[record["id"]], atol=1e-6)
     without = [
-        json.loads(line)["scores"] for line in (tmp_path / "none" / "predictions.jsonl").read_text().splitlines()
+        json.loads(line)["scores"]
+        for line in (tmp_path / "runs" / "none" / "predictions.jsonl").read_text().splitlines()
     ]
     assert without != [trained[r["id"]]["scores"] for r in records[:4]]  # the system turn reached the model
     capsys.readouterr()

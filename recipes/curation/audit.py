@@ -23,10 +23,20 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from builders.arguments import positive_float, positive_int
 from builders.errors import InputError
 from builders.options import LETTERS, OptionError, parse_order, read_options, resolve_answer
 from builders.plots import pyplot, save_figure
-from recipes.curation.curate import DEFAULT_TAU, DEFAULT_TEMPERATURE, DEFAULT_TRIALS, Sampling, ScoreCache, is_scored
+from recipes.curation.curate import (
+    DEFAULT_TAU,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_TRIALS,
+    TAU,
+    Sampling,
+    ScoreCache,
+    check_guesser_spec,
+    is_scored,
+)
 
 
 def category_of(row: dict) -> str:
@@ -72,12 +82,9 @@ def normalise_row(row: dict, position: int, source: str) -> dict:
 def load_mcq(dataset: str, config: str | None, split: str) -> list[dict]:
     """The split's rows in the audit's fields, frames left out (every check is blind, so a build's frames, embedded
     or stored as files, are never read)."""
-    from datasets import load_dataset
+    from recipes.evaluation.inputs import load_build
 
-    from builders.hub import check_build_path
-
-    check_build_path(dataset)
-    ds = load_dataset(str(dataset), config, split=split)
+    ds = load_build(dataset, config, split)
     ds = ds.remove_columns([c for c in ("frames", "frame_timestamps") if c in ds.column_names])
     if "question" not in ds.column_names or not {"options", "answer_order"} & set(ds.column_names):
         raise InputError(f"{dataset} ({config}/{split}) needs question and options (or answer_order) columns")
@@ -275,6 +282,8 @@ def run(args) -> int:
     from builders.outputs import staged_output
     from recipes.curation.curate import load_guesser
 
+    for spec in args.guesser:
+        check_guesser_spec(spec)
     records = load_mcq(args.dataset, args.config, args.split)
     cache = ScoreCache(args.cache or Path(f"{args.out}.cache") / "scores.jsonl")
     sampling = Sampling(args.trials, args.temperature, args.seed)
@@ -307,11 +316,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         metavar="SPEC",
         help="model=PATH_OR_ID[,backend=transformers|vllm|openai][,name=...][,system_prompt_file=PATH]; repeatable",
     )
-    parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS)
-    parser.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE)
-    parser.add_argument("--tau", type=float, default=DEFAULT_TAU)
+    parser.add_argument("--trials", type=positive_int, default=DEFAULT_TRIALS, help="R answers per question")
+    parser.add_argument("--temperature", type=positive_float, default=DEFAULT_TEMPERATURE, help="sampling")
+    parser.add_argument("--tau", type=TAU, default=DEFAULT_TAU, help="flagged when S >= tau (0 < tau <= 1)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--max-new-tokens", type=positive_int, default=32)
     parser.add_argument("--cache", type=Path, help="score cache (default: OUT.cache/scores.jsonl)")
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--overwrite", action="store_true")

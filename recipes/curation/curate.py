@@ -31,6 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builders.arguments import float_range, int_range, positive_float, positive_int
 from builders.errors import InputError
 from builders.jsonl_log import AppendOnlyJsonl
 from builders.options import seeded_shuffle, stable_seed
@@ -47,6 +48,8 @@ DEFAULT_TAU = 3 / 5
 HARDENING_ATTEMPTS = 32
 HARDENING_SEED = 42
 PASSTHROUGH_CATEGORIES = ("SM",)
+TAU = float_range(0.0, 1.0, low_open=True)  # --tau: a consistency, removed at S >= tau (tau 0 would remove all)
+SUREON_BUILD = "curation reads a Sureon build (`sureon build sureon`: train_all or validation)"
 
 
 class FoldLeakError(InputError):
@@ -88,8 +91,26 @@ class Guesser:
         return format_messages(record, blind=True, system_prompt=self.system_prompt)
 
 
+GUESSER_KEYS = (
+    "model",
+    "backend",
+    "name",
+    "type",
+    "fold",
+    "base_url",
+    "api_key_env",
+    "batch_size",
+    "dtype",
+    "device",
+    "max_new_tokens",
+    "system_prompt_file",
+)
+GUESSER_COUNTS = {"fold": 0, "batch_size": 1, "max_new_tokens": 1}  # integer keys and their least value
+
+
 def parse_guesser_spec(spec: str) -> dict[str, str]:
-    """``"model=PATH,backend=transformers,fold=0,type=refined"`` -> a dict (a bare ``PATH`` means ``model=PATH``)."""
+    """``"model=PATH,backend=transformers,fold=0,type=refined"`` -> a dict (a bare ``PATH`` means ``model=PATH``).
+    An unknown key (a typo would otherwise be ignored) or a count that is not one is refused, naming the spec."""
     if "=" not in spec:
         return {"model": spec}
     fields = {}
@@ -98,8 +119,35 @@ def parse_guesser_spec(spec: str) -> dict[str, str]:
         if not sep or not key.strip():
             raise InputError(f"guesser spec {spec!r}: {part!r} is not KEY=VALUE")
         fields[key.strip()] = value.strip()
-    if "model" not in fields:
+    if "model" not in fields or not fields["model"]:
         raise InputError(f"guesser spec {spec!r} has no model=...")
+    unknown = [key for key in fields if key not in GUESSER_KEYS]
+    if unknown:
+        raise InputError(f"guesser spec {spec!r}: unknown key {unknown[0]!r} (keys: {', '.join(GUESSER_KEYS)})")
+    for key, least in GUESSER_COUNTS.items():
+        if key in fields and not (fields[key].isdigit() and int(fields[key]) >= least):
+            raise InputError(f"guesser spec {spec!r}: {key}={fields[key]} is not an integer of at least {least}")
+    return fields
+
+
+def check_guesser_spec(spec: str, option: str = "--guesser") -> dict[str, str]:
+    """A guesser spec checked before any data or model loads: its keys, its backend, a local model that is there
+    (:func:`recipes.evaluation.inputs.check_model_path`), an endpoint that answers, its system prompt file."""
+    from builders.llm import check_endpoint
+    from recipes.evaluation.inference import BACKENDS
+    from recipes.evaluation.inputs import check_model_path
+
+    fields = parse_guesser_spec(spec)
+    backend = fields.get("backend", "transformers")
+    if backend not in BACKENDS:
+        raise InputError(f"{option} {spec}: backend={backend} is not one of {', '.join(BACKENDS)}")
+    if backend == "openai":
+        check_endpoint(fields.get("base_url"), option=f"base_url= of {option}")
+    else:
+        check_model_path(fields["model"], f"{option} model=")
+    prompt_file = fields.get("system_prompt_file")
+    if prompt_file is not None and not Path(prompt_file).expanduser().is_file():
+        raise InputError(f"{option} {spec}: system_prompt_file {prompt_file}: no such file")
     return fields
 
 
@@ -146,7 +194,8 @@ def load_guesser(spec: str, *, cache_dir: Path | None = None, max_new_tokens: in
             )
         held_out = declared
     if "system_prompt_file" in fields:
-        system_prompt = resolve_system_prompt(None, override=Path(fields["system_prompt_file"]).read_text())
+        prompt = Path(fields["system_prompt_file"]).expanduser().read_text(encoding="utf-8")
+        system_prompt = resolve_system_prompt(None, override=prompt)
     else:
         system_prompt = resolve_system_prompt(None if backend_name == "openai" else model)
     return Guesser(
@@ -174,6 +223,14 @@ class Sampling:
     trials: int = DEFAULT_TRIALS
     temperature: float = DEFAULT_TEMPERATURE
     seed: int = 0
+
+    def __post_init__(self):
+        """R answers need R >= 1 (``range(0, n, 0)`` would fail deep inside a backend) and sampling a temperature
+        above 0."""
+        if self.trials < 1:
+            raise InputError(f"--trials {self.trials}: give at least 1 (R answers per question)")
+        if not self.temperature > 0:
+            raise InputError(f"--temperature {self.temperature}: sampling needs a temperature above 0")
 
 
 def score_key(guesser: Guesser, record: dict, messages: list[dict], sampling: Sampling) -> str:
@@ -538,12 +595,9 @@ def report_markdown(report: dict) -> str:
 def load_records(dataset: str, config: str | None, split: str) -> tuple[list[dict], object]:
     """The split's rows without frames (guessers are blind: a build's frames, embedded or stored as files, are never
     read), and its features."""
-    from datasets import load_dataset
+    from recipes.evaluation.inputs import load_build
 
-    from builders.hub import check_build_path
-
-    check_build_path(dataset)
-    ds = load_dataset(str(dataset), config, split=split)
+    ds = load_build(dataset, config, split, expected=SUREON_BUILD)
     ds = ds.remove_columns([c for c in ("frames", "frame_timestamps") if c in ds.column_names])
     missing = [c for c in ("question_id", "question", "answer", "category") if c not in ds.column_names]
     if missing:
@@ -582,6 +636,12 @@ def run(args) -> int:
 
     from builders.outputs import staged_output
 
+    for spec in args.guesser:
+        check_guesser_spec(spec)
+    for spec in [args.harden_guesser] if args.harden_guesser else []:
+        check_guesser_spec(spec, "--harden-guesser")
+    for spec in args.held_out_guesser or []:
+        check_guesser_spec(spec, "--held-out-guesser")
     records, features = load_records(args.dataset, args.config, args.split)
     cache = ScoreCache(args.cache or Path(f"{args.out}.cache") / "scores.jsonl")
     sampling = Sampling(args.trials, args.temperature, args.seed)
@@ -673,21 +733,23 @@ def add_arguments(parser) -> None:
         help="model=PATH_OR_ID[,backend=transformers|vllm|openai][,fold=K][,type=...][,name=...]"
         "[,system_prompt_file=PATH]; repeatable",
     )
-    parser.add_argument("--num-folds", type=int, help="cross-validated training curation (4 in the seed)")
+    parser.add_argument("--num-folds", type=int_range(2), help="cross-validated training curation (4 in the seed)")
     parser.add_argument(
         "--fold-seed",
         type=int,
         help="folds for guessers without a folds.json (default 42); by default the fold guessers' own folds.json "
         "(what their --fold runs trained with, whatever their seed) decides",
     )
-    parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS, help="R answers per question")
-    parser.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE)
-    parser.add_argument("--tau", type=float, default=DEFAULT_TAU, help="removed when any guesser's S >= tau")
+    parser.add_argument("--trials", type=positive_int, default=DEFAULT_TRIALS, help="R answers per question")
+    parser.add_argument("--temperature", type=positive_float, default=DEFAULT_TEMPERATURE, help="sampling")
+    parser.add_argument(
+        "--tau", type=TAU, default=DEFAULT_TAU, help="removed when any guesser's S >= tau (0 < tau <= 1)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="sampling seed")
-    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--max-new-tokens", type=positive_int, default=32)
     parser.add_argument("--harden-guesser", metavar="SPEC", help="run Algorithm 1 with this guesser (validation)")
     parser.add_argument("--held-out-guesser", action="append", metavar="SPEC", help="also report its blind accuracy")
-    parser.add_argument("--attempts", type=int, default=HARDENING_ATTEMPTS, help="M configurations at most")
+    parser.add_argument("--attempts", type=positive_int, default=HARDENING_ATTEMPTS, help="M configurations at most")
     parser.add_argument("--hardening-seed", type=int, default=HARDENING_SEED)
     parser.add_argument("--cache", type=Path, help="score cache (default: OUT.cache/scores.jsonl)")
     parser.add_argument("--out", required=True, type=Path)

@@ -13,6 +13,7 @@ import json
 import os
 from pathlib import Path
 
+from builders.arguments import non_negative_int, positive_int
 from builders.errors import InputError
 from builders.prompt import frame_protocol
 from recipes.evaluation.inference import BACKENDS, MAX_TOKENS_FIELDS, make_backend
@@ -70,11 +71,11 @@ def add_backend_arguments(parser: argparse.ArgumentParser, *, unit: str, max_new
     parser.add_argument("--backend", choices=BACKENDS, default=Default("transformers"))
     parser.add_argument("--revision", default=Default(None), help="model revision (transformers, vllm)")
     parser.add_argument("--frames-as", choices=FRAMES_AS, default=Default("auto"), help="transformers only")
-    parser.add_argument("--batch-size", type=int, default=8, help=f"{unit} per generate call (transformers)")
-    parser.add_argument("--max-new-tokens", type=int, default=Default(max_new_tokens))
+    parser.add_argument("--batch-size", type=positive_int, default=8, help=f"{unit} per generate call (transformers)")
+    parser.add_argument("--max-new-tokens", type=positive_int, default=Default(max_new_tokens))
     parser.add_argument(
         "--max-frames",
-        type=int,
+        type=positive_int,
         default=Default(None),
         help="show at most this many of each clip's stored frames, evenly spaced (the frames training keeps under "
         "the same max_frames); default: every frame the build stored (the seed's protocol: up to 8). A run below "
@@ -83,16 +84,20 @@ def add_backend_arguments(parser: argparse.ArgumentParser, *, unit: str, max_new
     parser.add_argument("--dtype", default=Default("auto"), help="auto, bfloat16, float16 or float32")
     parser.add_argument("--attn-implementation", help="default: flash_attention_2 when installed on GPU, else sdpa")
     parser.add_argument("--device", help=device_help)
-    parser.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm")
-    parser.add_argument("--max-model-len", type=int, help="vllm")
+    parser.add_argument("--tensor-parallel-size", type=positive_int, default=1, help="vllm")
+    parser.add_argument("--max-model-len", type=positive_int, help="vllm")
     parser.add_argument(
         "--base-url", default=Default(None), help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)"
     )
     parser.add_argument(
         "--api-key-env", default=Default("OPENAI_API_KEY"), help="environment variable holding the key"
     )
-    parser.add_argument("--max-concurrency", type=int, default=16, help="requests in flight (openai backend, judge)")
-    parser.add_argument("--max-retries", type=int, default=6, help="retries per request (openai backend, judge)")
+    parser.add_argument(
+        "--max-concurrency", type=positive_int, default=16, help="requests in flight (openai backend, judge)"
+    )
+    parser.add_argument(
+        "--max-retries", type=non_negative_int, default=6, help="retries per request (openai backend, judge)"
+    )
     parser.add_argument(
         "--request-param",
         dest="request_params",
@@ -236,6 +241,23 @@ def backend_from_args(args, max_frames: int):
             "max_tokens_field": args.max_tokens_field,
         }
     return make_backend(args.backend, args.model, max_new_tokens=args.max_new_tokens, **options)
+
+
+def check_sources(args) -> None:
+    """Before the data or a model loads: the model a local backend would load is there (a local-looking path that
+    does not exist, or a folder without a model, is one line), and an endpoint answers at all (the model's with
+    ``--backend openai``, the judge's), so a mistake costs milliseconds, not a dataset load and a minute of
+    retries."""
+    from builders.llm import check_endpoint
+    from recipes.evaluation.inputs import check_model_path
+
+    resolve_settings(args)
+    if args.backend == "openai":
+        check_endpoint(args.base_url)
+    else:
+        check_model_path(args.model, "--model", args.revision)
+    if getattr(args, "judge_model", None):
+        check_endpoint(args.judge_base_url, option="--judge-base-url")
 
 
 def system_prompt_of(args) -> str | None:

@@ -191,11 +191,16 @@ def readme(tasks: list[dict], dataset: str) -> str:
 def export_lm_eval(dataset: str, out: Path, *, split: str = "test", overwrite: bool = False) -> dict:
     """Write the task folder; returns the manifest (per task: rows read = scored + left out)."""
     from builders.outputs import staged_output
+    from recipes.evaluation.inputs import build_configs
 
     out = Path(out).resolve()
-    configs = [config for config in CONFIGS if _has_config(dataset, config)]
+    names = build_configs(dataset)
+    configs = [config for config in CONFIGS if config in names]
     if not configs:
-        raise InputError(f"{dataset}: neither config {CONFIGS} found; build it with `sureon build surgiq`")
+        raise InputError(
+            f"{dataset} has neither config {' nor '.join(CONFIGS)} (it has: {', '.join(names)}): lm-eval tasks are "
+            "exported from a SurgiQ build (`sureon build surgiq`)"
+        )
     tasks = []
     with staged_output(out, overwrite) as staging:
         functions = ["doc_to_text", "doc_to_choice", "doc_to_target", "process_results", "ece"]
@@ -228,12 +233,6 @@ def export_lm_eval(dataset: str, out: Path, *, split: str = "test", overwrite: b
         write_json(staging / "manifest.json", manifest)
         (staging / "README.md").write_text(readme(tasks, str(dataset)), encoding="utf-8")
     return manifest
-
-
-def _has_config(dataset: str, config: str) -> bool:
-    from datasets import get_dataset_config_names
-
-    return config in get_dataset_config_names(dataset)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:

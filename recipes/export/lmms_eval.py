@@ -43,6 +43,7 @@ that name exists in the working directory, so do not run it from a folder holdin
 import argparse
 from pathlib import Path
 
+from builders.arguments import positive_int
 from builders.errors import InputError
 from builders.hub import resolve_frames
 from builders.prompt import format_messages, frame_protocol, select_frames
@@ -281,12 +282,15 @@ def readme(dataset: str, config: str, tasks: dict[str, list[str]], rows: int, ma
 def load_sureon_split(dataset: str, config: str, split: str, harness: str):
     """``(absolute build folder, split)`` of a local Sureon build with frames for every question; anything else (a
     Hub id, a public-corpus build, an annotation-only build) is refused with what to do instead."""
-    from datasets import load_dataset
+    from builders.hub import check_build_path
+    from recipes.evaluation.inputs import load_build
 
-    source = Path(dataset).resolve()
+    check_build_path(dataset, "--dataset")
+    source = Path(dataset).expanduser().resolve()
     if not source.is_dir():
-        raise FileNotFoundError(f"{dataset}: not a local build folder ({harness} reads the build by path)")
-    docs = load_dataset(str(source), config, split=split)
+        what = "no such folder" if not source.exists() else "not a folder"
+        raise InputError(f"--dataset {dataset}: {what} ({harness} reads a local build by path): check the path")
+    docs = load_build(source, config, split, expected=f"{harness} tasks are exported from a Sureon build with frames")
     missing = [column for column in REQUIRED_COLUMNS if column not in docs.column_names]
     if "question_id" in missing or "category" in missing or "answer_format" in missing:
         raise InputError(
@@ -357,10 +361,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--config", default="bench")
     parser.add_argument("--split", default="test")
     parser.add_argument("--out", required=True, type=Path, help="the task folder (pass it as --include_path)")
-    parser.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS, help="generation budget")
+    parser.add_argument(
+        "--max-new-tokens", type=positive_int, default=DEFAULT_MAX_NEW_TOKENS, help="generation budget"
+    )
     parser.add_argument(
         "--max-frames",
-        type=int,
+        type=positive_int,
         help="at most this many frames per clip, evenly spaced (as sureon eval sureon --max-frames); default: every "
         "stored frame, the benchmark's protocol",
     )

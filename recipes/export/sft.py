@@ -34,6 +34,7 @@ import json
 import os
 from pathlib import Path
 
+from builders.arguments import positive_int
 from builders.errors import InputError
 from builders.hub import check_build_path, media_root, resolve_frames
 from builders.prompt import answer_target, format_messages
@@ -114,10 +115,11 @@ def load_rows(dataset: str, config: str | None, split: str):
     """The split with frames undecoded (JPEG bytes or paths), so they are written as stored, never re-encoded, and
     the folder relative frame paths resolve against (:func:`builders.hub.media_root`: a local build, or a Hub build's
     media/)."""
-    from datasets import Image, List, load_dataset
+    from datasets import Image, List
 
-    check_build_path(dataset)
-    rows = load_dataset(dataset, config, split=split)
+    from recipes.evaluation.inputs import load_build
+
+    rows = load_build(dataset, config, split)
     root = media_root(dataset, rows)
     feature = rows.features.get("frames")
     if isinstance(getattr(feature, "feature", None), Image):
@@ -131,9 +133,9 @@ def training_config(dataset: str, config: str | None, split: str, allow_evaluati
     from builders.sureon.build import CONFIGS
 
     if config is None:
-        from datasets import get_dataset_config_names
+        from recipes.evaluation.inputs import build_configs
 
-        names = get_dataset_config_names(dataset)
+        names = build_configs(dataset)
         if "db" not in names:
             raise InputError(
                 f"{dataset} has no db config (configs: {', '.join(names)}): give --config, e.g. --config image or "
@@ -231,7 +233,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--out", required=True, type=Path, help="the training file (frames go to <stem>_frames/)")
     parser.add_argument(
         "--max-frames",
-        type=int,
+        type=positive_int,
         help="at most this many frames per clip, evenly spaced (those recipes/sft.py keeps under the same max_frames)",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")

@@ -59,6 +59,7 @@ import io
 import json
 from pathlib import Path
 
+from builders.arguments import positive_int
 from builders.errors import InputError
 from builders.options import LETTERS
 from builders.prompt import answer_target, format_messages, question_text
@@ -402,10 +403,16 @@ def export_sureon(
 
 def public_benchmarks(build: Path) -> list[str]:
     """The ``bench-*`` configs a public build lists in its manifest.json."""
+    if not build.is_dir():
+        what = "no such folder" if not build.exists() else "not a folder"
+        raise InputError(f"--public {build}: {what} (VLMEvalKit datasets are exported from a local build)")
     manifest = build / "manifest.json"
     if not manifest.is_file():
-        raise FileNotFoundError(f"{build}: no manifest.json; is it a folder written by `sureon build public`?")
-    configs = [c["config_name"] for c in json.loads(manifest.read_text(encoding="utf-8")).get("configs", [])]
+        raise InputError(f"{build}: no manifest.json; is it a folder written by `sureon build public`?")
+    try:
+        configs = [c["config_name"] for c in json.loads(manifest.read_text(encoding="utf-8")).get("configs", [])]
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, KeyError, TypeError) as err:
+        raise InputError(f"{manifest}: not the manifest `sureon build public` writes ({err}): rebuild it") from None
     benchmarks = [c for c in configs if c.startswith("bench-")]
     if not benchmarks:
         raise InputError(f"{build}: no bench-* configs (built with --no-benchmarks?)")
@@ -501,6 +508,15 @@ def export_vlmevalkit(
         raise InputError("--benchmark names configs of a public build: give --public too")
     if not name.replace("_", "").replace("-", "").isalnum():
         raise InputError(f"--name {name!r}: letters, digits, - and _ only (it names files and VLMEvalKit datasets)")
+    from builders.hub import check_build_path
+    from recipes.evaluation.public.evaluate import check_benchmarks
+
+    if dataset is not None:
+        check_build_path(dataset, "--dataset")
+    if public is not None:
+        check_build_path(public, "--public")
+        names = benchmarks or public_benchmarks(Path(public).expanduser().resolve())
+        check_benchmarks(Path(public), names, option="--public")
     out = Path(out)
     with staged_output(out, overwrite) as staging:
         entries = export_sureon(dataset, staging, name, config, split, max_frames) if dataset is not None else {}
@@ -523,7 +539,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-frames",
-        type=int,
+        type=positive_int,
         help="frames shown per Sureon clip, chosen as training and `sureon eval sureon --max-frames` choose them "
         "(default: every frame the build stored, the benchmark's protocol)",
     )

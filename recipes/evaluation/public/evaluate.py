@@ -38,6 +38,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+from builders.arguments import positive_int
 from builders.errors import InputError
 from builders.hub import check_build_path, media_root, resolve_frames
 from builders.prompt import format_messages
@@ -54,6 +55,7 @@ from recipes.evaluation.runner import (
     add_system_prompt_arguments,
     backend_from_args,
     check_counts,
+    check_sources,
     resolve_settings,
     run_settings,
     system_prompt_of,
@@ -107,7 +109,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         device_help="transformers device (default: cuda:LOCAL_RANK when available, else cpu)",
     )
     add_system_prompt_arguments(parser)
-    parser.add_argument("--limit", type=int, help="only the first N rows of each benchmark (smoke runs)")
+    parser.add_argument("--limit", type=positive_int, help="only the first N rows of each benchmark (smoke runs)")
     return parser
 
 
@@ -211,18 +213,34 @@ class RankCache(GenerationCache):
 # ---- the run ------------------------------------------------------------------------------------------------------
 
 
+PUBLIC_BUILD = "the public benchmarks are the bench-* configs of a public build (`sureon build public`)"
+
+
+def check_benchmarks(dataset: Path, names: list[str], option: str = "--dataset") -> None:
+    """Every ``--benchmark`` is a ``bench-*`` config of the build, checked on its card before anything loads; the
+    message names the benchmarks the build has."""
+    from datasets import get_dataset_config_names
+
+    for name in names:
+        if not name.startswith("bench-"):
+            raise InputError(f"--benchmark {name}: {PUBLIC_BUILD}")
+    check_build_path(dataset, option)
+    if not Path(dataset).expanduser().is_dir():
+        return  # a Hub id: load_benchmark reports what it lacks
+    configs = get_dataset_config_names(str(dataset))
+    missing = [name for name in names if name not in configs]
+    if missing:
+        benchmarks = [config for config in configs if config.startswith("bench-")]
+        has = f"its benchmarks: {', '.join(benchmarks)}" if benchmarks else f"it has none: {PUBLIC_BUILD}"
+        raise InputError(f"{dataset} has no benchmark {', '.join(missing)} ({has})")
+
+
 def load_benchmark(dataset: Path, name: str, limit: int | None):
-    from datasets import load_dataset
+    from recipes.evaluation.inputs import load_build
 
     if not name.startswith("bench-"):
-        raise InputError(f"--benchmark {name}: the public benchmarks are the build's bench-* configs")
-    check_build_path(dataset)
-    try:
-        rows = load_dataset(str(dataset), name, split="test")
-    except ValueError as error:
-        raise InputError(
-            f"{dataset}: no benchmark config {name} ({error}); see its manifest.json 'benchmarks'"
-        ) from None
+        raise InputError(f"--benchmark {name}: {PUBLIC_BUILD}")
+    rows = load_build(dataset, name, "test", expected=PUBLIC_BUILD)
     return rows.select(range(min(limit, len(rows)))) if limit else rows
 
 
@@ -262,6 +280,8 @@ def generate_shard(
 def run(args) -> int:
     resolve_settings(args)
     check_counts(limit=args.limit, max_new_tokens=args.max_new_tokens)
+    check_benchmarks(args.dataset, args.benchmarks)
+    check_sources(args)
     rank, world_size, local_rank = world()
     model = args.model_name or args.model
     if args.backend == "transformers" and args.device is None:

@@ -176,7 +176,9 @@ def load_groups(specs: list[str], exclusions: dict) -> dict[tuple[str, str, str,
     for spec in specs:
         name, path = named_path(spec)
         rows = records_of(path, name, "public") if is_prediction_table(path) else read_jsonl(path)
+        read = 0
         for where, row in rows:
+            read += 1
             record = validate(row, where)
             model = name or row.get("model")
             if not model:
@@ -195,6 +197,8 @@ def load_groups(specs: list[str], exclusions: dict) -> dict[tuple[str, str, str,
                 group.excluded_videos.add(record["video_id"])
             else:
                 group.rows.append(record)
+        if not read:
+            raise InputError(f"{path}: no predictions in the file")
     if not groups:
         raise InputError("no predictions in the given files")
     return dict(groups)

@@ -38,8 +38,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from builders.arguments import positive_int
 from builders.errors import InputError
-from builders.hub import check_build_path, frames_are_files, media_root, resolve_frames
+from builders.hub import frames_are_files, media_root, resolve_frames
 from builders.prompt import answer_target, format_messages, protocol_label
 from builders.sureon.categories import CATEGORIES, MCQ, ORDERING
 from recipes.evaluation.answers import parse_answer
@@ -57,6 +58,7 @@ from recipes.evaluation.runner import (
     add_system_prompt_arguments,
     backend_from_args,
     check_counts,
+    check_sources,
     resolve_settings,
     run_settings,
     system_prompt_of,
@@ -80,6 +82,7 @@ PREDICTION_FIELDS = (
     "scored_by",
 )
 ROWS_PER_CHUNK = 64  # rows whose frames are held in memory at once
+SUREON_BUILD = "`sureon eval sureon` reads a Sureon build (`sureon build sureon`; the benchmark is its bench config)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -105,7 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--judge-prompt", type=Path, help="judge prompt file (default: recipes/evaluation/prompts/...)"
     )
     add_system_prompt_arguments(parser)
-    parser.add_argument("--limit", type=int, help="evaluate only the first N questions (smoke runs)")
+    parser.add_argument("--limit", type=positive_int, help="evaluate only the first N questions (smoke runs)")
     return parser
 
 
@@ -119,10 +122,11 @@ def make_parser() -> argparse.ArgumentParser:
 def load_benchmark(args):
     """The benchmark split with frames left encoded (decoded only for the questions still to generate); frames stored
     as files (a training config's default layout) stay paths, resolved against the build by ``generate_all``."""
-    from datasets import Image, List, load_dataset
+    from datasets import Image, List
 
-    check_build_path(args.dataset)
-    dataset = load_dataset(str(args.dataset), args.config, split=args.split)
+    from recipes.evaluation.inputs import load_build
+
+    dataset = load_build(args.dataset, args.config, args.split, expected=SUREON_BUILD)
     if "frames" in dataset.column_names and not frames_are_files(dataset.features):
         dataset = dataset.cast_column("frames", List(Image(decode=False)))
     if args.limit:
@@ -296,6 +300,7 @@ def summarize(predictions: list[dict], modes: list[str]) -> dict:
 def run(args) -> int:
     resolve_settings(args)
     check_counts(limit=args.limit, max_new_tokens=args.max_new_tokens)
+    check_sources(args)
     modes = MODES[args.mode]
     model_name = args.model_name or args.model
     dataset = load_benchmark(args)

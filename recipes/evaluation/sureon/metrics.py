@@ -108,20 +108,33 @@ def parse_prediction(row: dict, where: str) -> Prediction:
 
 
 def read_jsonl(path: str | Path) -> Iterable[tuple[str, dict]]:
-    """``("file:line", object)`` for every non-blank line; a malformed line is an error naming it."""
+    """``("file:line", object)`` for every non-blank line; a malformed line (not JSON, not a JSON object, not UTF-8)
+    is an error naming the file and the line. A run folder or a bare word (a name typed without ``NAME=``) is named
+    as such."""
     path = Path(path)
+    if path.is_dir():
+        inside = " (it holds predictions.jsonl: give that file)" if (path / "predictions.jsonl").is_file() else ""
+        raise PredictionError(f"{path} is a folder, not a prediction file{inside}")
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such prediction file")
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield f"{path}:{number}", json.loads(line)
-            except json.JSONDecodeError as err:
-                raise PredictionError(
-                    f"{path}:{number}: not valid JSON ({err.msg}); one JSON object per line"
-                ) from None
+        hint = "; to name a run, write NAME=PATH" if not path.suffix and len(path.parts) == 1 else ""
+        raise PredictionError(f"{path}: no such prediction file{hint}")
+    number = 0
+    try:
+        with path.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise PredictionError(
+                        f"{path}:{number}: not valid JSON ({err.msg}); one JSON object per line"
+                    ) from None
+                if not isinstance(row, dict):
+                    raise PredictionError(f"{path}:{number}: a JSON {type(row).__name__}, not an object; one per line")
+                yield f"{path}:{number}", row
+    except UnicodeDecodeError:
+        raise PredictionError(f"{path}:{number + 1}: not UTF-8 text: is it a JSONL prediction file?") from None
 
 
 def prediction_rows(path: str | Path, model: str | None = None) -> Iterable[tuple[str, dict]]:

@@ -28,6 +28,7 @@ import argparse
 import json
 from pathlib import Path
 
+from builders.arguments import float_range, non_negative_int, positive_int
 from builders.errors import InputError
 from builders.plots import pyplot, save_figure
 from builders.sureon.categories import BY_CODE
@@ -524,14 +525,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--accuracies", type=Path, help="render a Table 14 from stated accuracies (JSON rows of model, n, accuracy)"
     )
-    parser.add_argument("--resamples", type=int, default=N_RESAMPLES, help="bootstrap resamples over items")
+    parser.add_argument("--resamples", type=positive_int, default=N_RESAMPLES, help="bootstrap resamples over items")
     parser.add_argument(
         "--mcnemar-exact-below",
-        type=int,
+        type=non_negative_int,
         metavar="N",
         help="chi-square McNemar once a pair has N or more discordant items (default: exact for every pair)",
     )
-    parser.add_argument("--alpha", type=float, default=0.05, help="family-wise level of the Holm correction")
+    parser.add_argument(
+        "--alpha",
+        type=float_range(0.0, 1.0, low_open=True),
+        default=0.05,
+        help="family-wise level of the Holm correction",
+    )
     parser.add_argument(
         "--paper", type=Path, default=PAPER_TABLE3, help="the seed's Table 3 rows (JSON) printed beside ours"
     )

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from builders.arguments import int_range, positive_int
 from builders.errors import InputError
 from builders.jsonl_log import AppendOnlyJsonl
 from builders.options import LETTERS, stable_seed
@@ -49,6 +50,7 @@ NUM_OPTIONS = 4
 DEFAULT_BATCH_SIZE = 8
 REQUIRED_COLUMNS = ("id", "question", "options", "answer_index", "domain", "question_type")
 CACHE_FILE = "scores_cache.jsonl"
+SURGIQ_BUILD = "SurgiQ is read from a build of `sureon build surgiq` (configs default and shuffled)"
 
 
 def label_token_ids(tokenizer, num_options: int = NUM_OPTIONS) -> dict[str, dict[str, tuple[int, ...]]]:
@@ -321,9 +323,9 @@ class EvalResult:
 
 
 def load_surgiq(dataset: str, config: str, split: str) -> list[dict]:
-    from datasets import load_dataset
+    from recipes.evaluation.inputs import load_build
 
-    ds = load_dataset(dataset, config, split=split)
+    ds = load_build(dataset, config, split, expected=SURGIQ_BUILD)
     missing = [c for c in REQUIRED_COLUMNS if c not in ds.column_names]
     if missing:
         raise InputError(
@@ -402,10 +404,15 @@ def evaluate(opts: EvalOptions) -> EvalResult:
     """Load the model and dataset, score every question (resuming from the cache), write the outputs."""
     import torch
 
+    from recipes.evaluation.inputs import check_model_path
     from recipes.training.modeling import load_model, load_processor, resolve_system_prompt, tokenizer_of
 
     if not 0 <= opts.shots <= MAX_SHOTS:
         raise InputError(f"--shots must be 0..{MAX_SHOTS}, got {opts.shots}")
+    for flag, value in (("--batch-size", opts.batch_size), ("--bins", opts.n_bins)):
+        if value < 1:
+            raise InputError(f"{flag} {value}: give a positive number")
+    check_model_path(opts.model, "--model", opts.revision)
     records = load_surgiq(opts.dataset, opts.config, opts.split)
     pool = fewshot_pool(records) if opts.shots else []
     pool_ids = {r["id"] for r in pool}
@@ -461,9 +468,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--dataset", required=True, help="a folder built by `sureon build surgiq`, or its Hub id")
     parser.add_argument("--config", default="default", help="default (stored order) or shuffled")
     parser.add_argument("--split", default="test")
-    parser.add_argument("--shots", type=int, default=0, choices=range(MAX_SHOTS + 1), help="few-shot demonstrations")
+    parser.add_argument("--shots", type=int_range(0, MAX_SHOTS), default=0, help="few-shot demonstrations")
     parser.add_argument("--out", required=True, type=Path, help="output folder (also holds the score cache)")
-    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
+    parser.add_argument("--batch-size", type=positive_int, default=DEFAULT_BATCH_SIZE)
     parser.add_argument("--revision", help="model revision (branch, tag or commit)")
     parser.add_argument("--dtype", help="auto (default), bfloat16, float16 or float32")
     parser.add_argument("--attn-implementation", help="sdpa, flash_attention_2, eager (default: best available)")
@@ -476,8 +483,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "training_complete.json stored with its weights)",
     )
     prompt.add_argument("--no-system-prompt", action="store_true", help="with --chat-template: no system turn")
-    parser.add_argument("--limit", type=int, help="score only the first N questions (smoke runs)")
-    parser.add_argument("--bins", type=int, default=DEFAULT_BINS, help="ECE / reliability-diagram bins")
+    parser.add_argument("--limit", type=positive_int, help="score only the first N questions (smoke runs)")
+    parser.add_argument("--bins", type=positive_int, default=DEFAULT_BINS, help="ECE / reliability-diagram bins")
     return parser
 
 

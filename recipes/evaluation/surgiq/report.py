@@ -28,6 +28,9 @@ from builders.surgiq.build import DOMAINS, QUESTION_TYPES, in_vocabulary_order
 from recipes.evaluation.surgiq.calibration import DEFAULT_BINS
 
 
+PREDICTION_KEYS = ("id", "domain", "question_type", "answer", "correct", "probabilities")  # what the tables read
+
+
 @dataclass
 class Run:
     name: str
@@ -48,11 +51,21 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
     report_file = folder / "report.json"
     if not predictions_file.is_file() or not report_file.is_file():
         raise FileNotFoundError(f"{path}: expected predictions.jsonl and report.json from `sureon eval surgiq`")
-    report = json.loads(report_file.read_text())
-    missing = [key for key in ("model", "config", "shots") if key not in report]
+    from recipes.evaluation.sureon.metrics import read_jsonl
+
+    try:
+        report = json.loads(report_file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise InputError(f"{report_file}: not valid JSON ({err}): is it a `sureon eval surgiq` report?") from None
+    missing = [key for key in ("model", "config", "shots") if not isinstance(report, dict) or key not in report]
     if missing:
         raise InputError(f"{report_file} lacks {missing}: is it a `sureon eval surgiq` report?")
-    predictions = [json.loads(line) for line in predictions_file.read_text().splitlines() if line.strip()]
+    predictions = []
+    for where, row in read_jsonl(predictions_file):
+        absent = [key for key in PREDICTION_KEYS if key not in row]
+        if absent:
+            raise InputError(f"{where}: no {', '.join(absent)}: is it a `sureon eval surgiq` predictions file?")
+        predictions.append(row)
     if not predictions:
         raise InputError(f"{predictions_file} holds no predictions")
     return Run(name or report["model"], report["config"], int(report["shots"]), folder, predictions)
