@@ -6,13 +6,13 @@ mapping requires (or one the user mapped explicitly) that the files lack is an e
 found. Row problems are collected as :class:`RowError` and raised together, so one run shows every fix to make.
 """
 
+import difflib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import ClassVar
 
-import yaml
-
 from builders.options import LETTERS
+from builders.yaml_file import load_yaml_mapping
 
 
 MAX_ERRORS_SHOWN = 20
@@ -32,17 +32,30 @@ class ColumnMapping:
     ERROR: ClassVar[type[ValueError]] = ValueError
 
     @classmethod
-    def from_overrides(cls, overrides: dict[str, object]):
+    def from_overrides(cls, overrides: dict[str, object], where: str = "--column"):
+        """The mapping with ``overrides`` (``field: column``) applied; an unknown field (with the field likely meant),
+        a value that is not a column name, or a required field switched off is an error naming it."""
         known = {f.name for f in fields(cls) if f.name != "explicit"}
-        unknown = sorted(set(overrides) - known)
+        unknown = sorted(set(overrides) - known, key=str)
         if unknown:
-            raise cls.ERROR(f"unknown mapping field(s) {unknown}; known fields: {sorted(known)}")
+            close = difflib.get_close_matches(str(unknown[0]), sorted(known), n=1)
+            meant = f" (did you mean {close[0]!r}?)" if close else ""
+            raise cls.ERROR(f"{where}: unknown mapping field(s) {unknown}{meant}; known fields: {sorted(known)}")
         values = {}
         for name, value in overrides.items():
             if name == "option_columns" and isinstance(value, str):
                 value = [part.strip() for part in value.split(",") if part.strip()]
             elif isinstance(value, str) and value.strip().lower() in ("", "none", "null"):
                 value = None
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                value = str(value)  # a column named 2024 is read by YAML as a number
+            if name == "option_columns":
+                if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                    raise cls.ERROR(f"{where}: option_columns: {value!r} is not a list of column names (A, B, C, D)")
+            elif value is not None and not isinstance(value, str):
+                raise cls.ERROR(f"{where}: {name}: {value!r} is not a column name (give one column, or none)")
+            if value is None and name in cls.REQUIRED:
+                raise cls.ERROR(f"{where}: {name} is required and cannot be none; map it to the column that holds it")
             values[name] = value
         return cls(**values, explicit=frozenset(values))
 
@@ -50,16 +63,14 @@ class ColumnMapping:
     def from_cli(cls, pairs: list[str] | None, columns_file: str | None = None):
         overrides: dict[str, object] = {}
         if columns_file:
-            loaded = yaml.safe_load(Path(columns_file).read_text()) or {}
-            if not isinstance(loaded, dict):
-                raise cls.ERROR(f"{columns_file}: expected a mapping of field: column, got {type(loaded).__name__}")
-            overrides.update(loaded)
+            overrides.update(read_columns_file(columns_file, cls.ERROR))
         for pair in pairs or []:
             name, sep, column = pair.partition("=")
             if not sep:
                 raise cls.ERROR(f"--column {pair!r}: expected field=column, e.g. --column question=question_text")
             overrides[name.strip()] = column.strip()
-        return cls.from_overrides(overrides)
+        where = " / ".join([f"--columns-file {columns_file}"] * bool(columns_file) + ["--column"] * bool(pairs))
+        return cls.from_overrides(overrides, where or "--column")
 
     def resolve(self, found: list[str], where: str) -> dict[str, str | None]:
         """Field -> column actually present; raise if a required or explicitly mapped column is absent."""
@@ -103,6 +114,13 @@ class ColumnMapping:
             if len(names) >= 2:
                 return names
         return []
+
+
+def read_columns_file(path: str | Path, error: type[ValueError] = ValueError) -> dict:
+    """The ``field: column`` mapping of a ``--columns-file``; a missing file, a file that is not UTF-8 or not YAML
+    (with the line of the problem), or YAML that is not a mapping is ``error`` naming the file and the fix."""
+    example = "question: stem (one field: column a line)"
+    return load_yaml_mapping(path, "--columns-file", example, allow_empty=True, error=error)
 
 
 @dataclass

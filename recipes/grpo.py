@@ -46,7 +46,13 @@ if str(REPO_ROOT) not in sys.path:  # `accelerate launch recipes/grpo.py` runs t
     sys.path.insert(0, str(REPO_ROOT))
 
 from recipes.evaluation.rewards import reward_functions  # noqa: E402
-from recipes.sft import available_reporters, configure_reporting, last_checkpoint, recipe_path  # noqa: E402
+from recipes.sft import (  # noqa: E402
+    RecipeParser,
+    available_reporters,
+    configure_reporting,
+    last_checkpoint,
+    recipe_path,
+)
 from recipes.training.grpo_data import grpo_dataset  # noqa: E402
 from recipes.training.grpo_trainer import VisualGRPOTrainer  # noqa: E402
 from recipes.training.mixture import build_mixture, mixture_summary, parse_mixture  # noqa: E402
@@ -61,6 +67,7 @@ from recipes.training.modeling import (  # noqa: E402
     tokenizer_of,
     training_record,
 )
+from recipes.training.recipe_file import GRPO, run_script  # noqa: E402
 
 
 logger = logging.getLogger("sureon.grpo")
@@ -79,7 +86,10 @@ class GRPOScriptArguments:
         default_factory=lambda: list(DEFAULT_REWARDS),
         metadata={"help": "rewards (recipes.evaluation.rewards); weights: GRPOConfig's reward_weights"},
     )
-    frames_as: str = field(default="video", metadata={"help": "clip frames as one 'video' or as tagged 'images'"})
+    frames_as: str = field(
+        default="video",
+        metadata={"help": "clip frames as one 'video' or as tagged 'images'", "choices": ["video", "images"]},
+    )
     max_frames: int | None = field(default=8, metadata={"help": "frames per clip (evenly subsampled above it)"})
     image_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per image"})
     video_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per clip (all its frames)"})
@@ -104,7 +114,7 @@ class GRPOScriptArguments:
 
 
 def make_parser() -> TrlParser:
-    return TrlParser((GRPOScriptArguments, GRPOConfig, ModelConfig))
+    return RecipeParser((GRPOScriptArguments, GRPOConfig, ModelConfig), GRPO)
 
 
 def set_fields(training_args: GRPOConfig, **values) -> None:
@@ -300,7 +310,13 @@ def write_card(script_args, training_args, stages: list[dict], base_model: str, 
     return path
 
 
+def cli(argv: list[str] | None = None) -> int:
+    """``python recipes/grpo.py --config RECIPE [--field value ...]``: 0 when trained; a mistake in the recipe, the
+    options or the data is one line, ``error: ...``, and status 2 (``recipes.training.recipe_file.run_script``)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    return run_script(lambda: main(*make_parser().parse_args_and_config(argv), recipe=recipe_path(argv)))
+
+
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    parser = make_parser()
-    main(*parser.parse_args_and_config(), recipe=recipe_path(sys.argv))
+    sys.exit(cli())

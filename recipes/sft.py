@@ -46,6 +46,15 @@ from recipes.training.modeling import (  # noqa: E402
     load_processor,
     tokenizer_of,
 )
+from recipes.training.recipe_file import (  # noqa: E402
+    SFT,
+    RecipeError,
+    check_fields,
+    config_path,
+    read_recipe,
+    run_script,
+    settable_fields,
+)
 
 
 logger = logging.getLogger("sureon.sft")
@@ -66,7 +75,10 @@ class SFTScriptArguments:
         },
     )
     blind: bool = field(default=False, metadata={"help": "drop every frame and image: question + options only"})
-    frames_as: str = field(default="video", metadata={"help": "clip frames as one 'video' or as tagged 'images'"})
+    frames_as: str = field(
+        default="video",
+        metadata={"help": "clip frames as one 'video' or as tagged 'images'", "choices": ["video", "images"]},
+    )
     max_frames: int | None = field(default=8, metadata={"help": "frames per clip (evenly subsampled above it)"})
     image_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per image"})
     video_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per clip (all its frames)"})
@@ -105,8 +117,34 @@ class SFTScriptArguments:
     hub_model_name: str | None = field(default=None, metadata={"help": "model name in the card"})
 
 
+class RecipeParser(TrlParser):
+    """TRL's parser, with the recipe read strictly first (``recipes.training.recipe_file``): a misspelt key, or a value
+    of the wrong type or out of range, is one error naming it before anything loads (TRL would take a non-string value
+    of any type as it stands); a value TRL's own dataclasses refuse (``bf16`` on a machine without a GPU, a generation
+    batch GRPO cannot split) is a user error naming the recipe, not a traceback. ``recipes/grpo.py`` uses it too."""
+
+    def __init__(self, dataclass_types, kind: str):
+        super().__init__(dataclass_types)
+        self.kind = kind
+
+    def parse_args_and_config(self, args=None, *rest, **kwargs):
+        args = list(args) if args is not None else sys.argv[1:]
+        recipe = config_path(args)
+        if recipe is not None:
+            # The model may come from the command line (--model_name_or_path); main() checks that one is given.
+            required = "--model_name_or_path" not in args
+            read_recipe(recipe, self.kind, dataclass_types=self.dataclass_types, require_model=required)
+        try:
+            return super().parse_args_and_config(args, *rest, **kwargs)
+        except InputError:
+            raise
+        except ValueError as err:  # TrainingArguments / GRPOConfig refusing a setting in __post_init__
+            where = f"training recipe {recipe}" if recipe else "the command line"
+            raise RecipeError(f"{where}: {' '.join(str(err).split())}") from err
+
+
 def make_parser() -> TrlParser:
-    return TrlParser((SFTScriptArguments, SFTConfig, ModelConfig))
+    return RecipeParser((SFTScriptArguments, SFTConfig, ModelConfig), SFT)
 
 
 def stage_plan(script_args: SFTScriptArguments, training_args: SFTConfig) -> list[dict]:
@@ -115,16 +153,20 @@ def stage_plan(script_args: SFTScriptArguments, training_args: SFTConfig) -> lis
         raise InputError("give either dataset_mixture (one stage) or stages (each with its dataset_mixture), not both")
     if not script_args.stages:
         return [{"name": None, "dataset_mixture": script_args.dataset_mixture, "output_dir": training_args.output_dir}]
-    training_fields = {f.name for f in dataclasses.fields(SFTConfig) if f.init}
-    script_fields = {f.name for f in dataclasses.fields(SFTScriptArguments)} - {"stages", "dataset_mixture"}
+    fields = settable_fields(SFTScriptArguments, SFTConfig)
+    for nested in ("stages", "dataset_mixture"):
+        fields.pop(nested)
     plan = []
     for number, stage in enumerate(script_args.stages, start=1):
         stage = dict(stage)
         name = str(stage.pop("name", f"stage{number}"))
         mixture = stage.pop("dataset_mixture", None)
-        unknown = set(stage) - training_fields - script_fields
-        if unknown:
-            raise InputError(f"stage {name!r}: unknown keys {sorted(unknown)}")
+        # A stage's settings bypass argparse: converted here as the recipe reader converts them (`5e-6` is a string
+        # to YAML), an unknown key or a wrong value named.
+        problems: list[str] = []
+        stage = check_fields(stage, fields, problems, prefix=f"stage {name!r}: ", where_known="a stage")
+        if problems:
+            raise InputError("; ".join(problems))
         plan.append(
             {
                 "name": name,
@@ -377,7 +419,13 @@ def recipe_path(argv: list[str]) -> str | None:
     return argv[argv.index("--config") + 1] if "--config" in argv else None
 
 
+def cli(argv: list[str] | None = None) -> int:
+    """``python recipes/sft.py --config RECIPE [--field value ...]``: 0 when trained; a mistake in the recipe, the
+    options or the data is one line, ``error: ...``, and status 2 (``recipes.training.recipe_file.run_script``)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    return run_script(lambda: main(*make_parser().parse_args_and_config(argv), recipe=recipe_path(argv)))
+
+
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    parser = make_parser()
-    main(*parser.parse_args_and_config(), recipe=recipe_path(sys.argv))
+    sys.exit(cli())

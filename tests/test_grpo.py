@@ -31,7 +31,7 @@ from recipes.evaluation.rewards import (
     reward_functions,
     temporal_iou,
 )
-from recipes.grpo import main, make_parser
+from recipes.grpo import cli, main, make_parser
 from recipes.training.grpo_data import REFERENCE_COLUMNS, grpo_dataset, reference_columns
 from recipes.training.mixture import build_mixture, parse_mixture
 from sureon.cli import main as cli_main
@@ -401,3 +401,33 @@ def test_use_vllm_without_vllm_is_refused_before_any_weights_load(sureon_build, 
     with pytest.raises(ValueError, match="use_vllm: true, but vLLM is not installed"):
         run_grpo(path)
     assert not (tmp_path / "vllm").exists()
+
+
+GRPO_MISTAKES = {
+    "stages (an SFT key)": ({"stages": [{"name": "a"}]}, "unknown key 'stages' (not a setting of recipes/grpo.py"),
+    "a misspelt reward": (
+        {"reward_funcs": ["mcq_acuracy"], "reward_weights": [1.0]},
+        "reward_funcs: unknown reward 'mcq_acuracy' (did you mean 'mcq_accuracy'?)",
+    ),
+    "reward_funcs as one string": ({"reward_funcs": "format"}, "reward_funcs: 'format' is not a list of strings"),
+    "one generation": ({"num_generations": 1}, "num_generations: 1 is not an integer of at least 2"),
+    "a batch GRPO cannot split": (
+        {"per_device_train_batch_size": 3},
+        "generation_batch_size (3) must be divisible by num_generations (2)",
+    ),
+    "a misspelt key": ({"max_completion_lenght": 8}, "(did you mean 'max_completion_length'?)"),
+}
+
+
+@pytest.mark.parametrize("mistake", list(GRPO_MISTAKES))
+def test_a_grpo_recipe_mistake_is_one_line_before_anything_loads(mistake, tmp_path, capsys):
+    """`python recipes/grpo.py --config RECIPE`: the recipe read strictly against GRPOConfig and its own arguments;
+    each mistake is one line naming the file, exit status 2, nothing written."""
+    change, says = GRPO_MISTAKES[mistake]
+    config = yaml.safe_load(TINY_RECIPE.read_text()) | {"output_dir": str(tmp_path / "run")} | change
+    path = tmp_path / "grpo.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert cli(["--config", str(path)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"error: training recipe {path}: ") and says in error and "\n" not in error, error
+    assert not (tmp_path / "run").exists()

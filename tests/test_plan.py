@@ -259,7 +259,7 @@ def test_gpu_benchmark_8b_on_a_gpu(tmp_path):
 def test_a_file_that_is_not_a_yaml_recipe_is_refused_in_one_line(capsys):
     assert cli_main(["plan", "--config", str(REPO / "README.md")]) == 2
     error = capsys.readouterr().err.strip()
-    assert error.startswith(f"error: {REPO / 'README.md'}: not a YAML training recipe (line ") and "\n" not in error
+    assert error.startswith(f"error: training recipe {REPO / 'README.md'}: not YAML (line ") and "\n" not in error
 
 
 @pytest.mark.parametrize("form", ["absolute", "./", "../", "existing parent"])

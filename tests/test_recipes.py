@@ -79,6 +79,39 @@ def test_recipe_parses_into_a_plan(path):
         assert "H200" in first_line or "GPU" in first_line
 
 
+@pytest.mark.parametrize("path", RECIPES, ids=lambda p: str(p.relative_to(REPO / "recipes")))
+def test_recipe_reads_strictly_as_its_script_reads_it(path):
+    """Every shipped recipe passes the strict reader `sureon plan` and both launch scripts use, as the recipe of
+    the script its folder names, and is told apart as such from its keys alone."""
+    from recipes.training.recipe_file import GRPO, SFT, detect_kind, load_recipe_yaml, read_recipe
+
+    kind = GRPO if path.parent.name == "grpo" else SFT
+    recipe = read_recipe(path, kind)
+    assert detect_kind(load_recipe_yaml(path)) == kind
+    assert isinstance(recipe["learning_rate"], float) and recipe["model_name_or_path"]
+
+
+def test_the_strict_reader_converts_as_argparse_and_lists_every_problem(tmp_path):
+    """YAML reads `1e-5` as a string: it converts to the field's type, as TRL's parser converts it; every problem of
+    a recipe is listed in one line, so that one edit fixes them all."""
+    from recipes.training.recipe_file import RecipeError, read_recipe
+
+    path = tmp_path / "recipe.yaml"
+    recipe = yaml.safe_load((REPO / "recipes" / "tiny" / "sft" / "config_smoke.yaml").read_text())
+    path.write_text(yaml.safe_dump(recipe | {"learning_rate": "1e-5", "blind": "yes", "max_frames": "4"}))
+    read = read_recipe(path)
+    assert (read["learning_rate"], read["blind"], read["max_frames"]) == (1e-5, True, 4)
+    path.write_text(yaml.safe_dump(recipe | {"learning_rate": "fast", "max_frame": 4, "dtype": "bf16"}))
+    with pytest.raises(RecipeError) as err:
+        read_recipe(path)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(f"training recipe {path}: ")
+    assert "learning_rate: 'fast' is not a number" in message
+    assert "unknown key 'max_frame' (did you mean 'max_frames'?)" in message
+    assert "dtype: 'bf16' is not one of ['auto', 'bfloat16', 'float16', 'float32']" in message
+    assert "(did you mean 'bfloat16'?)" in message
+
+
 def check_grpo_recipe(path, argv):
     """A GRPO recipe parses with recipes/grpo.py's parser; its rewards exist, one weight each; its sources load."""
     from recipes.evaluation.rewards import reward_functions

@@ -4,6 +4,8 @@ a few real optimizer steps per modality, freezing, LoRA, folds, two-stage schedu
 import itertools
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +17,7 @@ from PIL import Image
 
 from builders.prompt import answer_target
 from builders.sureon.clips import format_clock
-from recipes.sft import main, make_parser
+from recipes.sft import cli, main, make_parser
 from recipes.training.chat_inputs import flatten_text, split_visuals, video_metadata
 from recipes.training.collator import SFTCollator
 from recipes.training.freezing import parameter_group
@@ -266,8 +268,10 @@ def test_mixture_weights_folds_and_unknown_keys(sureon_build):
     assert [item.rows_used for item in loaded] == [10, 28]
     again = build_mixture([half, twice])[1]
     assert index["row"] == again["row"]
-    with pytest.raises(ValueError, match="unknown keys"):
+    with pytest.raises(ValueError, match=r"unknown key 'wieght' \(did you mean 'weight'\?\)"):
         parse_mixture([{"path": "x", "wieght": 2}])
+    with pytest.raises(ValueError, match=r"dataset_mixture\[0\]: max_samples: 'ten' is not an integer or null"):
+        parse_mixture([{"path": "x", "max_samples": "ten"}])
     loaded, index, folds = build_mixture(
         [MixtureSource(**video_source(sureon_build, name="train_all"))], fold=1, num_folds=3
     )
@@ -575,3 +579,71 @@ def test_the_fused_lm_head_scores_only_labelled_positions_on_a_cpu_with_the_same
     for a, b in zip(every[:3], labelled[:3], strict=True):
         assert torch.allclose(a, b, atol=1e-5)
     assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(every[3], labelled[3], strict=True))
+
+
+# --- a recipe mistake is one line ------------------------------------------------------------------------------------
+
+SMOKE_RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "tiny" / "sft" / "config_smoke.yaml"
+
+
+def smoke_variant(tmp_path: Path, text: str | None = None, **changes) -> Path:
+    """The tiny smoke recipe with ``changes`` (a value of ``...`` drops the key), or ``text`` as it stands."""
+    import yaml
+
+    path = tmp_path / "recipe.yaml"
+    if text is None:
+        recipe = yaml.safe_load(SMOKE_RECIPE.read_text()) | {"output_dir": str(tmp_path / "run")} | changes
+        text = yaml.safe_dump({key: value for key, value in recipe.items() if value is not ...}, sort_keys=False)
+    path.write_text(text)
+    return path
+
+
+RECIPE_MISTAKES = {
+    "misspelt key": (
+        {"per_device_train_bach_size": 2},
+        "unknown key 'per_device_train_bach_size' (did you mean 'per_device_train_batch_size'?)",
+    ),
+    "wrong type": ({"max_frames": "eight"}, "max_frames: 'eight' is not an integer or null"),
+    "negative learning rate": ({"learning_rate": -1e-5}, "learning_rate: -1e-05 is not a number greater than 0"),
+    "batch of 0": ({"per_device_train_batch_size": 0}, "per_device_train_batch_size: 0 is not an integer of at least"),
+    "no model": ({"model_name_or_path": ...}, "model_name_or_path is missing"),
+    "a misspelt stage key": (
+        {"dataset_mixture": ..., "stages": [{"name": "a", "dataset_mixture": ["x"], "num_train_epoch": 1}]},
+        "stage 'a': unknown key 'num_train_epoch' (did you mean 'num_train_epochs'?)",
+    ),
+    "a source key of the wrong type": (
+        {"dataset_mixture": [{"path": "x", "max_samples": "all"}]},
+        "dataset_mixture[0]: max_samples: 'all' is not an integer or null",
+    ),
+    "a setting TrainingArguments refuses": (
+        {"load_best_model_at_end": True, "eval_strategy": "no"},
+        "--load_best_model_at_end requires the save and eval strategy to match",
+    ),
+    "not YAML": ("model_name_or_path: [a\nb: c\n", "not YAML (line 2"),
+    "empty": ("", "the file is empty"),
+    "a YAML list": ("- model_name_or_path: x\n", "got a YAML list"),
+}
+
+
+@pytest.mark.parametrize("mistake", list(RECIPE_MISTAKES))
+def test_a_recipe_mistake_is_one_line_before_anything_loads(mistake, tmp_path, capsys):
+    """`python recipes/sft.py --config RECIPE` reads the recipe strictly (recipes.training.recipe_file): each mistake
+    is one line naming the file and the key, exit status 2, and nothing is written."""
+    change, says = RECIPE_MISTAKES[mistake]
+    path = smoke_variant(tmp_path, change) if isinstance(change, str) else smoke_variant(tmp_path, **change)
+    assert cli(["--config", str(path)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"error: training recipe {path}: ") and says in error and "\n" not in error, error
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_script_prints_a_recipe_mistake_in_one_line(tmp_path):
+    """The launch line itself (`python recipes/sft.py --config ...`, what accelerate launches): one line, exit 2."""
+    path = smoke_variant(tmp_path, max_frames="eight")
+    script = Path(__file__).resolve().parents[1] / "recipes" / "sft.py"
+    command = [sys.executable, str(script), "--config", str(path)]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == f"error: training recipe {path}: max_frames: 'eight' is not an integer or null", last
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]

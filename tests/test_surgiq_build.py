@@ -151,6 +151,84 @@ def test_csv_errors_give_the_file_line(tmp_path, rows):
         read_surgiq([write_csv(tmp_path / "bad.csv", flat)])
 
 
+@pytest.mark.parametrize("layout", ["jsonl", "json", "csv", "parquet"])
+def test_text_that_is_not_utf8_names_the_file_and_line(tmp_path, rows, layout):
+    """A source saved as Latin-1 (or parquet strings that are not UTF-8) is refused naming the file and where, never a
+    bare codec error; a BOM at the start of a UTF-8 file is accepted."""
+    rows[1]["question"] = "Caf\u00e9 au lait: " + rows[1]["question"]
+    path = tmp_path / f"latin1.{layout}"
+    if layout == "jsonl":
+        path.write_bytes("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("latin-1"))
+        where = r"latin1\.jsonl line 2, column \d+: byte 0xe9 is not UTF-8"
+    elif layout == "json":
+        path.write_bytes(json.dumps(rows, ensure_ascii=False, indent=1).encode("latin-1"))
+        where = r"latin1\.json line \d+, column \d+: byte 0xe9 is not UTF-8"
+    elif layout == "csv":
+        path.write_bytes(write_csv(tmp_path / "utf8.csv", letter_columns(rows)).read_text().encode("latin-1"))
+        where = r"latin1\.csv line 3, column \d+: byte 0xe9 is not UTF-8"
+    else:
+        table = pa.Table.from_pylist(rows)
+        latin = pa.array([row["question"].encode("latin-1") for row in rows], pa.binary())
+        broken = pa.Array.from_buffers(pa.string(), len(latin), latin.buffers())
+        pq.write_table(table.set_column(table.column_names.index("question"), "question", broken), path)
+        where = r"latin1\.parquet row 1 column 'question': its text is not UTF-8"
+    with pytest.raises(SurgiqError, match=where):
+        read_surgiq([path])
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + write_jsonl(tmp_path / "plain.jsonl", rows).read_bytes())
+    assert len(read_surgiq([bom])[0]) == len(rows)
+
+
+def test_malformed_and_empty_files_name_the_file(tmp_path, rows):
+    lines = [json.dumps(r) for r in rows]
+    lines[4] = lines[4][:-1]  # the closing brace lost
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join(lines) + "\n")
+    with pytest.raises(SurgiqError, match=r"broken\.jsonl line 5, column \d+: not valid JSON"):
+        read_surgiq([broken])
+    for name, content in {
+        "empty.jsonl": "",
+        "blank.jsonl": "\n\n",
+        "empty.json": "[]",
+        "header.csv": "id,question\n",
+    }.items():
+        (tmp_path / name).write_text(content)
+        with pytest.raises(SurgiqError, match=f"{name}: holds no questions"):
+            read_surgiq([tmp_path / name])
+    (tmp_path / "not.parquet").write_text("id,question\n")
+    with pytest.raises(SurgiqError, match=r"not\.parquet: not a readable parquet file"):
+        read_surgiq([tmp_path / "not.parquet"])
+
+
+def test_excluding_every_question_is_refused_before_anything_is_written(tmp_path, rows):
+    source = write_jsonl(tmp_path / "a.jsonl", rows)
+    ids = tmp_path / "ids.txt"
+    ids.write_text("".join(r["id"] + "\n" for r in rows))
+    with pytest.raises(SurgiqError, match=f"all {len(rows)} questions of the sources are listed in --exclude-ids"):
+        build(tmp_path, [source], exclude_ids=ids)
+    with pytest.raises(SurgiqError, match="--exclude-ids .*nope.txt: no such file"):
+        build(tmp_path, [source], exclude_ids=tmp_path / "nope.txt")
+    assert not (tmp_path / "out").exists()
+
+
+def test_columns_files_that_cannot_be_read_name_the_file_and_line(tmp_path):
+    cases = {
+        "not_yaml.yaml": ("question: stem\noptions: [a, b\n", r"not_yaml\.yaml: not YAML \(line 3"),
+        "list.yaml": ("- question: stem\n", r"list\.yaml: expected a mapping of key: value, got a YAML list"),
+        "typo.yaml": ("questoin: stem\n", r"did you mean 'question'\?"),
+        "nested.yaml": ("question: {a: b}\n", r"question: \{'a': 'b'\} is not a column name"),
+        "required.yaml": ("id: none\n", "id is required and cannot be none"),
+    }
+    for name, (text, message) in cases.items():
+        (tmp_path / name).write_text(text)
+        with pytest.raises(SurgiqError, match=message):
+            SurgiqColumns.from_cli(None, str(tmp_path / name))
+    with pytest.raises(SurgiqError, match=r"missing\.yaml: no such file"):
+        SurgiqColumns.from_cli(None, str(tmp_path / "missing.yaml"))
+    (tmp_path / "numbers.yaml").write_text("question: 2024\n")
+    assert SurgiqColumns.from_cli(None, str(tmp_path / "numbers.yaml")).question == "2024"
+
+
 def test_missing_columns_and_mapping(tmp_path, rows):
     renamed = [{("stem" if k == "question" else k): v for k, v in r.items()} for r in rows]
     path = write_jsonl(tmp_path / "renamed.jsonl", renamed)

@@ -124,6 +124,21 @@ def test_reads_medmcqa_csv_and_pubmedqa_json(tmp_path):
         read_external(tmp_path / "ori_pqal.json", question_column="text")
 
 
+def test_external_files_that_cannot_be_read_name_the_file_and_line(tmp_path):
+    """External banks come from many sources: one saved as Latin-1, cut short, or empty is named with its line."""
+    latin = tmp_path / "medqa.jsonl"
+    latin.write_bytes(b'{"id": "1", "question": "Which?"}\n{"id": "2", "question": "Caf\xe9?"}\n')
+    with pytest.raises(ValueError, match=r"medqa\.jsonl line 2, column 29: byte 0xe9 is not UTF-8"):
+        read_external(latin)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text('{"id": "1", "question": "Which?"}\n{"id": "2", "question": "Wh\n')
+    with pytest.raises(ValueError, match=r"cut\.jsonl line 2, column \d+: not valid JSON"):
+        read_external(cut)
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(ValueError, match=r"empty\.csv: holds no questions"):
+        read_external(tmp_path / "empty.csv")
+
+
 def test_cli_flags_the_sample_duplicates_and_the_build_applies_the_list(tmp_path, capsys):
     source, external = SAMPLE_DIR / "surgiq_sample.jsonl", SAMPLE_DIR / "external_sample.jsonl"
     out = tmp_path / "near"

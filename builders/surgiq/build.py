@@ -22,8 +22,10 @@ The correct-answer position balance is reported per config (build summary, manif
 skipped always holds.
 """
 
+import codecs
 import csv
 import hashlib
+import io
 import json
 import re
 from dataclasses import dataclass, field
@@ -195,11 +197,30 @@ class SourceRows:
     columns: list[str]
 
 
+def _decoded(path: Path) -> str:
+    """The text of a source file (UTF-8, a leading byte-order mark dropped); a byte that is not UTF-8 is an error
+    naming the file, the line and the column (a file saved as Latin-1 or Windows-1252 fails here, not mid-read)."""
+    data = path.read_bytes()
+    data = data.removeprefix(codecs.BOM_UTF8)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        column = err.start - data.rfind(b"\n", 0, err.start)
+        raise SurgiqError(
+            f"{path} line {line}, column {column}: byte {data[err.start]:#04x} is not UTF-8; save the file as UTF-8 "
+            "(e.g. iconv -f latin1 -t utf-8)"
+        ) from None
+
+
 def _json_rows(path: Path) -> list[dict]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(_decoded(path))
     except json.JSONDecodeError as err:
-        raise SurgiqError(f"{path}: not valid JSON ({err}); is it JSON Lines? name it .jsonl") from None
+        raise SurgiqError(
+            f"{path} line {err.lineno}, column {err.colno}: not valid JSON ({err.msg}); "
+            "is it JSON Lines? name it .jsonl"
+        ) from None
     if isinstance(data, dict) and data and all(isinstance(value, dict) for value in data.values()):
         return [{"id": key} | value for key, value in data.items()]  # keyed by id (PubMedQA-style)
     if isinstance(data, dict):
@@ -212,32 +233,90 @@ def _json_rows(path: Path) -> list[dict]:
     return data
 
 
+def _jsonl_rows(path: Path) -> list[tuple[str, dict]]:
+    rows = []
+    for number, line in enumerate(_decoded(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((f"{path.name} line {number}", json.loads(line)))
+        except json.JSONDecodeError as err:
+            raise SurgiqError(
+                f"{path} line {number}, column {err.colno}: not valid JSON ({err.msg}); each line of a JSON Lines "
+                "file is one question object"
+            ) from None
+    return rows
+
+
+def _csv_rows(path: Path, delimiter: str) -> list[tuple[str, dict]]:
+    reader = csv.DictReader(io.StringIO(_decoded(path), newline=""), delimiter=delimiter)
+    rows = []
+    try:
+        header = reader.fieldnames or []
+        repeated = sorted({name for name in header if header.count(name) > 1})
+        if repeated:
+            raise SurgiqError(f"{path} line 1: column(s) {repeated} appear twice in the header; rename one")
+        for row in reader:
+            where = f"{path.name} line {reader.line_num}"
+            if None in row:  # more fields than the header names
+                raise SurgiqError(
+                    f"{path} line {reader.line_num}: {len(header) + len(row[None])} fields, the header has "
+                    f"{len(header)}; quote fields that hold a {'tab' if delimiter == chr(9) else 'comma'}"
+                )
+            rows.append((where, dict(row)))
+    except csv.Error as err:
+        raise SurgiqError(f"{path} line {reader.line_num}: not valid CSV ({err})") from None
+    return rows
+
+
+def _parquet_rows(path: Path) -> list[tuple[str, dict]]:
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as err:
+        raise SurgiqError(f"{path}: not a readable parquet file ({str(err).splitlines()[0]})") from None
+    try:
+        rows = table.to_pylist()
+    except UnicodeDecodeError:
+        raise SurgiqError(_bad_parquet_text(path, table)) from None
+    return [(f"{path.name} row {i}", row) for i, row in enumerate(rows)]
+
+
+def _bad_parquet_text(path: Path, table: pa.Table) -> str:
+    """Which row and column of a parquet table hold text that is not UTF-8 (pyarrow writes such strings unchecked)."""
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        try:
+            column.to_pylist()
+        except UnicodeDecodeError:
+            for row in range(len(column)):
+                try:
+                    column[row].as_py()
+                except UnicodeDecodeError as err:
+                    return (
+                        f"{path.name} row {row} column {name!r}: its text is not UTF-8 ({err.reason} at byte "
+                        f"{err.start}); rewrite the file with UTF-8 strings"
+                    )
+    return f"{path}: some text is not UTF-8; rewrite the file with UTF-8 strings"
+
+
 def read_source(path: Path) -> SourceRows:
-    """Rows of one source file with where each comes from (``line N`` for text formats, ``row N`` otherwise)."""
+    """Rows of one source file with where each comes from (``line N`` for text formats, ``row N`` otherwise); a file
+    that cannot be read (not UTF-8, malformed, empty) is an error naming the file and the line."""
     path = Path(path)
     if not path.is_file():
-        raise SurgiqError(f"source file {path} does not exist")
+        raise SurgiqError(f"{path}: no such file" + (" (it is a folder)" if path.is_dir() else ""))
     suffix = path.suffix.lower()
     if suffix not in SOURCE_SUFFIXES:
         raise SurgiqError(f"{path}: unsupported format {suffix!r}; use one of {', '.join(SOURCE_SUFFIXES)}")
-    rows: list[tuple[str, dict]] = []
     if suffix in (".jsonl", ".ndjson"):
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    rows.append((f"{path.name} line {number}", json.loads(line)))
-                except json.JSONDecodeError as err:
-                    raise SurgiqError(f"{path.name} line {number}: not valid JSON ({err})") from None
+        rows = _jsonl_rows(path)
     elif suffix == ".json":
         rows = [(f"{path.name} row {i}", row) for i, row in enumerate(_json_rows(path))]
     elif suffix in (".csv", ".tsv"):
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            reader = csv.DictReader(handle, delimiter="\t" if suffix == ".tsv" else ",")
-            rows = [(f"{path.name} line {reader.line_num}", dict(row)) for row in reader]
+        rows = _csv_rows(path, "\t" if suffix == ".tsv" else ",")
     else:
-        rows = [(f"{path.name} row {i}", row) for i, row in enumerate(pq.read_table(path).to_pylist())]
+        rows = _parquet_rows(path)
+    if not rows:
+        raise SurgiqError(f"{path}: holds no questions (an empty file, or a header only); is it the file meant?")
     not_objects = [where for where, row in rows if not isinstance(row, dict)]
     if not_objects:
         raise SurgiqError(f"{path}: rows must be objects with named fields; {not_objects[0]} is not")
@@ -309,6 +388,10 @@ def read_surgiq(paths: list[Path], mapping: SurgiqColumns | None = None, aliases
     errors: list[RowError] = []
     records: list[dict] = []
     extras: list[str] = []
+    given = [Path(path).resolve() for path in paths]
+    twice = [str(path) for path, resolved in zip(paths, given, strict=True) if given.count(resolved) > 1]
+    if twice:
+        raise SurgiqError(f"{twice[0]} is given twice in --source; name each file once")
     for path in paths:
         source = read_source(path)
         cols = mapping.resolve(source.columns, str(path))
@@ -356,8 +439,14 @@ def present(record: dict, shuffled: bool) -> dict:
 
 def read_id_list(path: Path) -> list[str]:
     """Ids of a dedupe list: the first word of each line; blank lines and ``#`` comments are ignored."""
+    path = Path(path)
+    if not path.is_file():
+        raise SurgiqError(
+            f"--exclude-ids {path}: no such file; give the dedupe list `sureon near-duplicates surgiq` wrote "
+            "(OUT/dedupe_ids.txt), or leave the option out"
+        )
     ids = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    for line in _decoded(path).splitlines():
         words = line.split("#", 1)[0].split()
         if words:
             ids.append(words[0])
@@ -422,17 +511,22 @@ def build_surgiq(opts: BuildOptions) -> BuildReport:
     if unknown:
         raise SurgiqError(f"unknown config(s) {unknown}; choose from {list(CONFIGS)}")
     specs = [CONFIGS[n] for n in CONFIGS if n in names]
+    listed = read_id_list(opts.exclude_ids) if opts.exclude_ids is not None else []  # a bad list fails first
     records, extras = read_surgiq(opts.sources, opts.mapping, opts.aliases)
     warnings: list[str] = []
     excluded: set[str] = set()
     if opts.exclude_ids is not None:
-        listed = read_id_list(opts.exclude_ids)
         known = {r["id"] for r in records}
         excluded = set(listed) & known
         stale = [i for i in listed if i not in known]
         if stale:
             warnings.append(f"{len(stale)} id(s) of {opts.exclude_ids} are not in the sources: {stale[:10]}")
     kept = [r for r in records if r["id"] not in excluded]
+    if not kept:  # an empty split would be written, and its `load_dataset` line would then fail
+        raise SurgiqError(
+            f"all {len(records)} questions of the sources are listed in --exclude-ids {opts.exclude_ids}: nothing "
+            "would be built; is it the list meant for these sources?"
+        )
     skipped = [
         {"id": r["id"], "where": r["_where"], "reason": f"listed in {Path(opts.exclude_ids).name}"}
         for r in records

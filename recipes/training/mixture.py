@@ -67,20 +67,18 @@ class MixtureSource:
 
 
 def parse_mixture(entries: Iterable[dict]) -> list[MixtureSource]:
-    """Recipe YAML entries -> sources; an unknown key is an error naming it (a typo must not be ignored)."""
-    allowed = set(MixtureSource.__dataclass_fields__)
-    sources = []
-    for position, entry in enumerate(entries or []):
-        if isinstance(entry, str):
-            entry = {"path": entry}
-        if not isinstance(entry, dict) or "path" not in entry:
-            raise InputError(f"dataset_mixture[{position}] must be a mapping with a 'path', got {entry!r}")
-        unknown = set(entry) - allowed
-        if unknown:
-            raise InputError(
-                f"dataset_mixture[{position}]: unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}"
-            )
-        sources.append(MixtureSource(**entry))
+    """Recipe YAML entries -> sources, checked as ``sureon plan`` checks them (``recipes.training.recipe_file``): an
+    unknown key is an error naming it and the key likely meant (a typo must not be ignored), a value of the wrong
+    type or out of range names the value and what it should be."""
+    from recipes.training.recipe_file import check_mixture
+
+    if entries is not None and not isinstance(entries, str | dict):
+        entries = list(entries)
+    problems: list[str] = []
+    checked = check_mixture(entries, problems)
+    if problems:
+        raise InputError("; ".join(problems))
+    sources = [MixtureSource(**entry) for entry in checked]
     if not sources:
         raise InputError("the dataset mixture is empty: give at least one source in dataset_mixture")
     return sources

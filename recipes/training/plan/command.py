@@ -1,8 +1,10 @@
 """``sureon plan``: the command line, and one plan per stage of a recipe."""
 
+import argparse
 import json
 from pathlib import Path
 
+from builders.arguments import float_range, int_range, positive_float, positive_int
 from builders.errors import InputError
 from recipes.training.plan.flops import matmul_parameters, training_flops
 from recipes.training.plan.grpo import grpo_plan
@@ -43,29 +45,48 @@ from recipes.training.plan.tokens import (
 
 def add_arguments(parser) -> None:
     parser.add_argument("--config", required=True, type=Path, help="a training recipe (recipes/<model>/sft/*.yaml)")
-    parser.add_argument("--num-gpus", type=int, default=4, help="GPUs the run shards over (default 4)")
-    parser.add_argument("--gpu-memory", type=float, default=141, help="memory per GPU in GB (default 141, H200)")
-    parser.add_argument("--samples", type=int, default=256, help="rows measured per stage (seeded sample)")
+    parser.add_argument("--num-gpus", type=positive_int, default=4, help="GPUs the run shards over (default 4)")
+    parser.add_argument(
+        "--gpu-memory", type=positive_float, default=141, help="memory per GPU in GB (default 141, H200)"
+    )
+    parser.add_argument("--samples", type=positive_int, default=256, help="rows measured per stage (seeded sample)")
     parser.add_argument("--processor", help="a local processor folder to count tokens with (default: the recipe's)")
     parser.add_argument(
         "--synthetic-frames",
         metavar="WxH",
+        type=frame_size,
         help="measure synthetic clips and images of this size instead of the mixture's rows (data not built yet)",
     )
-    parser.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak per GPU (H200: 989)")
-    parser.add_argument("--assumed-mfu", type=float, default=0.4, help="MFU assumed for the throughput estimate")
-    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--peak-tflops", type=positive_float, default=989.0, help="dense bf16 peak per GPU (H200: 989)"
+    )
+    parser.add_argument(
+        "--assumed-mfu",
+        type=float_range(0, 1, low_open=True),
+        default=0.4,
+        help="MFU assumed for the throughput estimate (a share of the peak, above 0 and at most 1)",
+    )
+    parser.add_argument("--seed", type=int_range(0, 2**32 - 1), default=42)
     parser.add_argument("--json", type=Path, help="also write the plan as JSON here")
 
 
 def run(args) -> int:
+    if args.processor and not Path(args.processor).is_dir():
+        raise InputError(
+            f"--processor {args.processor}: no such folder; give a local processor folder (tokenizer_config.json ...) "
+            "or leave it out to count with the recipe's"
+        )
+    if args.json is not None and args.json.is_dir():
+        raise InputError(f"--json {args.json} is a folder; give a file name, e.g. {args.json / 'plan.json'}")
+    if args.json is not None and args.json.resolve() == Path(args.config).resolve():
+        raise InputError(f"--json {args.json} is the recipe itself: the plan would replace it; name another file")
     plans = plan_recipe(
         args.config,
         num_gpus=args.num_gpus,
         gpu_memory_gb=args.gpu_memory,
         samples=args.samples,
         processor_path=args.processor,
-        synthetic_frames=parse_size(args.synthetic_frames) if args.synthetic_frames else None,
+        synthetic_frames=args.synthetic_frames,
         peak_tflops=args.peak_tflops,
         assumed_mfu=args.assumed_mfu,
         seed=args.seed,
@@ -80,11 +101,22 @@ def run(args) -> int:
 
 
 def parse_size(text: str) -> tuple[int, int]:
+    """``768x432`` -> ``(768, 432)``, both positive."""
     try:
         width, height = (int(part) for part in text.lower().split("x"))
     except ValueError:
         raise InputError(f"--synthetic-frames {text!r}: give WIDTHxHEIGHT, e.g. 768x432") from None
+    if width < 1 or height < 1:
+        raise InputError(f"--synthetic-frames {text!r}: width and height must be positive, e.g. 768x432")
     return width, height
+
+
+def frame_size(text: str) -> tuple[int, int]:
+    """:func:`parse_size` as an argparse type: a bad size is refused with the option's name, before anything runs."""
+    try:
+        return parse_size(text)
+    except InputError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not WIDTHxHEIGHT with positive sizes, e.g. 768x432") from None
 
 
 def plan_recipe(

@@ -1,25 +1,19 @@
-"""Reading a training recipe for ``sureon plan``: its stages and settings, what trains, the checkpoint planned."""
+"""Reading a training recipe for ``sureon plan``: its stages and settings, what trains, the checkpoint planned.
+
+The recipe is read by the one strict reader the launch scripts use (``recipes.training.recipe_file``): a misspelt
+key or a value of the wrong type is an error naming it, never planned at a default the run would not use.
+"""
 
 from pathlib import Path
 
-import yaml
-
-from builders.errors import InputError
+from recipes.training.recipe_file import GRPO, RecipeError, detect_kind, load_recipe_yaml
+from recipes.training.recipe_file import read_recipe as read_strictly
 
 
 def read_recipe(path: Path) -> dict:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: recipe not found")
-    try:
-        recipe = yaml.safe_load(path.read_text())
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        mark = getattr(err, "problem_mark", None)
-        problem = (f"line {mark.line + 1}: " if mark else "") + (getattr(err, "problem", None) or str(err))
-        raise InputError(f"{path}: not a YAML training recipe ({problem}); give recipes/<model>/sft/*.yaml") from None
-    if not isinstance(recipe, dict) or not recipe.get("model_name_or_path"):
-        raise InputError(f"{path}: not a training recipe (a mapping with model_name_or_path)")
-    return recipe
+    """The recipe at ``path``, checked against the dataclasses of the script that runs it (``recipes/sft.py`` or
+    ``recipes/grpo.py``, told from its keys), its values converted for their fields."""
+    return read_strictly(path, kind=None, require_model=True)
 
 
 def check_data_paths(path: Path, recipe: dict) -> None:
@@ -71,8 +65,8 @@ def lora_settings(settings: dict) -> dict | None:
 
 
 def is_grpo(settings: dict) -> bool:
-    """A GRPO recipe (``recipes/grpo.py``): it names rewards or a group size."""
-    return "reward_funcs" in settings or "num_generations" in settings
+    """A GRPO recipe (``recipes/grpo.py``): it names rewards or a group size, or its keys are GRPO's."""
+    return detect_kind(settings) == GRPO
 
 
 def planned_model(recipe_path: Path, name: str) -> tuple[str, str | None]:
@@ -82,7 +76,10 @@ def planned_model(recipe_path: Path, name: str) -> tuple[str, str | None]:
         return name, None
     root = next((folder for folder in Path(recipe_path).resolve().parents if folder.name == "recipes"), None)
     for path in sorted(root.glob("*/*/config_*.yaml")) if root else []:
-        other = yaml.safe_load(path.read_text()) or {}
+        try:
+            other = load_recipe_yaml(path)
+        except RecipeError:
+            continue  # not a recipe: it cannot be the one that trains `name`
         if other.get("output_dir") == name and other.get("model_name_or_path"):
             base = other["model_name_or_path"]
             return base, f"{name} is not trained yet: planned as {base}, what {path.name} trains it from"
