@@ -1,4 +1,4 @@
-"""Build the templated public corpus (the seed's D_pub) from local copies of the public sources.
+"""Build the templated public corpus (the Sureon paper's D_pub) from local copies of the public sources.
 
     sureon build public --source cholec80=/data/cholec80 --source endoscapes=/data/endoscapes --out build/public
 
@@ -16,7 +16,10 @@ optionally paraphrase them (the third version), write the frames each record sho
 Everything goes to a staging folder first: a failure (a bad file in any source) leaves no half-written output.
 Counts reconcile in ``manifest.json``: every annotated frame is an item or a listed skip (no applicable template,
 an unused split), every clip window sampled is an item or counted as thinned, and annotation rows a reader read but
-did not keep (e.g. Cholec80 tool rows past the last phase frame) are counted in the source's ``read_counts``.
+did not keep (e.g. Cholec80 tool rows past the last phase frame) are counted in the source's ``read_counts``. What the
+build goes on through but the user must hear about (an annotation file that ends before its video, a source that
+yields no record) is a named, counted entry of the source's ``warnings`` and a line of the printed summary; the policy
+is in ``build_public``'s docstring and ``docs/sources/README.md``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builders.arguments import byte_size, non_negative_int, positive_float, positive_int
 from builders.card import render_public_card, split_infos
 from builders.errors import InputError
 from builders.hub import DEFAULT_MAX_SHARD_BYTES, write_split
@@ -39,8 +43,8 @@ from public_converters.clips import SamplingConfig, grounded_clips, spread, stra
 from public_converters.evaluation import write_evaluation_metadata
 from public_converters.media import MediaJob, check_media, link_media, media_name, write_media
 from public_converters.normalise import Normalised, normalise_source, observed_capabilities
-from public_converters.schema import write_tables
-from public_converters.spec import get_source
+from public_converters.schema import SourceError, write_tables
+from public_converters.spec import get_source, registry, resembling
 from public_converters.templating import QA, ClipItem, Context, ImageItem, load_templates, render
 
 
@@ -359,9 +363,46 @@ def merge_jobs(jobs: list[MediaJob], extra: dict[str, dict[int, str | None]], no
     ]
 
 
+NOTHING_WRITTEN = "no QA record written (no config for this source)"
+
+
+def _why_nothing(source_manifest: dict) -> str:
+    """Why a source wrote no record, from its manifest's counts of what was skipped."""
+    skipped = [
+        f"{branch} {reason}: {count}"
+        for branch, counts in source_manifest.get("skipped", {}).items()
+        for reason, count in counts.items()
+        if count
+    ]
+    return "; ".join(skipped) or "no annotated frame or clip to template"
+
+
 def build_public(options: BuildOptions) -> dict:
-    """Build the corpus; returns the manifest (also written to ``manifest.json``)."""
+    """Build the corpus; returns the manifest (also written to ``manifest.json``).
+
+    Policy on bad input (no flag changes it): a bad file, row or video of any source stops the build before anything
+    is written, with the file (and row) named. Two cases keep the data that is right and say what is missing, as
+    named, counted ``warnings`` in each source's manifest entry and lines of the printed summary: an annotation file
+    that ends before its video (``media.SHORT_ANNOTATION``: the labelled part builds, the rest is left out) and a
+    source that yields no QA record (``NOTHING_WRITTEN``: no empty config is written). A build where no source
+    yields a record is refused, so every ``load_dataset`` line the command prints loads."""
     specs = {name: get_source(name) for name in sorted(options.sources)}  # every name checked before any work
+    for name in specs:  # and every folder: a typo in the last source must not cost the build of the others first
+        if not Path(options.sources[name]).is_dir():
+            raise SourceError(options.sources[name], "source folder not found", fix=f"pass --source {name}=<folder>")
+    for name, variant in sorted(options.split_variants.items()):  # a typo here would silently build the default
+        if name not in specs:
+            like = " or ".join(repr(s) for s in resembling(name) if s in specs)
+            hint = f" (did you mean {like}?)" if like else ""
+            raise InputError(
+                f"--split-variant {name}={variant}: {name!r} is not a source of this build{hint}; the sources are: "
+                f"{', '.join(specs)}"
+            )
+        if variant not in specs[name].split_variants:
+            known = ", ".join(specs[name].split_variants) or "none"
+            raise InputError(
+                f"--split-variant {name}={variant}: {name} has no split variant {variant!r}; known: {known}"
+            )
     cache_dir = Path(options.cache_dir or options.out.with_name(f"{options.out.name}.cache"))
     manifest: dict = {"sources": {}}
     written: dict[tuple[str, str], list] = {}
@@ -411,7 +452,19 @@ def build_public(options: BuildOptions) -> dict:
                     folder = staging / "data" / branch / name
                     written[(branch, name)] = write_records(own, folder, options.max_shard_bytes)
                     source_manifest["branches_written"][branch] = summarise(own)
+            if not source_manifest["branches_written"]:
+                source_manifest["warnings"][NOTHING_WRITTEN] = {
+                    "count": 1,
+                    "cases": [{"file": None, "message": _why_nothing(source_manifest)}],
+                }
             manifest["sources"][name] = source_manifest
+        if not written and not bench_written:  # a dataset without a config: the printed load_dataset line would fail
+            reasons = "; ".join(f"{name}: {_why_nothing(info)}" for name, info in manifest["sources"].items())
+            reasons = reasons if len(reasons) < 400 else reasons[:400] + " ..."
+            raise InputError(
+                f"nothing to write: no source gave a QA record ({reasons}); check the sources' folders and "
+                "--split-variant (a variant that leaves every video out of train/validation/test writes nothing)"
+            )
         manifest["configs"], infos = _configs(written)
         for config, part in sorted(bench_written.items()):
             infos[config] = split_infos(PUBLIC_BENCH_FEATURES, [part])
@@ -444,24 +497,79 @@ def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
     return pairs
 
 
-def source_folders(pairs: list[str] | None, source_root: Path | None) -> dict[str, Path]:
-    """``--source NAME=DIR`` pairs plus every sub-folder of ``--source-root`` named after a known source."""
-    from public_converters.spec import registry
+def _root_folders(source_root: Path, given: set[str]) -> tuple[dict[str, Path], list[str]]:
+    """(source -> folder) of the sub-folders of ``--source-root`` named exactly after a source, and the names of the
+    others. A sub-folder that is a near miss of a source (``Cholec80``, ``cholec_80``, ``Cholec8O``) is refused,
+    alone (the source would silently be absent) or beside the exact one (which of the two is the data?), unless
+    ``--source NAME=DIR`` says which folder that source is."""
+    if not source_root.exists():
+        raise InputError(
+            f"--source-root {source_root} does not exist: give the folder holding one sub-folder per source, named "
+            f"as the source (e.g. {source_root / 'cholec80'})"
+        )
+    if not source_root.is_dir():
+        raise InputError(
+            f"--source-root {source_root} is a file, not a folder: give the folder holding one sub-folder per "
+            "source, or --source NAME=DIR"
+        )
+    folders = sorted(p for p in source_root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    known = registry()
+    exact = {p.name: p for p in folders if p.name in known}
+    problems, others = [], []
+    for folder in folders:
+        if folder.name in known:
+            continue
+        others.append(folder.name)
+        for source in resembling(folder.name):
+            if source in given:
+                continue  # --source NAME=DIR chose that source's folder
+            if source in exact:
+                problems.append(
+                    f"folder {folder.name!r} looks like the source {source!r}, whose folder {source!r} is there too: "
+                    f"only {source!r} would be read; move or rename {folder.name!r} (or choose one with "
+                    f"--source {source}=DIR)"
+                )
+            else:
+                problems.append(
+                    f"folder {folder.name!r} looks like the source {source!r} but is not named {source!r}, so "
+                    f"{source} would be left out of the build: rename the folder to {source!r} (source folders are "
+                    "named exactly as the source)"
+                )
+    if problems:
+        raise InputError(f"--source-root {source_root}: " + "; ".join(problems))
+    return exact, others
 
+
+def source_folders(pairs: list[str] | None, source_root: Path | None) -> dict[str, Path]:
+    """``--source NAME=DIR`` pairs plus every sub-folder of ``--source-root`` named after a known source (a
+    ``--source`` pair wins over the root's folder of the same name); every folder must exist."""
     sources = {name: Path(folder) for name, folder in _pairs(pairs, "--source").items()}
+    for name, folder in sources.items():
+        get_source(name)  # an unknown name (with a suggestion) before any folder is looked at
+        if not folder.is_dir():
+            what = "is a file, not a folder" if folder.exists() else "does not exist"
+            raise InputError(f"--source {name}={folder}: {folder} {what}; give the folder of the {name} release")
+    others: list[str] = []
     if source_root is not None:
-        if not source_root.is_dir():
-            raise FileNotFoundError(f"--source-root {source_root} is not a folder")
-        for folder in sorted(p for p in source_root.iterdir() if p.is_dir() and p.name in registry()):
-            sources.setdefault(folder.name, folder)
+        found, others = _root_folders(source_root, set(sources))
+        for name, folder in found.items():
+            sources.setdefault(name, folder)
     if not sources:
-        raise InputError("no sources: give --source NAME=DIR (repeatable) or --source-root DIR")
+        if source_root is None:
+            raise InputError("no sources: give --source NAME=DIR (repeatable) or --source-root DIR")
+        listed = ", ".join(others[:8]) + (", ..." if len(others) > 8 else "")
+        detail = f"none of its sub-folders ({listed}) is named after a source" if others else "it has no sub-folder"
+        raise InputError(
+            f"no sources in --source-root {source_root}: {detail}; name each source's folder exactly as the source, "
+            f"one of: {', '.join(registry())}"
+        )
     return sources
 
 
-def add_arguments(parser) -> None:
-    from public_converters.spec import registry
+SHOWN_WARNINGS = 5  # cases of a warning printed per source (the manifest lists them all)
 
+
+def add_arguments(parser) -> None:
     defaults = SamplingConfig()
     parser.add_argument(
         "--source",
@@ -474,25 +582,48 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--out", required=True, type=Path, help="output folder (Hub layout)")
     parser.add_argument("--split-variant", action="append", metavar="NAME=VARIANT", help="an official split variant")
-    parser.add_argument("--num-proc", type=int, default=1, help="processes for seg-to-box, templating and media")
+    parser.add_argument(
+        "--num-proc", type=positive_int, default=1, help="processes for seg-to-box, templating and media"
+    )
     parser.add_argument("--cache-dir", type=Path, help="media cache (default: OUT.cache next to OUT)")
-    parser.add_argument("--max-side", type=int, default=768, help="longest side of the written JPEGs (0: keep)")
-    parser.add_argument("--min-clip-seconds", type=float, default=defaults.min_seconds)
-    parser.add_argument("--max-clip-seconds", type=float, default=defaults.max_seconds)
-    parser.add_argument("--grid-fps", type=float, default=defaults.grid_fps, help="frame grid of grounded windows")
-    parser.add_argument("--max-grounded-per-video", type=int, default=defaults.max_per_video)
+    parser.add_argument(
+        "--max-side", type=non_negative_int, default=768, help="longest side of the written JPEGs (0: keep)"
+    )
+    parser.add_argument(
+        "--min-clip-seconds", type=positive_float, default=defaults.min_seconds, help="shortest strategic clip"
+    )
+    parser.add_argument(
+        "--max-clip-seconds", type=positive_float, default=defaults.max_seconds, help="longest strategic clip"
+    )
+    parser.add_argument(
+        "--grid-fps", type=positive_float, default=defaults.grid_fps, help="frame grid of grounded windows"
+    )
+    parser.add_argument(
+        "--max-grounded-per-video",
+        type=non_negative_int,
+        default=defaults.max_per_video,
+        help="grounded windows kept per video (a seeded subset; 0: none)",
+    )
     parser.add_argument("--paraphrase", action="store_true", help="add the LLM paraphrase version (C.4)")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --paraphrase (default: $OPENAI_BASE_URL)")
     parser.add_argument("--image-model", default="Qwen/Qwen3.5-9B", help="paraphraser of image QAs")
     parser.add_argument("--clip-model", default="Qwen/Qwen3-VL-8B-Instruct", help="paraphraser of clip QAs")
-    parser.add_argument("--max-concurrency", type=int, default=64, help="paraphrase requests in flight")
+    parser.add_argument("--max-concurrency", type=positive_int, default=64, help="paraphrase requests in flight")
     parser.add_argument("--llm-cache", type=Path, help="SQLite paraphrase cache (default: OUT.llm_cache.sqlite)")
-    parser.add_argument("--max-shard-size", type=int, default=DEFAULT_MAX_SHARD_BYTES, help="parquet shard bytes")
+    parser.add_argument(
+        "--max-shard-size",
+        type=byte_size,
+        default=DEFAULT_MAX_SHARD_BYTES,
+        help="parquet shard size, e.g. 500MB (or a number of bytes)",
+    )
     parser.add_argument(
         "--no-benchmarks", action="store_true", help="do not write the bench-* configs (public benchmarks, D.3)"
     )
     parser.add_argument(
-        "--bench-fps", type=float, default=BENCH_FPS, help="frame grid of the benchmark configs (the seed: 1 fps)"
+        "--bench-fps",
+        type=positive_float,
+        default=BENCH_FPS,
+        help="frame grid of the benchmark configs (the Sureon paper: 1 fps)",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
 
@@ -500,6 +631,12 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from dataclasses import replace
 
+    if args.min_clip_seconds > args.max_clip_seconds:
+        raise InputError(
+            f"--min-clip-seconds {args.min_clip_seconds:g} is more than --max-clip-seconds {args.max_clip_seconds:g}: "
+            "the shortest clip cannot be longer than the longest; swap them or raise --max-clip-seconds"
+        )
+    sources = source_folders(args.source, args.source_root)
     client, settings = None, None
     if args.paraphrase:
         from builders.llm import LLMClient
@@ -512,7 +649,7 @@ def run(args) -> int:
             "clip": replace(DEFAULT_SETTINGS["clip"], model=args.clip_model),
         }
     options = BuildOptions(
-        sources=source_folders(args.source, args.source_root),
+        sources=sources,
         out=args.out,
         cache_dir=args.cache_dir,
         overwrite=args.overwrite,
@@ -540,6 +677,16 @@ def run(args) -> int:
                 f"  {config}: {entry.get('rows', 0)} rows"
                 + (f" ({entry['not written']})" if "not written" in entry else "")
             )
+        for kind, entry in info.get("warnings", {}).items():
+            if entry["count"] == 1 and not entry["cases"][0]["file"]:
+                print(f"  warning: {kind}: {entry['cases'][0]['message']}")
+                continue
+            print(f"  warning: {kind}: {entry['count']} (manifest.json lists them under 'warnings')")
+            for case in entry["cases"][:SHOWN_WARNINGS]:
+                where = f"{options.sources[name] / case['file']}: " if case["file"] else ""
+                print(f"    {where}{case['message']}")
+            if entry["count"] > SHOWN_WARNINGS:
+                print(f"    ... and {entry['count'] - SHOWN_WARNINGS} more")
     if client is not None:
         print(client.ledger.summary())
     print(f'Load it with: datasets.load_dataset("{args.out}", "{manifest["configs"][0]["config_name"]}")')

@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from public_converters.schema import SourceError, normalise_box
+from public_converters.schema import SourceError, finite_number, normalise_box, read_text
 from public_converters.seg_to_box import box_of_rle, rle_from_coco
 
 
@@ -34,14 +34,11 @@ class Annotation(NamedTuple):
 
 def read_json(path: Path, fix: str = "re-download or re-extract this file") -> object:
     """Any JSON annotation file; a missing or unparsable file is an error naming it (and the line)."""
+    text = read_text(path, fix)
     try:
-        return json.loads(path.read_text())
-    except FileNotFoundError as error:
-        raise SourceError(path, "file not found", fix=fix) from error
+        return json.loads(text)
     except json.JSONDecodeError as error:
         raise SourceError(path, f"not valid JSON ({error})", row=error.lineno, fix=fix) from error
-    except (OSError, UnicodeDecodeError) as error:
-        raise SourceError(path, f"cannot read the file ({error})", fix=fix) from error
 
 
 def load(path: Path, lists: tuple[str, ...] = COCO_LISTS, fix: str = "re-download or re-extract this file") -> dict:
@@ -122,11 +119,17 @@ def annotations(
 
 
 def pixel_box(annotation: Annotation, path: Path) -> list[float]:
-    """The COCO pixel ``bbox`` ``[x, y, w, h]`` -> [x1, y1, x2, y2] in [0, 1000] of the annotation's image."""
+    """The COCO pixel ``bbox`` ``[x, y, w, h]`` -> [x1, y1, x2, y2] in [0, 1000] of the annotation's image. NaN,
+    infinity (JSON ``NaN`` / ``Infinity`` parse) or a negative width or height is an error naming the row; a corner
+    slightly outside the image is clipped to it, as annotation tools write them."""
     bbox = annotation.record.get("bbox")
     if not (isinstance(bbox, list) and len(bbox) == 4 and all(isinstance(v, int | float) for v in bbox)):
         raise SourceError(path, f"bbox {bbox!r} is not [x, y, w, h] (four numbers)", row=annotation.row)
-    x, y, w, h = (float(v) for v in bbox)
+    x, y = (finite_number(v, path, annotation.row, f"bbox {name}") for name, v in zip("xy", bbox[:2], strict=True))
+    w, h = (
+        finite_number(v, path, annotation.row, f"bbox {name}", minimum=0)
+        for name, v in zip(("width", "height"), bbox[2:], strict=True)
+    )
     return normalise_box(x, y, x + w, y + h, annotation.image["width"], annotation.image["height"])
 
 

@@ -5,6 +5,12 @@ A truncated PNG or a cut download should stop the build with the file's name bef
 as a broken record in the dataset. Images are decoded in full (PIL ``load``); videos are opened with torchcodec and
 their frame count compared with the last labelled frame, and labels sampled below the video's rate are clipped at
 its last frame (``fit_to_video``).
+
+The other direction, labels that end before the video does, is read from the same frame count (no second decode):
+where a reader says its annotation file labels every frame of the video (``SourceTables.coverage``), a file that
+stops a label period or more before the video's end (cut at a line boundary, a copy of part of the video) is a named,
+counted warning, ``SHORT_ANNOTATION`` in the source's ``warnings``: the labels that are there are right and build,
+the unlabelled rest of the video is left out, and the printed summary names the file.
 """
 
 from __future__ import annotations
@@ -45,6 +51,13 @@ def _check_images(args) -> list[str]:
     return problems
 
 
+def _decoder_reason(error: Exception, path: Path) -> str:
+    """FFmpeg's reason from a torchcodec error, without the C++ source location and the path already named."""
+    text = " ".join(str(error).split())
+    text = re.split(r"\.cpp:\d+,\s*", text)[-1]
+    return text.replace(f"{path} ", "").replace(str(path), "").strip(" :") or type(error).__name__
+
+
 def _frame_count(root: Path, relative: str) -> tuple[int | None, str | None]:
     """(frames in the video, None) or (None, the problem) for one clip-branch video."""
     from builders.video import open_decoder
@@ -55,10 +68,27 @@ def _frame_count(root: Path, relative: str) -> tuple[int | None, str | None]:
     try:
         metadata = open_decoder(path).metadata
     except (RuntimeError, ValueError, OSError) as error:
-        return None, f"{path}: cannot open the video ({error}); re-download it"
+        return None, f"{path}: cannot open the video ({_decoder_reason(error, path)}); re-download it"
     if not metadata.num_frames:
         return None, f"{path}: the container reports no frames; re-download it"
     return metadata.num_frames, None
+
+
+SHORT_ANNOTATION = "annotation files that end before their video"
+
+
+def short_annotation(video_id: str, coverage, frame_count: int) -> dict | None:
+    """The warning (``file`` relative to the source root, ``message``) for an annotation file that ends a period or
+    more before its video, else None."""
+    missing = frame_count - coverage.frames
+    if missing < coverage.period:
+        return None
+    covered = f"cover frames 0-{coverage.frames - 1}" if coverage.frames > 0 else "cover no frame"
+    message = (
+        f"{coverage.what} {covered} of {video_id}'s {frame_count}; the last {missing} frames have no label and are "
+        "left out (is the file complete?)"
+    )
+    return {"file": coverage.path, "video": video_id, "message": message}
 
 
 def fit_to_video(
@@ -96,25 +126,36 @@ def check_media(normalised: Normalised, num_proc: int = 1) -> Normalised:
         frame_indices[frame.video_id].append(frame.frame_index)
     for segment in tables.segments:
         segments[segment.video_id].append(segment)
-    videos = []
+    videos, short = [], []
     for video in tables.videos:
         if video.video_path:
             frame_count, problem = _frame_count(root, video.video_path)
             if frame_count is not None:
+                coverage = tables.coverage.get(video.video_id)
+                warning = coverage and short_annotation(video.video_id, coverage, frame_count)
                 video, segments[video.video_id], problem = fit_to_video(
                     video, frame_indices[video.video_id], segments[video.video_id], frame_count
                 )
                 problem = problem and f"{root / video.video_path}: {problem}"
+                if warning and not problem:
+                    short.append(warning)
             if problem:
                 problems.append(problem)
         videos.append(video)
+    if len(problems) == 1:
+        raise SourceError(root, f"a media problem: {problems[0]}")
     if problems:
         shown = "\n  ".join(problems[:20])
         more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
-        raise SourceError(root, f"{len(problems)} media problem(s):\n  {shown}{more}")
+        raise SourceError(root, f"{len(problems)} media problems:\n  {shown}{more}")
     fitted = [s for video in tables.videos for s in segments[video.video_id]]
+    warnings = {key: value for key, value in normalised.warnings.items() if key != SHORT_ANNOTATION}
+    if short:
+        warnings[SHORT_ANNOTATION] = sorted(short, key=lambda w: (w["file"], w["video"]))
     return dataclasses.replace(
-        normalised, tables=sort_tables(dataclasses.replace(tables, videos=videos, segments=fitted))
+        normalised,
+        tables=sort_tables(dataclasses.replace(tables, videos=videos, segments=fitted)),
+        warnings=warnings,
     )
 
 

@@ -35,6 +35,9 @@ class Normalised:
     tables: SourceTables
     split_variant: str | None
     stats: Counter = field(default_factory=Counter)
+    # kind -> one case each ({"file": relative to the root or None, "message": ...}): what the build kept but the
+    # user must hear about (the media check's SHORT_ANNOTATION); the manifest counts them, the command prints them
+    warnings: dict[str, list[dict]] = field(default_factory=dict)
 
     def info(self) -> dict:
         return {
@@ -50,6 +53,7 @@ class Normalised:
             },
             "seg_to_box": dict(sorted(self.stats.items())),
             "read_counts": dict(sorted(self.tables.read_counts.items())),
+            "warnings": {kind: {"count": len(cases), "cases": cases} for kind, cases in sorted(self.warnings.items())},
         }
 
 

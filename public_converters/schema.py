@@ -15,6 +15,7 @@ string. In ``Frame``, ``None`` means "not annotated at this frame" and an empty 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -129,6 +130,19 @@ class SemanticMask:
     exhaustive: bool = True
 
 
+@dataclass(frozen=True)
+class Coverage:
+    """How much of its video a time-complete annotation file labels: ``frames`` frames from frame 0 (the last
+    sample's ``period`` included), read from ``path`` (relative to the source root). The media check compares it with
+    the video's frame count from its header: an annotation that ends a period or more before its video (a file cut
+    short, a copy that labels only part of the video) is a named, counted warning of the build, not a silent loss."""
+
+    frames: int
+    path: str
+    what: str = "labels"  # what the file labels, for the warning ("phase labels", "action labels")
+    period: int = 1  # frames one row covers: a shortfall below one period is sampling, not a missing row
+
+
 @dataclass
 class SourceTables:
     videos: list[Video] = field(default_factory=list)
@@ -140,6 +154,9 @@ class SourceTables:
     # what the reader counted beyond the tables, e.g. annotation rows read and not kept (by reason) or the file variant
     # it met; the build manifest reports it per source as ``read_counts``, so no row is dropped silently
     read_counts: dict[str, int] = field(default_factory=dict)
+    # video -> how far its time-complete annotation reaches, for sources that label every frame (or every sample)
+    # of a video they ship; not a table: the media check reads it against the video's header
+    coverage: dict[str, Coverage] = field(default_factory=dict)
 
 
 TABLES = {"videos": Video, "frames": Frame, "instances": Instance, "segments": Segment, "relations": Relation}
@@ -212,6 +229,7 @@ def sort_tables(tables: SourceTables) -> SourceTables:
         relations=sorted(tables.relations, key=lambda r: (r.video_id, r.frame_index, r.instrument, r.verb, r.target)),
         masks=sorted(tables.masks, key=lambda m: (m.video_id, m.frame_index, m.path)),
         read_counts=dict(sorted(tables.read_counts.items())),
+        coverage=dict(sorted(tables.coverage.items())),
     )
 
 
@@ -241,6 +259,46 @@ def check_tables(tables: SourceTables, source: str) -> None:
             problems.append(f"segment {segment}")
     if problems:
         raise InputError(f"{source}: the reader's tables are inconsistent: " + "; ".join(problems[:10]))
+
+
+def read_text(path: str | Path, fix: str = "re-download or re-extract this file") -> str:
+    """A text annotation file, UTF-8 (a byte-order mark is dropped). A missing file, a folder in its place or bytes
+    that are not UTF-8 are an error naming the file (and, for bad bytes, the line), never a bare decode error."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as error:
+        raise SourceError(path, "file not found", fix=fix) from error
+    except IsADirectoryError as error:
+        raise SourceError(path, "is a folder, expected a text file", fix=fix) from error
+    except OSError as error:
+        raise SourceError(path, f"cannot read the file ({error.strerror or error})", fix=fix) from error
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise SourceError(
+            path,
+            f"not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start})",
+            row=line,
+            fix="save the file as UTF-8, or re-download it if it should be plain ASCII",
+        ) from error
+
+
+def finite_number(value, path: str | Path, row, what: str, minimum: float | None = None) -> float:
+    """``value`` as a finite float (at least ``minimum``); NaN, infinity, a negative size or a non-number is an error
+    naming the file and row rather than a box that silently turns into nonsense."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise SourceError(path, f"{what} {value!r} is not a number", row=row)
+    try:
+        number = float(value)
+    except ValueError:
+        raise SourceError(path, f"{what} {value!r} is not a number", row=row) from None
+    if not math.isfinite(number):
+        raise SourceError(path, f"{what} is {value!r}, expected a finite number", row=row, fix="fix or drop the row")
+    if minimum is not None and number < minimum:
+        raise SourceError(path, f"{what} is {value!r}, expected at least {minimum:g}", row=row, fix="fix the row")
+    return number
 
 
 def normalise_box(x1: float, y1: float, x2: float, y2: float, width: float, height: float) -> list[float]:

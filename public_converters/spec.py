@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,8 +71,56 @@ def registry() -> dict[str, SourceSpec]:
 def get_source(name: str) -> SourceSpec:
     sources = registry()
     if name not in sources:
-        raise InputError(f"unknown public source {name!r}; known: {', '.join(sources)}")
+        like = resembling(name)
+        hint = f"did you mean {' or '.join(repr(n) for n in like)}? " if like else ""
+        raise InputError(f"unknown public source {name!r}; {hint}known: {', '.join(sources)}")
     return sources[name]
+
+
+# letters a folder name may carry for the digits they look like ("Cholec8O")
+_LOOKALIKES = str.maketrans({"o": "0", "i": "1", "l": "1"})
+
+
+def _squashed(name: str) -> str:
+    """A name without case or separators: ``Cholec-80``, ``cholec_80``, ``CHOLEC80`` -> one key."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _one_edit_apart(a: str, b: str) -> bool:
+    """One letter inserted, dropped, changed or two neighbours swapped, where no digit is involved: a digit names
+    another release (``endovis2017`` / ``endovis2018``), a letter is a typo (``endoscape``, ``hemosets``)."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    start = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    rest_a, rest_b = a[start:], b[start:]
+    if len(a) == len(b):
+        if rest_a[1:] == rest_b[1:]:
+            changed = rest_a[0] + rest_b[0]
+        elif len(rest_a) > 1 and rest_a[:2] == rest_b[1::-1] and rest_a[2:] == rest_b[2:]:
+            changed = rest_a[:2]
+        else:
+            return False
+    elif len(a) > len(b):
+        changed = rest_a[0] if rest_a[1:] == rest_b else "0"
+    else:
+        changed = rest_b[0] if rest_b[1:] == rest_a else "0"
+    return not any(c.isdigit() for c in changed)
+
+
+def resembling(name: str) -> list[str]:
+    """The sources ``name`` is a near miss of (it is none of them): the same but for case, separators or a
+    letter that looks like a digit (``Cholec80``, ``cholec_80``, ``Cholec8O``), or one typo away (``endoscape``).
+    ``sureon build public`` refuses such a folder in ``--source-root`` rather than skip it without a word."""
+    key = _squashed(name)
+    if len(key) < 4:
+        return []
+    found = []
+    for source in registry():
+        other = _squashed(source)
+        alike = key.translate(_LOOKALIKES) == other.translate(_LOOKALIKES)
+        if source != name and (alike or (min(len(key), len(other)) >= 5 and _one_edit_apart(key, other))):
+            found.append(source)
+    return found
 
 
 def sample_writers() -> dict[str, Callable[[Path], None]]:

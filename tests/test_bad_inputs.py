@@ -408,8 +408,10 @@ def check_bad_input(case: BadInput, tmp_path: Path, request, capsys) -> None:
     argv = case.argv(inputs)
     out = _out_of(argv)
     existed_before = out is not None and out.exists()
+    # the case's own files: every input is an absolute path (a command word such as `build` is none, even where the
+    # working directory holds a build/ folder)
     parsed_inputs = [
-        Path(value) for value in argv if not value.startswith("-") and Path(value).exists() and Path(value) != out
+        Path(value) for value in argv if Path(value).is_absolute() and Path(value).exists() and Path(value) != out
     ]
     if existed_before:
         parsed_inputs.append(out)  # an --out that is an input must survive too

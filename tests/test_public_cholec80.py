@@ -109,3 +109,25 @@ def test_a_damaged_copy_names_the_file_and_row(copy, path, damage, message):
     with pytest.raises(SourceError, match=message) as error:
         normalise_source(SPEC, copy)
     assert path in str(error.value)
+
+
+@pytest.mark.parametrize(("variant", "rows"), [("release", 300), ("endovis_ml", 12)])
+def test_a_phase_file_cut_at_a_line_boundary_is_a_named_counted_warning(roots, tmp_path, variant, rows):
+    """300 of video01's 1,010 frames labelled (one row a frame in the release, one a second in the copy): the labelled
+    part is read as before, the rest of the video is left out, and the media check names the file and the count."""
+    from public_converters.media import SHORT_ANNOTATION, check_media
+    from public_converters.samples._common import cut_lines
+
+    root = tmp_path / variant
+    shutil.copytree(roots[0] if variant == "release" else roots[1], root)
+    cut_lines("phase_annotations/video01-phase.txt", 1 + rows)(root)
+    normalised = check_media(normalise_source(SPEC, root))
+    assert normalised.info()["warnings"][SHORT_ANNOTATION]["count"] == 1
+    (warning,) = normalised.warnings[SHORT_ANNOTATION]
+    assert warning["file"] == "phase_annotations/video01-phase.txt" and warning["video"] == "video01"
+    assert "cover frames 0-299 of video01's 1010; the last 710 frames have no label" in warning["message"]
+    video01 = next(v for v in normalised.tables.videos if v.video_id == "video01")
+    assert video01.total_frames == 300
+    assert max(s.end_frame for s in normalised.tables.segments if s.video_id == "video01") == 299
+    # the tool rows past the cut have no phase to join: clipped and counted, as before
+    assert normalised.tables.read_counts["tool rows past the last phase frame (clipped)"] >= 28

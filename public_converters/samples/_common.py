@@ -3,8 +3,12 @@
 Each sample module ``public_converters/samples/<source>.py`` defines ``write(root)`` and ``BAD_INPUTS``: a dict from a
 bad-input case (see ``BAD_INPUT_CASES``) to a function that damages a written copy and returns the name (or a fragment
 of the path relative to the root) that the resulting error must mention; ``remove``, ``cut``, ``shrink``, ``rewrite``,
-``rename`` and ``edit_json`` build the usual ones. Images are small (64x48 unless the source needs a fixed size) and
-deterministic: content is drawn from a generator seeded by the file's name.
+``rename``, ``edit_json``, ``cut_lines`` and ``not_utf8`` build the usual ones. A module may also define
+``WARNED_INPUTS`` (cases of ``WARNED_INPUT_CASES``): damage the build keeps going through, with a named, counted
+warning that must mention the returned name. ``short_annotation`` is in one or the other for every source whose
+annotation files label every frame of a video it ships: an error where another file gives the cut away (masks or
+instrument rows past the phases' end), else a warning (``SourceTables.coverage``). Images are small (64x48 unless
+the source needs a fixed size) and deterministic: content is drawn from a generator seeded by the file's name.
 """
 
 from __future__ import annotations
@@ -24,7 +28,17 @@ from builders.options import stable_seed
 Damage = Callable[[Path], str]
 """Damages a written sample copy (its root) and returns what the resulting error must mention."""
 
-BAD_INPUT_CASES = ("missing_file", "truncated_image", "wrong_mask_size", "malformed_row", "unknown_label")
+BAD_INPUT_CASES = (
+    "missing_file",
+    "truncated_image",
+    "wrong_mask_size",
+    "malformed_row",
+    "unknown_label",
+    "not_utf8",  # an annotation file saved in another encoding
+    "bad_number",  # NaN, infinity or a negative size where an annotation gives a number
+    "short_annotation",  # an annotation file cut at a line boundary, that another file gives away
+)
+WARNED_INPUT_CASES = ("short_annotation",)  # cut at a line boundary: it builds, with a warning naming the file
 
 
 def rng_for(*parts) -> np.random.Generator:
@@ -119,6 +133,26 @@ def rewrite(relative: str, old: str, new: str, count: int = 1, names: str | None
 def rename(relative: str, new_name: str, names: str | None = None) -> Damage:
     """Rename a file or folder within its folder; the error must mention ``names``, else the new name."""
     return _damage(relative, names or new_name, lambda path: path.rename(path.with_name(new_name)))
+
+
+def cut_lines(relative: str, keep: int, names: str | None = None) -> Damage:
+    """Keep the first ``keep`` lines of a text file (cut at a line boundary: every row it keeps is well formed)."""
+
+    def apply(path: Path) -> None:
+        path.write_text("".join(path.read_text().splitlines(keepends=True)[:keep]))
+
+    return _damage(relative, names, apply)
+
+
+def not_utf8(relative: str, names: str | None = None) -> Damage:
+    """Put a Latin-1 byte (an accented letter saved by a non-UTF-8 editor) at the start of the file's second line."""
+
+    def apply(path: Path) -> None:
+        data = path.read_bytes()
+        at = data.find(b"\n") + 1
+        path.write_bytes(data[:at] + b"\xe9" + data[at:])
+
+    return _damage(relative, names, apply)
 
 
 def edit_json(relative: str, change: Callable[[dict], None], names: str | None = None) -> Damage:

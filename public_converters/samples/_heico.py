@@ -9,7 +9,9 @@ import numpy as np
 
 from public_converters.samples._common import (
     cut,
+    cut_lines,
     noise_image,
+    not_utf8,
     remove,
     rewrite,
     shrink,
@@ -64,4 +66,10 @@ def bad_inputs(type_name: str) -> dict:
         ),
         "malformed_row": rewrite(phases_1, "\n5,0\n", "\n5,0,7\n"),
         "unknown_label": rewrite(phases_2, "\n50,12\n", "\n50,15\n"),
+        "not_utf8": not_utf8(phases_2),
     }
+
+
+def warned_inputs(type_name: str) -> dict:
+    """Surgery 1's phase file cut after frame 44 of its 75 (past its segmented frames 12 and 40)."""
+    return {"short_annotation": cut_lines(f"{type_name}/1/{type_name}_1_Phase.csv", 45)}

@@ -4,7 +4,7 @@ last labelled second runs past the end) per centre, and the fold-0 split pickles
 import pickle
 from pathlib import Path
 
-from public_converters.samples._common import Damage, cut, remove, rewrite, write_text, write_video
+from public_converters.samples._common import Damage, cut, not_utf8, remove, rewrite, write_text, write_video
 from public_converters.sources._multibypass140 import PHASE_NAMES, STEP_NAMES
 
 
@@ -69,6 +69,24 @@ def edit_pickle(relative: str, video: str, second: int, **changes) -> Damage:
     return damage
 
 
+def drop_seconds(relative: str, video: str, keep: int) -> Damage:
+    """Keep only a video's first ``keep`` seconds in a split pickle (labels that stop before the video does)."""
+
+    def damage(root: Path) -> str:
+        path = root / relative
+        payload = pickle.loads(path.read_bytes())
+        payload[video] = payload[video][:keep]
+        path.write_bytes(pickle.dumps(payload))
+        return Path(relative).name
+
+    return damage
+
+
+def warned_inputs(centre: str, video: str) -> dict:
+    """``video``: a fold-0 training video, whose labels stop after 3 of its 5 seconds."""
+    return {"short_annotation": drop_seconds(split_pickle(centre, "train"), video, 3)}
+
+
 def bad_inputs(centre: str, folder: str, videos: list[str]) -> dict:
     """``videos``: a fold-0 training video and the validation video."""
     first, second = videos
@@ -77,4 +95,5 @@ def bad_inputs(centre: str, folder: str, videos: list[str]) -> dict:
         "truncated_image": cut(f"datasets/MultiBypass140/{folder}/videos/{first}.mp4", 0.3),
         "malformed_row": edit_pickle(split_pickle(centre, "val"), second, 2, Phase_gt=14),
         "unknown_label": rewrite("tables/phase.csv", "gastric_pouch_creation", "gastric_pouch_creatoin"),
+        "not_utf8": not_utf8("tables/step.csv"),
     }

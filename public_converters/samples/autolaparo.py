@@ -8,7 +8,9 @@ import numpy as np
 
 from public_converters.samples._common import (
     cut,
+    cut_lines,
     noise_image,
+    not_utf8,
     remove,
     rewrite,
     shrink,
@@ -67,4 +69,7 @@ BAD_INPUTS = {
     "wrong_mask_size": shrink("AutoLaparo_Task3/masks/228050.png"),
     "malformed_row": rewrite("AutoLaparo_Task2/laparoscope_motion_label.txt", "228\t0\t6", "228 0 6"),
     "unknown_label": rewrite("AutoLaparo_Task1/labels/label_01.txt", "\n12\t3\n", "\n12\t8\n"),
+    "not_utf8": not_utf8("AutoLaparo_Task2/laparoscope_motion_label.txt"),
 }
+# video 01's label file cut after 6 of its 12 seconds
+WARNED_INPUTS = {"short_annotation": cut_lines("AutoLaparo_Task1/labels/label_01.txt", 1 + 6)}

@@ -4,7 +4,7 @@ copy (github.com/Cardio-AI/endovis-ml ``src/assets/``)."""
 
 from pathlib import Path
 
-from public_converters.samples._common import cut, remove, rewrite, write_text, write_video
+from public_converters.samples._common import cut, cut_lines, not_utf8, remove, rewrite, write_text, write_video
 from public_converters.sources.cholec80 import PHASES, TOOL_COLUMNS
 
 
@@ -72,4 +72,8 @@ BAD_INPUTS = {
     "truncated_image": cut("videos/video01.mp4", 0.3),
     "malformed_row": rewrite("phase_annotations/video01-phase.txt", "\n12\tPreparation\n", "\n12\tPreparation\t7\n"),
     "unknown_label": rewrite("phase_annotations/video41-phase.txt", "GallbladderPackaging", "GallbladerPackaging", 5),
+    "not_utf8": not_utf8("tool_annotations/video01-tool.txt"),
 }
+# video01's phase file cut at a line boundary: 300 of its 1,010 frames (the issue's case; tool rows past them are
+# clipped and counted, the clips cover the labelled 12 s, and the build warns with the file's name)
+WARNED_INPUTS = {"short_annotation": cut_lines("phase_annotations/video01-phase.txt", 1 + 300)}

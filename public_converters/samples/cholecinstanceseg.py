@@ -90,4 +90,8 @@ BAD_INPUTS = {
         lambda document: document["shapes"][1].update(points=[[2, 40], [8]]),
     ),
     "unknown_label": rewrite("test/VID09_seg8k/ann_dir/seg8k_video09_28661.json", '"bipolar"', '"bipolar grasper"'),
+    "bad_number": edit_json(  # JSON Infinity as a polygon coordinate
+        "val/VID03_t80_sparse/ann_dir/t80_VID03_000060.json",
+        lambda document: document["shapes"][0]["points"][0].__setitem__(1, float("inf")),
+    ),
 }

@@ -6,7 +6,16 @@ one tool repeated by two triplets with the same box."""
 
 from pathlib import Path
 
-from public_converters.samples._common import cut, edit_json, noise_image, remove, rewrite, write_image, write_json
+from public_converters.samples._common import (
+    cut,
+    edit_json,
+    noise_image,
+    not_utf8,
+    remove,
+    rewrite,
+    write_image,
+    write_json,
+)
 
 
 INSTRUMENTS = ["grasper", "bipolar", "hook", "scissors", "clipper", "irrigator"]
@@ -140,6 +149,13 @@ def _short_row(labels: dict) -> None:
     del labels["annotations"]["11"][1][14:]
 
 
+def _nan_box(labels: dict) -> None:
+    """Write NaN (JSON ``NaN``, which Python's json reads) as the width of the first tool box."""
+    rows = (row for frame in labels["annotations"].values() for row in frame)
+    row = next(row for row in rows if row[3:7] != [-1.0] * 4)
+    row[5] = float("nan")
+
+
 BAD_INPUTS = {
     "missing_file": remove("labels/VID02.json", names="labels/VID02.json"),
     "truncated_image": cut("videos/VID01/000003.png", names="VID01/000003.png"),
@@ -147,4 +163,6 @@ BAD_INPUTS = {
     "unknown_label": rewrite(
         "labels/VID01.json", '"carlot-triangle-dissection"', '"carlot-triangle-disection"', names="labels/VID01.json"
     ),
+    "not_utf8": not_utf8("labels/VID02.json", names="labels/VID02.json"),
+    "bad_number": edit_json("labels/VID01.json", _nan_box, names="labels/VID01.json"),
 }

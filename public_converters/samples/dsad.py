@@ -10,6 +10,7 @@ from PIL import Image
 from public_converters.samples._common import (
     cut,
     noise_image,
+    not_utf8,
     remove,
     rename,
     rewrite,
@@ -68,6 +69,7 @@ BAD_INPUTS = {
     "missing_file": remove("liver/03/mask01.png", names="liver/03/mask01.png"),
     "truncated_image": cut("multilabel/07/image00.png", 0.3, names="multilabel/07/image00.png"),
     "wrong_mask_size": shrink("colon/01/mask01.png", names="colon/01/mask01.png"),
+    "not_utf8": not_utf8("colon/01/weak_labels.csv", names="colon/01/weak_labels.csv"),
     "malformed_row": rewrite(
         "colon/01/weak_labels.csv", "image01.png,0,1", "image01.png,0,2", names="colon/01/weak_labels.csv"
     ),

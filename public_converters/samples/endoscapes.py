@@ -12,6 +12,7 @@ from public_converters.samples._common import (
     cut,
     edit_json,
     noise_image,
+    not_utf8,
     remove,
     rewrite,
     write_image,
@@ -143,5 +144,11 @@ BAD_INPUTS = {
     "malformed_row": rewrite("all_metadata.csv", "\n121,1125,", "\n121,frame1125,"),
     "unknown_label": rewrite(
         "val/annotation_coco.json", '"cystic_plate"', '"cystic_plates"', names="val/annotation_coco.json"
+    ),
+    "not_utf8": not_utf8("all_metadata.csv"),
+    "bad_number": edit_json(  # a negative box width
+        "val/annotation_coco.json",
+        lambda coco: coco["annotations"][0]["bbox"].__setitem__(2, -12.5),
+        names="val/annotation_coco.json",
     ),
 }

@@ -102,4 +102,8 @@ BAD_INPUTS = {
         lambda coco: coco["annotations"][0].update(bbox=coco["annotations"][0]["bbox"][:3]),
     ),
     "unknown_label": rewrite(f"{ANNOTATIONS}/grasp_long-term_train.json", '"LPIL"', '"LPIL_v2"'),
+    "bad_number": edit_json(  # JSON NaN as a box corner
+        f"{ANNOTATIONS}/grasp_short-term_train.json",
+        lambda coco: coco["annotations"][0]["bbox"].__setitem__(0, float("nan")),
+    ),
 }

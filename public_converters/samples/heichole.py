@@ -5,7 +5,7 @@ reader must not take for a video or an annotation."""
 
 from pathlib import Path
 
-from public_converters.samples._common import cut, remove, rewrite, write_text, write_video
+from public_converters.samples._common import cut, cut_lines, not_utf8, remove, rewrite, write_text, write_video
 
 
 FPS = 25
@@ -58,4 +58,7 @@ BAD_INPUTS = {
         "Annotations/Instrument/Hei-Chole1_Annotation_Instrument.csv", "\n12,1,0,", "\n12,1,0,0,"
     ),
     "unknown_label": rewrite("Annotations/Phase/hei-chole10_annotation_phase.csv", "\n70,3\n", "\n70,9\n"),
+    "not_utf8": not_utf8("Annotations/Action/Hei-Chole1_Annotation_Action.csv"),
+    # the instrument and action rows run on past the phases: the error names the phase file
+    "short_annotation": cut_lines("Annotations/Phase/Hei-Chole1_Annotation_Phase.csv", 40),
 }

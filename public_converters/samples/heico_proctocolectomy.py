@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from public_converters.samples._heico import bad_inputs, write_procedure
+from public_converters.samples._heico import bad_inputs, warned_inputs, write_procedure
 
 
 def write(root: Path) -> None:
@@ -10,3 +10,4 @@ def write(root: Path) -> None:
 
 
 BAD_INPUTS = bad_inputs("Proctocolectomy")
+WARNED_INPUTS = warned_inputs("Proctocolectomy")

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from public_converters.samples._multibypass140 import bad_inputs, write_centre
+from public_converters.samples._multibypass140 import bad_inputs, warned_inputs, write_centre
 
 
 SPLITS = {"train": ["BBP01"], "val": ["BBP03"], "test": ["BBP02", "BBP70"]}
@@ -13,3 +13,4 @@ def write(root: Path) -> None:
 
 
 BAD_INPUTS = bad_inputs("bern", "BernBypass70", ["BBP01", "BBP03"])
+WARNED_INPUTS = warned_inputs("bern", "BBP01")

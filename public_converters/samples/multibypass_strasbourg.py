@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from public_converters.samples._multibypass140 import bad_inputs, write_centre
+from public_converters.samples._multibypass140 import bad_inputs, warned_inputs, write_centre
 
 
 SPLITS = {"train": ["SBP01"], "val": ["SBP09"], "test": ["SBP02", "SBP70"]}
@@ -13,3 +13,4 @@ def write(root: Path) -> None:
 
 
 BAD_INPUTS = bad_inputs("strasbourg", "StrasBypass70", ["SBP01", "SBP09"])
+WARNED_INPUTS = warned_inputs("strasbourg", "SBP01")

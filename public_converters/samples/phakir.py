@@ -10,7 +10,9 @@ import numpy as np
 
 from public_converters.samples._common import (
     cut,
+    cut_lines,
     noise_image,
+    not_utf8,
     remove,
     rewrite,
     shrink,
@@ -65,4 +67,7 @@ BAD_INPUTS = {
     "wrong_mask_size": shrink("Video_01/Video_01_Masks/0/frame_000025.png", names="Video_01_Masks/0/frame_000025.png"),
     "malformed_row": rewrite("Video_01/Video_01_Phases.csv", "\n12,Preparation\n", "\n12,Preparation,x\n"),
     "unknown_label": rewrite("Video_07/Video_07_Phases.csv", ",ClippingCutting\n", ",ClipingCutting\n", 3),
+    "not_utf8": not_utf8("Video_01/Video_01_Phases.csv"),
+    # 500 of Video_07's 1,030 frames: its masks every 25th frame run on past them, and the error names the phase file
+    "short_annotation": cut_lines("Video_07/Video_07_Phases.csv", 1 + 500),
 }

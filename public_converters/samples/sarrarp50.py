@@ -6,7 +6,7 @@ zero-padded frame indices in one action file, background ("Other", id 0) runs, a
 
 from pathlib import Path
 
-from public_converters.samples._common import cut, remove, rewrite, write_text, write_video
+from public_converters.samples._common import cut, cut_lines, not_utf8, remove, rewrite, write_text, write_video
 
 
 FPS = 60
@@ -37,4 +37,9 @@ BAD_INPUTS = {
     "unknown_label": rewrite(
         "test/video_41/action_discrete.txt", "\n18,3\n", "\n18,9\n", names="video_41/action_discrete.txt"
     ),
+    "not_utf8": not_utf8("train2/video_3/action_discrete.txt", names="video_3/action_discrete.txt"),
+}
+# video_41's action file cut after 10 of its 19 rows (frames 0-59 of 110)
+WARNED_INPUTS = {
+    "short_annotation": cut_lines("test/video_41/action_discrete.txt", 10, names="video_41/action_discrete.txt")
 }

@@ -31,7 +31,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from public_converters.schema import Frame, SemanticMask, SourceError, SourceTables, Video, segments_from_labels
+from public_converters.schema import (
+    Coverage,
+    Frame,
+    SemanticMask,
+    SourceError,
+    SourceTables,
+    Video,
+    read_text,
+    segments_from_labels,
+)
 from public_converters.seg_to_box import image_size
 from public_converters.spec import SourceSpec
 
@@ -86,7 +95,7 @@ def _one(folder: Path, suffix: str, expected: str) -> Path:
 
 def _phases(path: Path, labels) -> list[tuple[int, str | None]]:
     phases = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         cells = [cell.strip() for cell in line.split(",")]
@@ -139,6 +148,8 @@ def read_procedure(root: Path, labels, type_name: str, prefix: str) -> SourceTab
             )
         relative = video.relative_to(root).as_posix()
         tables.videos.append(Video(video_id, "train", FPS, len(phases), video_path=relative))
+        # a row for every video frame: a file that ends before the video is short (a warning of the media check)
+        tables.coverage[video_id] = Coverage(len(phases), phase_path.relative_to(root).as_posix(), "phase labels")
     return tables
 
 

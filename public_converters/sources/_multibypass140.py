@@ -36,7 +36,7 @@ import pickle
 import re
 from pathlib import Path
 
-from public_converters.schema import SourceError, SourceTables, Video, segments_from_labels
+from public_converters.schema import Coverage, SourceError, SourceTables, Video, read_text, segments_from_labels
 
 
 FPS = 25
@@ -84,9 +84,7 @@ def fold_variants(prefix: str, folds: dict[int, tuple[tuple[int, ...], tuple[int
 def _vocabulary(path: Path, names: tuple[str, ...], kind: str, labels) -> dict[int, str | None]:
     """id -> canonical name (None: labels no frame) of tables/<kind>.csv, checked against the published table;
     unknown names are label misses."""
-    if not path.is_file():
-        raise SourceError(path, "file not found", fix="the tables/ folder of the MultiBypass140 repository")
-    rows = list(csv.reader(io.StringIO(path.read_text())))
+    rows = list(csv.reader(io.StringIO(read_text(path, fix="the tables/ folder of the MultiBypass140 repository"))))
     if not rows or [cell.strip() for cell in rows[0]] != ["id", "name"]:
         raise SourceError(path, f"header is {rows[:1]}, expected 'id, name'", row=1)
     vocabulary = {}
@@ -152,12 +150,13 @@ def read_centre(root: Path, labels, centre: str, folder: str, prefix: str) -> So
         "step": _vocabulary(root / "tables" / "step.csv", STEP_NAMES, "step", labels),
     }
     split_dir = root / "labels" / centre / "labels_by70_splits" / "labels"
-    split_of, seconds = {}, {}
+    split_of, seconds, files = {}, {}, {}
     for split, name in SPLIT_FILES.items():
         for video, labelled in _split_labels(split_dir / name, prefix, vocabularies).items():
             if video in split_of:
                 raise SourceError(split_dir / name, f"{video} is also in the {split_of[video]} split of fold {FOLD}")
             split_of[video], seconds[video] = split, labelled
+            files[video] = (split_dir / name).relative_to(root).as_posix()
     tables = SourceTables()
     for video_path in sorted(video_dir.glob(f"{prefix}[0-9][0-9].mp4")):
         video_id = video_path.stem
@@ -168,6 +167,9 @@ def read_centre(root: Path, labels, centre: str, folder: str, prefix: str) -> So
             tables.segments += segments_from_labels(video_id, kind, per_second, step=FPS)
         relative = video_path.relative_to(root).as_posix()
         tables.videos.append(Video(video_id, split_of[video_id], FPS, video_path=relative))
+        # a label every second: labels that stop a second or more before the video are short (a media-check warning)
+        labelled = FPS * (seconds[video_id][-1][0] + 1) if seconds[video_id] else 0
+        tables.coverage[video_id] = Coverage(labelled, files[video_id], "phase and step labels", FPS)
     if not tables.videos:
         raise SourceError(video_dir, f"no {prefix}NN.mp4 videos", fix="unzip multibypass0*.zip there")
     return tables

@@ -29,12 +29,14 @@ import re
 from pathlib import Path
 
 from public_converters.schema import (
+    Coverage,
     Frame,
     Segment,
     SemanticMask,
     SourceError,
     SourceTables,
     Video,
+    read_text,
     segments_from_labels,
 )
 from public_converters.seg_to_box import image_size
@@ -85,9 +87,7 @@ MASK_NAME = re.compile(r"^(\d{3})(\d{3})\.png$")
 
 def _rows(path: Path, columns: int) -> list[tuple[int, list[str]]]:
     """(line number, cells) after the header line; every row needs at least ``columns`` integer cells."""
-    if not path.is_file():
-        raise SourceError(path, "file not found", fix="extract the task's label files")
-    lines = path.read_text().splitlines()
+    lines = read_text(path, fix="extract the task's label files").splitlines()
     if not lines or lines[0].split("\t")[0].strip().isdigit():
         raise SourceError(path, "expected a header line first", row=1, fix="is this an AutoLaparo label file?")
     rows = []
@@ -123,6 +123,9 @@ def read_workflow(root: Path, labels, tables: SourceTables) -> None:
         tables.videos.append(Video(video_id, SPLITS["official"][video_id], FPS, video_path=relative))
         tables.frames += [Frame(video_id, frame, phase=phase) for frame, phase in labelled]
         tables.segments += segments_from_labels(video_id, "phase", labelled, step=FPS)
+        # a row for every second: a file that stops a second or more before the video is short (a warning)
+        label_file = str(label_path.relative_to(root.parent))
+        tables.coverage[video_id] = Coverage(FPS * len(labelled), label_file, "phase labels", FPS)
 
 
 def read_motion(root: Path, labels) -> dict[str, tuple[str, str]]:

@@ -21,7 +21,9 @@ to join: one sample at the end of some release videos, and in the EndovisML copy
 (2-39 samples in 57). They are clipped and counted in the manifest's ``read_counts``, as is a tool row repeated with
 the same values (the copy's video12 repeats two); a repeat with other values is an error. A tool sample covers its
 second (25 frames): the last one of a video whose length is not a whole number of seconds ends past the last frame,
-and the media check clips it there.
+and the media check clips it there. A phase file that ends before its video does (a file cut at a line boundary:
+300 rows for a 1,010-frame video) leaves the rest of the video unlabelled: the clips cover only the labelled part,
+and the build names the file in a counted warning (``Coverage``; ``docs/sources/README.md``).
 
 Splits: there is no split file. The default is EndoNet's (videos 1-40 train, 41-80 test); ``32-8-40`` keeps the last
 8 training videos for validation, as many works do.
@@ -34,7 +36,15 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from public_converters.schema import Frame, SourceError, SourceTables, Video, segments_from_labels
+from public_converters.schema import (
+    Coverage,
+    Frame,
+    SourceError,
+    SourceTables,
+    Video,
+    read_text,
+    segments_from_labels,
+)
 from public_converters.spec import SourceSpec
 
 
@@ -91,9 +101,7 @@ VARIANTS = {
 
 
 def _lines(path: Path) -> list[str]:
-    if not path.is_file():
-        raise SourceError(path, "file not found", fix="every video needs its phase and tool annotation files")
-    return path.read_text().splitlines()
+    return read_text(path, fix="every video needs its phase and tool annotation files").splitlines()
 
 
 def _variant(path: Path) -> Variant:
@@ -116,12 +124,16 @@ def _rows(path: Path, header: tuple[str, ...], separator: str) -> list[tuple[int
         if not line.strip():
             continue
         cells = line.strip().split(separator)
-        if len(cells) != len(header) or not cells[0].isdigit():
+        if len(cells) != len(header):
             raise SourceError(
                 path,
                 f"malformed row {line!r}",
                 row=number,
                 fix=f"expected {len(header)} {SEPARATOR_NAMES[separator]}-separated cells",
+            )
+        if not cells[0].isdigit():
+            raise SourceError(
+                path, f"frame {cells[0]!r} is not a frame number", row=number, fix="a frame is a whole number from 0"
             )
         rows.append((number, cells))
     return rows
@@ -202,11 +214,15 @@ def read(root: Path, labels) -> SourceTables:
         video_id = path.stem
         frames, segments, counts = read_video(root, video_id, labels)
         read_counts.update(counts)
-        total = max(s.end_frame for s in segments if s.kind == "phase") + 1
+        phase = [s for s in segments if s.kind == "phase"]
+        total = max(s.end_frame for s in phase) + 1
         split = SPLITS["endonet"].get(video_id)
         if split is None:
             raise SourceError(path, "video number outside 01-80", fix="Cholec80 has video01..video80")
         tables.videos.append(Video(video_id, split, FPS, total, video_path=f"videos/{path.name}"))
+        # every frame has a phase: a phase file that ends before the video is cut short (the media check says so)
+        phase_file = f"phase_annotations/{video_id}-phase.txt"
+        tables.coverage[video_id] = Coverage(total, phase_file, "phase labels", phase[0].period)
         tables.frames += frames
         tables.segments += segments
     if not tables.videos:

@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 
 from public_converters.coco import read_json
-from public_converters.schema import Frame, Instance, SourceError, SourceTables, Video
+from public_converters.schema import Frame, Instance, SourceError, SourceTables, Video, finite_number
 from public_converters.seg_to_box import box_of_rle, image_size, rle_from_polygons
 from public_converters.spec import SourceSpec
 
@@ -89,7 +89,7 @@ def _polygons(shapes: list, path: Path, labels) -> dict[tuple[str, int | None], 
         ):
             raise SourceError(path, f"not a polygon with a label and >= 3 (x, y) points: {str(shape)[:80]}", row=row)
         labels.map("tool", shape["label"], path, row)
-        flat = [float(value) for point in points for value in point]
+        flat = [finite_number(value, path, row, "polygon point") for point in points for value in point]
         groups.setdefault((shape["label"], shape.get("group_id")), []).append(flat)
     return groups
 

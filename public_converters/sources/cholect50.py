@@ -36,6 +36,7 @@ from public_converters.schema import (
     SourceError,
     SourceTables,
     Video,
+    finite_number,
     normalise_box,
     segments_from_labels,
 )
@@ -155,7 +156,7 @@ def _frame(video_id: str, frame: int, rows: list, names: dict, path: Path, label
             continue
         tool = labels.map("tool", tool, path, row)
         tools.add(tool)
-        box = [float(v) for v in entry[3:7]]
+        box = [finite_number(v, path, row, "box value") for v in entry[3:7]]
         if box != [-1.0] * 4:
             x, y, w, h = box
             if min(box) < 0:

@@ -27,7 +27,7 @@ import csv
 import re
 from pathlib import Path
 
-from public_converters.schema import Frame, SemanticMask, SourceError, SourceTables, Video
+from public_converters.schema import Frame, SemanticMask, SourceError, SourceTables, Video, read_text
 from public_converters.seg_to_box import image_size
 from public_converters.spec import SourceSpec
 
@@ -71,7 +71,7 @@ def _structure_key(cell: str) -> str:
 
 def read_weak_labels(path: Path, labels) -> dict[int, list[str]]:
     """image number -> canonical structures visible (see the module docstring for the accepted layouts)."""
-    rows = list(csv.reader(path.read_text().splitlines()))
+    rows = list(csv.reader(read_text(path).splitlines()))
     if not rows:
         raise SourceError(path, "empty file", fix="expected one row per image")
     header = not re.search(r"\d", rows[0][0]) if rows[0] else False

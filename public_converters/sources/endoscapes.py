@@ -25,12 +25,13 @@ rather than from the BBox201 file; ``all_metadata.csv`` booleans are ``True``/``
 from __future__ import annotations
 
 import csv
+import io
 import re
 from pathlib import Path
 
 from builders.errors import InputError
 from public_converters import coco
-from public_converters.schema import Frame, Instance, SourceError, SourceTables, Video
+from public_converters.schema import Frame, Instance, SourceError, SourceTables, Video, read_text
 from public_converters.spec import SourceSpec
 
 
@@ -111,7 +112,7 @@ def _check_vids_file(root: Path, folder: str, state: dict) -> None:
     if not path.is_file():
         return
     listed = set()
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
         if line.strip():
             if not line.strip().isdigit() or SPLITS["official"].get(line.strip()) != SPLIT_FOLDERS[folder]:
                 raise SourceError(path, f"{line.strip()!r} is not a {folder} video of the official split", row=number)
@@ -135,7 +136,7 @@ def _check_metadata(root: Path, frames: dict) -> None:
         return
     compared = keyframes = 0
     videos = {video for video, _ in frames}
-    with path.open(newline="") as handle:
+    with io.StringIO(read_text(path), newline="") as handle:
         reader = csv.DictReader(handle)
         missing = [c for c in METADATA_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:

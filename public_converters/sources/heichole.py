@@ -30,7 +30,15 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from public_converters.schema import SourceError, SourceTables, Video, frames_from_segments, segments_from_labels
+from public_converters.schema import (
+    Coverage,
+    SourceError,
+    SourceTables,
+    Video,
+    frames_from_segments,
+    read_text,
+    segments_from_labels,
+)
 from public_converters.spec import SourceSpec
 
 
@@ -92,13 +100,17 @@ def _index(*folders: Path) -> dict[str, Path]:
 def _rows(path: Path, width: int, what: str) -> list[tuple[int, int, list[str]]]:
     """(line number, frame, cells after the frame) of a headerless CSV with ``width`` cells per row."""
     rows = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         cells = [cell.strip() for cell in line.split(",")]
-        if len(cells) != width or not cells[0].isdigit():
+        if len(cells) != width:
             raise SourceError(
                 path, f"row {line!r} has {len(cells)} cells", row=number, fix=f"expected headerless {what}"
+            )
+        if not cells[0].isdigit():
+            raise SourceError(
+                path, f"frame {cells[0]!r} is not a frame number", row=number, fix="a frame is a whole number from 0"
             )
         rows.append((number, int(cells[0]), cells[1:]))
     if not rows:
@@ -106,7 +118,7 @@ def _rows(path: Path, width: int, what: str) -> list[tuple[int, int, list[str]]]
     return rows
 
 
-def _presence_segments(path, video_id, kind, columns, last, labels) -> list:
+def _presence_segments(path, video_id, kind, columns, last, labels, phase_path) -> list:
     rows = _rows(path, len(columns) + 1, f"frame + {len(columns)} binary columns ({', '.join(columns)})")
     frames = [frame for _, frame, _ in rows]
     step = frames[1] - frames[0] if len(frames) > 1 else 1
@@ -114,7 +126,12 @@ def _presence_segments(path, video_id, kind, columns, last, labels) -> list:
         if frame - previous != step or step < 1:
             raise SourceError(path, f"frame {frame} after {previous}: the step is not {step}", row=number)
     if frames[-1] > last + step:
-        raise SourceError(path, f"rows run to frame {frames[-1]}, the phases end at {last}", row=rows[-1][0])
+        raise SourceError(
+            path,
+            f"rows run to frame {frames[-1]}, but {phase_path.name} labels frames 0-{last} only",
+            row=rows[-1][0],
+            fix="one of the two files is cut short; re-download the video's annotations",
+        )
     segments = []
     for position, column in enumerate(columns):
         name = labels.map(kind, column, path)
@@ -154,8 +171,11 @@ def read(root: Path, labels) -> SourceTables:
             raise SourceError(phase_path, "frame indices are not contiguous from 0", fix="the file is incomplete")
         last = len(phases) - 1
         tables.segments += segments_from_labels(video_id, "phase", phases)
-        tables.segments += _presence_segments(files["Instrument"], video_id, "tool", INSTRUMENT_COLUMNS, last, labels)
-        tables.segments += _presence_segments(files["Action"], video_id, "action", ACTION_COLUMNS, last, labels)
+        for kind, label_kind, columns in (
+            ("Instrument", "tool", INSTRUMENT_COLUMNS),
+            ("Action", "action", ACTION_COLUMNS),
+        ):
+            tables.segments += _presence_segments(files[kind], video_id, label_kind, columns, last, labels, phase_path)
         sampled = range(0, last + 1, IMAGE_EVERY_SECONDS * FPS)
         tables.frames += frames_from_segments(video_id, tables.segments, sampled)
         split = SPLITS["public"].get(video_id)
@@ -163,6 +183,8 @@ def read(root: Path, labels) -> SourceTables:
             raise SourceError(video_path, "video number outside 1-33", fix="HeiChole has Hei-Chole1..Hei-Chole33")
         relative = video_path.relative_to(root).as_posix()
         tables.videos.append(Video(video_id, split, FPS, len(phases), video_path=relative))
+        # one phase row per frame: a file that ends before the video is short (a warning of the media check)
+        tables.coverage[video_id] = Coverage(len(phases), phase_path.relative_to(root).as_posix(), "phase labels")
     if not tables.videos:
         raise SourceError(root / "Videos" / "Full", "no Hei-Chole<N>.mp4 videos", fix="point the source at HeiChole/")
     return tables

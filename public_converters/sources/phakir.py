@@ -33,7 +33,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from public_converters.schema import Frame, SemanticMask, SourceError, SourceTables, Video, segments_from_labels
+from public_converters.schema import (
+    Coverage,
+    Frame,
+    SemanticMask,
+    SourceError,
+    SourceTables,
+    Video,
+    read_text,
+    segments_from_labels,
+)
 from public_converters.seg_to_box import image_size
 from public_converters.sources.cholec80 import PHASES  # the same names, spelled as Cholec80 does
 from public_converters.spec import SourceSpec
@@ -77,9 +86,7 @@ def bucket_path(frame: int) -> str:
 
 
 def _csv(path: Path, header: tuple[str, ...], fix: str) -> list[tuple[int, list[str]]]:
-    if not path.is_file():
-        raise SourceError(path, "file not found", fix=fix)
-    lines = path.read_text(encoding="utf-8-sig").splitlines()
+    lines = read_text(path, fix=fix).splitlines()
     found = tuple(cell.strip() for cell in lines[0].split(",")) if lines else ()
     if found != header:
         raise SourceError(path, f"header is {found}, expected {header}", row=1)
@@ -124,8 +131,8 @@ def _cuts(path: Path, total: int) -> list[int]:
 EXTRACT_FRAMES = "extract the frames with the official split_video_in_frames.py"
 
 
-def _mask_frames(masks_dir: Path, total: int) -> list[int]:
-    """Every 25th frame from 0 must have a mask, and nothing else may."""
+def _mask_frames(masks_dir: Path, total: int, phases: str) -> list[int]:
+    """Every 25th frame from 0 must have a mask, and nothing else may; ``phases`` names the file ``total`` is from."""
     if not masks_dir.is_dir():
         raise SourceError(masks_dir, "folder not found", fix="every video needs its Video_XX_Masks folder")
     found = {}
@@ -136,7 +143,13 @@ def _mask_frames(masks_dir: Path, total: int) -> list[int]:
         frame = int(match.group(1)) if match else None
         if frame is None or path.relative_to(masks_dir).as_posix() != bucket_path(frame):
             raise SourceError(path, "unexpected file", fix="masks are <bucket>/frame_NNNNNN.png, 1000 frames a bucket")
-        if frame % MASK_STEP or frame >= total:
+        if frame >= total:
+            raise SourceError(
+                path,
+                f"mask at frame {frame}, past the {total} frames {phases} labels",
+                fix="is the phase file cut short? re-download the video's annotations",
+            )
+        if frame % MASK_STEP:
             raise SourceError(path, f"mask at frame {frame}; expected every {MASK_STEP}th frame below {total}")
         found[frame] = path
     for frame in range(0, total, MASK_STEP):
@@ -154,10 +167,12 @@ def read_video(root: Path, video_id: str, labels, tables: SourceTables) -> None:
     total = len(phases)
     cuts = _cuts(folder / f"{video_id}_Cuts.csv", total)
     masks_dir = folder / f"{video_id}_Masks"
-    annotated = _mask_frames(masks_dir, total)
+    annotated = _mask_frames(masks_dir, total, f"{video_id}_Phases.csv")
     frame_dir = f"Frames/{video_id}"
     width, height = image_size(root / frame_dir / bucket_path(annotated[0]), fix=EXTRACT_FRAMES)
     tables.videos.append(Video(video_id, split, FPS, total, width, height, f"{video_id}.mp4"))
+    phase_file = (folder / f"{video_id}_Phases.csv").relative_to(root).as_posix()
+    tables.coverage[video_id] = Coverage(total, phase_file, "phase labels")  # one row per frame
     for frame in annotated:
         tables.frames.append(Frame(video_id, frame, f"{frame_dir}/{bucket_path(frame)}", phase=phases[frame]))
         mask = (masks_dir / bucket_path(frame)).relative_to(root).as_posix()

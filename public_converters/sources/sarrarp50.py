@@ -29,7 +29,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from public_converters.schema import Frame, SourceError, SourceTables, Video, segments_from_labels
+from public_converters.schema import (
+    Coverage,
+    Frame,
+    SourceError,
+    SourceTables,
+    Video,
+    read_text,
+    segments_from_labels,
+)
 from public_converters.spec import SourceSpec
 
 
@@ -79,10 +87,9 @@ SPLITS = {"official": _official_splits()}
 
 def _actions(path: Path, labels) -> list[tuple[int, int, str | None]]:
     """(row, frame, canonical action or None for background) of one action_discrete.txt."""
-    if not path.is_file():
-        raise SourceError(path, "file not found", fix="every video_XX folder needs its action_discrete.txt")
+    text = read_text(path, fix="every video_XX folder needs its action_discrete.txt")
     rows, previous = [], None
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         cells = [cell.strip() for cell in line.split(",")]
@@ -134,6 +141,9 @@ def read(root: Path, labels) -> SourceTables:
         rows = _actions(action_path, labels)
         relative = folder.relative_to(root).as_posix()
         tables.videos.append(Video(vid, split, FPS, video_path=f"{relative}/video_left.avi"))
+        # a row every 6 frames from 0 to the end: a file that stops earlier is short (a warning of the media check)
+        labelled = rows[-1][1] + STEP
+        tables.coverage[vid] = Coverage(labelled, f"{relative}/action_discrete.txt", "action labels", STEP)
         tables.frames += [Frame(vid, frame, actions=[action] if action else []) for _, frame, action in rows]
         # the last sample covers its 6 frames; the media check clips them at the video's last frame
         tables.segments += segments_from_labels(vid, "action", [(f, action) for _, f, action in rows], step=STEP)
