@@ -35,7 +35,8 @@ import sys
 import time
 from pathlib import Path
 
-from builders.errors import InputError
+from builders.arguments import int_range, non_negative_int
+from builders.errors import InputError, UserError
 
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -90,13 +91,15 @@ class Run:
             )
         if done.returncode:
             tail = "\n".join(log.read_text().splitlines()[-25:])
-            raise RuntimeError(f"`{' '.join(argv)}` failed (exit {done.returncode}); its log {log} ends:\n{tail}")
+            raise UserError(f"`{' '.join(argv)}` failed (exit {done.returncode}); its log {log} ends:\n{tail}")
 
     def recipe(self, template: Path, name: str, **fields) -> Path:
         """The recipe YAML with this run's paths and overrides, written under ``OUT/recipes`` (what was run)."""
         import yaml
 
-        recipe = yaml.safe_load(Path(template).read_text()) | fields
+        from recipes.training.recipe_file import load_recipe_yaml
+
+        recipe = load_recipe_yaml(template) | fields
         path = self.out / "recipes" / f"{name}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         header = f"# {name}: {template.relative_to(REPO_ROOT) if template.is_relative_to(REPO_ROOT) else template}"
@@ -168,10 +171,12 @@ def grpo_start(run_dir: Path, step: int) -> Path:
 
 def reproduce(args) -> Path:
     """Every step of the miniature (see the module docstring); returns the report folder."""
-    import yaml
-
     from builders.sureon import world as world_module
+    from recipes.training.recipe_file import GRPO, SFT, read_recipe
 
+    sft_recipe = read_recipe(args.sft_config, SFT)  # every recipe checked strictly before the first step
+    read_recipe(args.guesser_config, SFT)
+    read_recipe(args.grpo_config, GRPO)
     run = Run(args)
     out = run.out
     world_settings = world_module.load_config(args.world_config)
@@ -181,7 +186,6 @@ def reproduce(args) -> Path:
     else:
         release, videos, truth_path = out / "world" / "release", out / "world" / "videos", out / "world"
         run.step("world", lambda: world_module.write_world(out / "world", world_settings)["counts"], what="world")
-    sft_recipe = yaml.safe_load(Path(args.sft_config).read_text())
     frames = int(sft_recipe.get("max_frames") or 8)
     build, cache = out / "build", out / "cache"
     # a world has no text or face to blur (blurring is for real frames); a real release keeps the default
@@ -481,10 +485,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--sft-config", type=Path, default=DEFAULT_SFT)
     parser.add_argument("--guesser-config", type=Path, default=DEFAULT_GUESSER)
     parser.add_argument("--grpo-config", type=Path, default=DEFAULT_GRPO)
-    parser.add_argument("--num-folds", type=int, default=4)
+    parser.add_argument("--num-folds", type=int_range(2), default=4)
     parser.add_argument(
         "--grpo-from-step",
-        type=int,
+        type=non_negative_int,
         default=100,
         help="GRPO starts from this checkpoint of the curated SFT run (0: the finished run)",
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from builders.errors import InputError
 from builders.options import LETTERS
 from builders.outputs import staged_output
 from builders.sureon.release import RELEASE_SCHEMA
@@ -33,6 +34,8 @@ def read_stage_output(folder: Path) -> dict[str, list[dict]]:
     """Records per split of a pipeline output folder (or any release folder in the same layout)."""
     from builders.sureon.release import find_split_files
 
+    if not Path(folder).is_dir():
+        raise InputError(f"--input {folder}: no such folder; give a stage-1 output (`sureon pipeline stage1 --out`)")
     return {
         split: [row for path in files for row in pq.read_table(path).to_pylist()]
         for split, files in sorted(find_split_files(Path(folder)).items())

@@ -1,5 +1,5 @@
 """Bad input to ``sureon build public``: each mistake a new user makes is one clear line naming the file (and row)
-and the fix, with nothing written (the table, in :mod:`tests.test_bad_inputs`' form), and the two cases the build
+and the fix, with nothing written (cases of the bad-input table, ``tests/bad_inputs/``), and the two cases the build
 keeps going through (an annotation file that ends before its video, a source that yields no record) are named,
 counted warnings in the manifest and the printed summary, after which every printed ``load_dataset`` line loads.
 
@@ -13,12 +13,11 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from public_converters.samples._common import cut_lines, not_utf8, rewrite
 from public_converters.spec import sample_module
 from sureon import cli
-from tests.test_bad_inputs import BadInput, Inputs, check_bad_input
+
+from . import BadInput, Inputs, run_cases
 
 
 SAMPLING = ["--min-clip-seconds", "4", "--max-clip-seconds", "12", "--grid-fps", "2"]
@@ -275,12 +274,7 @@ CASES: list[BadInput] = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{c.command}: {c.mistake}" for c in CASES])
-def test_bad_input(case: BadInput, tmp_path, request, capsys, monkeypatch):
-    # every argument here is an absolute path: run away from the checkout, whose build/ folder (virtual environments
-    # of several GB) the word "build" of the command line would otherwise make check_bad_input hash as an input
-    monkeypatch.chdir(tmp_path)
-    check_bad_input(case, tmp_path, request, capsys)
+test_bad_input = run_cases(CASES)
 
 
 # ---- what builds, with a warning -----------------------------------------------------------------------------------

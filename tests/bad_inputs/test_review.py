@@ -1,6 +1,6 @@
 """Bad input to `sureon review ...`: each mistake is one line naming the file and the fix, and loses nothing.
 
-Cases of the one bad-input table (:mod:`tests.test_bad_inputs`, which runs them), for the review commands: a ``--db``
+Cases of the bad-input table (``tests/bad_inputs/``), for the review commands: a ``--db``
 that is no review database (a text file, a parquet file, a folder, another program's SQLite file), that does not
 exist or lies in a folder that does not exist, for every action; a ``--dataset`` that does not exist or is not a built
 Sureon dataset; ``serve`` on a port in use or with bad server options; ``backup --out`` over the database; and the
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from sureon import cli
-from tests.test_bad_inputs import BadInput, Inputs, check_bad_input
+
+from . import BadInput, Inputs, run_cases
 
 
 PASSWORD = "correct horse battery"
@@ -328,13 +328,7 @@ ACCOUNT_CASES += [
 CASES = DB_CASES + DATASET_CASES + SERVE_CASES + ACCOUNT_CASES
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{c.command}: {c.mistake}" for c in CASES])
-def test_bad_input(case: BadInput, tmp_path, request, capsys):
-    check_bad_input(case, tmp_path, request, capsys)
-
-
-def test_every_review_action_has_cases():
-    assert {f"review {action}" for action in ACTIONS} <= {case.command for case in CASES}
+test_bad_input = run_cases(CASES)
 
 
 def test_a_port_in_use_is_refused_before_the_log_says_it_serves(bench, tmp_path, request, caplog, capsys):

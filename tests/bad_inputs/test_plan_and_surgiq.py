@@ -1,7 +1,7 @@
 """Bad input to ``sureon plan``, ``sureon build surgiq`` and ``sureon near-duplicates surgiq``: each mistake a new
 user makes is one line naming the file (and the row or key) and the fix, and leaves nothing behind.
 
-The cases join the one table of ``tests/test_bad_inputs.py`` (same :class:`BadInput`, same checks); the launch scripts
+The cases join the one table of ``tests/bad_inputs/`` (same :class:`BadInput`, same checks); the launch scripts
 ``recipes/sft.py`` and ``recipes/grpo.py``, not ``sureon`` sub-commands, have theirs in ``tests/test_sft.py`` and
 ``tests/test_grpo.py``. A recipe case never loads a model: the recipe is refused when it is read.
 """
@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 import yaml
 
 from sample_data.make_surgiq_sample import external_rows, surgiq_rows
-from tests.test_bad_inputs import BadInput, Inputs, check_bad_input
+
+from . import BadInput, Inputs, run_cases
 
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SFT_RECIPE = REPO / "recipes" / "qwen3-vl-8b" / "sft" / "config_sureon_vlm.yaml"
 GRPO_RECIPE = REPO / "recipes" / "qwen3-vl-8b" / "grpo" / "config_sureon_grpo.yaml"
 TWO_STAGE = REPO / "recipes" / "qwen3-vl-8b" / "sft" / "config_two_stage.yaml"
@@ -484,10 +484,4 @@ NEAR_DUPLICATES = [
 CASES = PLAN + BUILD_SURGIQ + NEAR_DUPLICATES
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{c.command}: {c.mistake}" for c in CASES])
-def test_bad_input(case, tmp_path, request, capsys):
-    check_bad_input(case, tmp_path, request, capsys)
-
-
-def test_every_command_of_this_area_has_cases():
-    assert {case.command for case in CASES} == {"plan", "build surgiq", "near-duplicates surgiq"}
+test_bad_input = run_cases(CASES)

@@ -1,7 +1,7 @@
 """Bad input to the model-side commands (`sureon eval`, `report`, `curate`, `audit`, `shortcuts`, `export`, `push`):
 each mistake is one line naming the thing and the fix, found before a model loads, and loses nothing.
 
-The cases join :data:`tests.test_bad_inputs.CASES`' table (same :class:`BadInput`, same checks). Every check they
+The cases join the one table (``tests/bad_inputs/``) (same :class:`BadInput`, same checks). Every check they
 exercise fires before any model is loaded or any question generated, so each case costs well under a second or two:
 the inputs are the session's tiny models and demo benchmark, copies of them cut or emptied, a SurgiQ build of the
 sample file, and, for an endpoint nothing listens at, a local port bound and closed again.
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_bad_inputs import BadInput, Inputs, check_bad_input
+from . import BadInput, Inputs, check_bad_input, run_cases
 
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SURGIQ_SAMPLE = REPO / "sample_data" / "surgiq" / "surgiq_sample.jsonl"
 
 
@@ -578,16 +578,7 @@ CASES: list[BadInput] = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{c.command}: {c.mistake}" for c in CASES])
-def test_bad_input(case: BadInput, tmp_path, request, capsys):
-    check_bad_input(case, tmp_path, request, capsys)
-
-
-def test_every_model_command_has_cases():
-    commands = {case.command for case in CASES}
-    assert {"eval sureon", "eval public", "eval surgiq", "curate", "audit", "push", "report sureon"} <= commands
-    assert {"report public", "report surgiq", "shortcuts surgiq", "export lmms-eval", "export lm-eval"} <= commands
-    assert {"export vlmevalkit", "export sft"} <= commands
+test_bad_input = run_cases(CASES)
 
 
 @pytest.mark.parametrize("command", ["eval sureon", "curate"])
