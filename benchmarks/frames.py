@@ -156,12 +156,12 @@ def lecture_windows(duration: float, count: int, seed: int = 0) -> list[tuple[fl
     rng = random.Random(seed)
     windows: list[tuple[float, float]] = []
     while len(windows) < count:
-        length = rng.uniform(60, 120) if rng.random() < 0.2 else rng.uniform(6, 10)
+        length = min(rng.uniform(60, 120) if rng.random() < 0.2 else rng.uniform(6, 10), duration - 1)
         if windows and length < 60 and rng.random() < 1 / 3:
             start = rng.choice(windows)[0] + rng.uniform(0, 5)
         else:
             start = rng.uniform(0, duration - length - 1)
-        start = round(min(start, duration - length - 1), 2)
+        start = round(max(0.0, min(start, duration - length - 1)), 2)
         windows.append((start, round(start + length, 2)))
     return sorted(set(windows))
 
@@ -217,8 +217,9 @@ def one_window(video: Path, args) -> None:
     policy = FramePolicy()
     decoder = open_clip_decoder(video, policy)  # also the "already open" decoder of the per-clip variant
     meta = decoder.metadata
-    start = args.window_start * meta.duration_seconds
-    end = start + args.window_seconds
+    # the window inside the video (a window past its end is refused, as a build refuses it)
+    start = max(0.0, min(args.window_start * meta.duration_seconds, meta.duration_seconds - args.window_seconds))
+    end = min(start + args.window_seconds, meta.duration_seconds)
     indices = plan_frame_indices(start, end, meta.average_fps, meta.num_frames, policy)
     seconds = [(index + 0.5) / meta.average_fps for index in indices]  # the middle of each frame's display time
     print(

@@ -9,7 +9,7 @@ in one step (:func:`staged_output`), so a crash never leaves half an output behi
 - **``--overwrite`` replaces only what this project wrote.** Every staged folder carries the marker file
   :data:`MARKER`; a folder without it, or a file, is never replaced (an empty folder is: nothing is lost).
 - **No leftovers.** The staging folder is removed on an error, on Ctrl-C and on SIGTERM (``sureon`` turns SIGTERM
-  into an exception, :func:`sureon.errors.exit_on_sigterm`), and a run that finishes removes the staging folders that
+  into an exception, :func:`builders.errors.exit_on_sigterm`), and a run that finishes removes the staging folders that
   killed runs of this machine (SIGKILL, an out-of-memory kill) left beside the same output: they are named with the
   host and process id that made them, so a running build's staging folder is never touched.
 - **The user's umask.** An output gets the permissions a folder made by ``mkdir`` gets (``mkdtemp`` would give 0700,
@@ -18,6 +18,7 @@ in one step (:func:`staged_output`), so a crash never leaves half an output behi
   mistake costs seconds, not a decoding pass.
 """
 
+import glob
 import os
 import shutil
 import socket
@@ -164,14 +165,16 @@ def staged_output(
     check_replaceable(out, overwrite)
     check_writable(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"{_staging_prefix(out)}{_owner()}-", dir=out.parent))
-    try:
+    ours = f"{_staging_prefix(out)}{_owner()}-"  # this process's staging folders: a signal may come at any bytecode,
+    try:  # even between mkdtemp making the folder and its name being bound, so cleanup finds them by name
+        staging = Path(tempfile.mkdtemp(prefix=ours, dir=out.parent))
         staging.chmod(0o777 & ~_umask())
         yield staging
         (staging / MARKER).write_text(_MARKER_TEXT)
         check_replaceable(out, overwrite)  # again: something may have appeared there while the command ran
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        for leftover in out.parent.glob(f"{glob.escape(ours)}*"):
+            shutil.rmtree(leftover, ignore_errors=True)
         raise
     replaced = None
     if out.exists():

@@ -32,9 +32,7 @@ import json
 import logging
 import math
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from trl import GRPOConfig, ModelConfig, TrlParser, get_peft_config
 
@@ -45,14 +43,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # `accelerate launch recipes/grpo.py` runs this file as a script
     sys.path.insert(0, str(REPO_ROOT))
 
-from recipes.evaluation.rewards import reward_functions  # noqa: E402
-from recipes.sft import (  # noqa: E402
-    RecipeParser,
-    available_reporters,
-    configure_reporting,
-    last_checkpoint,
-    recipe_path,
-)
+from recipes.evaluation.rewards import REWARDS, reward_functions  # noqa: E402
 from recipes.training.grpo_data import grpo_dataset  # noqa: E402
 from recipes.training.grpo_trainer import VisualGRPOTrainer  # noqa: E402
 from recipes.training.mixture import build_mixture, mixture_summary, parse_mixture  # noqa: E402
@@ -68,53 +59,21 @@ from recipes.training.modeling import (  # noqa: E402
     training_record,
 )
 from recipes.training.recipe_file import GRPO, run_script  # noqa: E402
+from recipes.training.scripts import (  # noqa: E402
+    GRPOScriptArguments,
+    RecipeParser,
+    available_reporters,
+    configure_reporting,
+    last_checkpoint,
+    recipe_path,
+)
 
 
 logger = logging.getLogger("sureon.grpo")
 
-DEFAULT_REWARDS = ["mcq_accuracy", "order_accuracy", "format"]
-
-
-@dataclass
-class GRPOScriptArguments:
-    """Data and reward options of a run; every field maps onto a flat key of the recipe YAML."""
-
-    dataset_mixture: list[dict[str, Any]] | None = field(
-        default=None, metadata={"help": "sources: [{path, name, split, weight, columns, max_samples}] (video QA)"}
-    )
-    reward_funcs: list[str] = field(
-        default_factory=lambda: list(DEFAULT_REWARDS),
-        metadata={"help": "rewards (recipes.evaluation.rewards); weights: GRPOConfig's reward_weights"},
-    )
-    frames_as: str = field(
-        default="video",
-        metadata={"help": "clip frames as one 'video' or as tagged 'images'", "choices": ["video", "images"]},
-    )
-    max_frames: int | None = field(default=8, metadata={"help": "frames per clip (evenly subsampled above it)"})
-    image_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per image"})
-    video_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per clip (all its frames)"})
-    uniform_vision_calls: bool | None = field(
-        default=None,
-        metadata={"help": "run the vision tower on every log-probability pass (masked dummies); default: on for VLMs"},
-    )
-    system_prompt: str | None = field(
-        default=None,
-        metadata={"help": "system message of every prompt; default: the one the starting SFT run was trained with"},
-    )
-    cpu_labelled_positions_only: bool = field(
-        default=False,
-        metadata={
-            "help": "on a CPU, score only the labelled positions through TRL's fused LM head, as on CUDA (~40 %% less "
-            "CPU a step on tiny models; float rounding differs: recipes.training.modeling)"
-        },
-    )
-    hardware: str | None = field(default=None, metadata={"help": "stated in the model card"})
-    eval_results: str | None = field(default=None, metadata={"help": "JSON of results for the card's model-index"})
-    hub_model_name: str | None = field(default=None, metadata={"help": "model name in the card"})
-
 
 def make_parser() -> TrlParser:
-    return RecipeParser((GRPOScriptArguments, GRPOConfig, ModelConfig), GRPO)
+    return RecipeParser((GRPOScriptArguments, GRPOConfig, ModelConfig), GRPO, rewards=REWARDS)
 
 
 def set_fields(training_args: GRPOConfig, **values) -> None:

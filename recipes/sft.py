@@ -20,11 +20,8 @@ model card.
 import dataclasses
 import json
 import logging
-import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from trl import ModelConfig, SFTConfig, SFTTrainer, TrlParser, get_peft_config
 
@@ -46,101 +43,18 @@ from recipes.training.modeling import (  # noqa: E402
     load_processor,
     tokenizer_of,
 )
-from recipes.training.recipe_file import (  # noqa: E402
-    SFT,
-    RecipeError,
-    check_fields,
-    config_path,
-    read_recipe,
-    run_script,
-    settable_fields,
+from recipes.training.recipe_file import SFT, check_fields, run_script, settable_fields  # noqa: E402
+from recipes.training.scripts import (  # noqa: E402
+    RecipeParser,
+    SFTScriptArguments,
+    available_reporters,
+    configure_reporting,
+    last_checkpoint,
+    recipe_path,
 )
 
 
 logger = logging.getLogger("sureon.sft")
-
-
-@dataclass
-class SFTScriptArguments:
-    """Data, modality and freezing options of a run; every field maps onto a flat key of the recipe YAML."""
-
-    dataset_mixture: list[dict[str, Any]] | None = field(
-        default=None, metadata={"help": "sources: [{path, name, split, weight, format, columns, max_samples}]"}
-    )
-    stages: list[dict[str, Any]] | None = field(
-        default=None,
-        metadata={
-            "help": "multi-stage schedule: [{name, dataset_mixture, <any training field>}]; each stage starts "
-            "from the previous stage's weights"
-        },
-    )
-    blind: bool = field(default=False, metadata={"help": "drop every frame and image: question + options only"})
-    frames_as: str = field(
-        default="video",
-        metadata={"help": "clip frames as one 'video' or as tagged 'images'", "choices": ["video", "images"]},
-    )
-    max_frames: int | None = field(default=8, metadata={"help": "frames per clip (evenly subsampled above it)"})
-    image_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per image"})
-    video_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per clip (all its frames)"})
-    freeze_vision_tower: bool = False
-    freeze_projector: bool = False
-    freeze_llm: bool = False
-    uniform_vision_calls: bool | None = field(
-        default=None,
-        metadata={"help": "run the vision tower on every batch (dummy inputs when absent); default: on for VLMs"},
-    )
-    fold: int | None = field(default=None, metadata={"help": "hold out this fold (video-level, subject-stratified)"})
-    num_folds: int = 4
-    system_prompt: str | None = field(
-        default=None,
-        metadata={
-            "help": "system message of every example; recorded with the weights and applied by default by "
-            "`sureon eval sureon`, `sureon curate` and `sureon audit`"
-        },
-    )
-    cpu_labelled_positions_only: bool = field(
-        default=False,
-        metadata={
-            "help": "on a CPU, score only the labelled positions through TRL's fused LM head, as on CUDA (~40 %% less "
-            "CPU a step on tiny models; float rounding differs: recipes.training.modeling)"
-        },
-    )
-    encoded_cache_mb: float = field(
-        default=0.0,
-        metadata={
-            "help": "keep encoded examples in memory up to this many MB per process, so that later epochs skip the "
-            "chat template and the image processor (recipes.training.collator); pays on small models and CPUs"
-        },
-    )
-    hardware: str | None = field(default=None, metadata={"help": "stated in the model card"})
-    eval_results: str | None = field(default=None, metadata={"help": "JSON of results for the card's model-index"})
-    hub_model_name: str | None = field(default=None, metadata={"help": "model name in the card"})
-
-
-class RecipeParser(TrlParser):
-    """TRL's parser, with the recipe read strictly first (``recipes.training.recipe_file``): a misspelt key, or a value
-    of the wrong type or out of range, is one error naming it before anything loads (TRL would take a non-string value
-    of any type as it stands); a value TRL's own dataclasses refuse (``bf16`` on a machine without a GPU, a generation
-    batch GRPO cannot split) is a user error naming the recipe, not a traceback. ``recipes/grpo.py`` uses it too."""
-
-    def __init__(self, dataclass_types, kind: str):
-        super().__init__(dataclass_types)
-        self.kind = kind
-
-    def parse_args_and_config(self, args=None, *rest, **kwargs):
-        args = list(args) if args is not None else sys.argv[1:]
-        recipe = config_path(args)
-        if recipe is not None:
-            # The model may come from the command line (--model_name_or_path); main() checks that one is given.
-            required = "--model_name_or_path" not in args
-            read_recipe(recipe, self.kind, dataclass_types=self.dataclass_types, require_model=required)
-        try:
-            return super().parse_args_and_config(args, *rest, **kwargs)
-        except InputError:
-            raise
-        except ValueError as err:  # TrainingArguments / GRPOConfig refusing a setting in __post_init__
-            where = f"training recipe {recipe}" if recipe else "the command line"
-            raise RecipeError(f"{where}: {' '.join(str(err).split())}") from err
 
 
 def make_parser() -> TrlParser:
@@ -176,32 +90,6 @@ def stage_plan(script_args: SFTScriptArguments, training_args: SFTConfig) -> lis
             }
         )
     return plan
-
-
-def last_checkpoint(output_dir: str) -> str | None:
-    from transformers.trainer_utils import get_last_checkpoint
-
-    return get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
-
-
-def configure_reporting(training_args: SFTConfig) -> None:
-    """wandb runs offline unless a key is configured, so a run on an air-gapped node never blocks on login."""
-    report_to = training_args.report_to or []
-    if ("wandb" in report_to or "all" in report_to) and not os.environ.get("WANDB_API_KEY"):
-        os.environ.setdefault("WANDB_MODE", "offline")
-
-
-def available_reporters(requested: list[str] | str | None) -> list[str]:
-    """Keep the reporters that are installed (``auto``: tensorboard and wandb when present)."""
-    import importlib.util
-
-    if requested in (None, "none", ["none"]):
-        return []
-    requested = [requested] if isinstance(requested, str) else list(requested)
-    if "auto" in requested:
-        requested = ["tensorboard", "wandb"]
-    modules = {"tensorboard": "tensorboard", "wandb": "wandb"}
-    return [name for name in requested if importlib.util.find_spec(modules.get(name, name)) is not None]
 
 
 def check_lr_schedule(training_args: SFTConfig) -> None:
@@ -413,10 +301,6 @@ def main(
             url = push_folder(output_dir, repo_id, private=bool(args.hub_private_repo), token=token, repo_type="model")
             logger.info("pushed to %s", url)
     return output_dir
-
-
-def recipe_path(argv: list[str]) -> str | None:
-    return argv[argv.index("--config") + 1] if "--config" in argv else None
 
 
 def cli(argv: list[str] | None = None) -> int:

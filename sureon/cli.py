@@ -26,15 +26,14 @@
 
 Each builder registers its own sub-command here; heavy imports happen inside the handlers so ``--help`` is fast.
 
-A mistake is one line (``error: ...``, exit 2) and a bug a traceback (:mod:`sureon.errors`); ``sureon --debug ...``
-or ``SUREON_DEBUG=1`` shows the traceback of a mistake too. Before any command runs, its ``--out`` is checked against
-every path among its arguments: no command writes over, inside or around its own inputs
-(:func:`builders.outputs.check_output_location`), and ``--out`` must be writable.
+A mistake is one line (``error: ...``, exit 2) and a bug a traceback (:func:`builders.errors.report_mistakes`);
+``sureon --debug ...`` or ``SUREON_DEBUG=1`` shows the traceback of a mistake too. Before any command runs, its
+``--out`` is checked against every path among its arguments: no command writes over, inside or around its own
+inputs (:func:`builders.outputs.check_output_location`), and ``--out`` must be writable.
 """
 
 import argparse
 import importlib
-import os
 import sys
 from pathlib import Path
 
@@ -542,17 +541,24 @@ def make_parser() -> argparse.ArgumentParser:
 
 def command_inputs(args: argparse.Namespace) -> dict[str, Path]:
     """Every existing local path among a command's arguments but ``--out``: what it reads, caches or resumes from.
-    Paths inside ``KEY=VALUE`` specs count too (``--guesser model=PATH,name=NAME``, ``sft=PREDICTIONS``)."""
+    A value counts when its option is a path (``type=Path``) or when it reads as one (holds a ``/``, or starts with
+    ``.`` or ``~``: a model or dataset given as a path rather than a Hub id), inside ``KEY=VALUE`` specs too
+    (``--guesser model=PATH,name=NAME``, ``sft=PREDICTIONS``); a bare word (``--split test``, a config name) never
+    does, whatever folder of that name the working directory holds."""
     inputs: dict[str, Path] = {}
     for name, value in vars(args).items():
         if name in ("out", "handler", "debug"):
             continue
         for item in value if isinstance(value, list | tuple) else [value]:
-            if not isinstance(item, str | Path):
+            if isinstance(item, Path):
+                candidates = [str(item)]
+            elif isinstance(item, str):
+                parts = [item, *(part.rpartition("=")[2] for part in item.split(","))]
+                candidates = [part for part in parts if "/" in part or part.startswith((".", "~"))]
+            else:
                 continue
-            text = str(item)
-            for candidate in dict.fromkeys([text, *(part.rpartition("=")[2] for part in text.split(","))]):
-                if candidate and Path(candidate).expanduser().exists():
+            for candidate in dict.fromkeys(candidates):
+                if Path(candidate).expanduser().exists():
                     label = f"--{name.replace('_', '-')}"
                     inputs[label if label not in inputs else f"{label} {candidate}"] = Path(candidate)
     return inputs
@@ -571,23 +577,15 @@ def check_output(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from sureon.errors import exit_on_sigterm, user_message
+    from builders.errors import report_mistakes
 
-    parser = make_parser()
-    args = parser.parse_args(argv)
-    exit_on_sigterm()
-    try:
+    args = make_parser().parse_args(argv)
+
+    def command() -> int:
         check_output(args)
         return args.handler(args)
-    except BaseException as err:
-        if isinstance(err, SystemExit):
-            raise
-        known = user_message(err)
-        if known is None or args.debug or os.environ.get("SUREON_DEBUG", "") not in ("", "0"):
-            raise
-        message, status = known
-        print(f"error: {message}", file=sys.stderr)
-        return status
+
+    return report_mistakes(command, debug=args.debug)
 
 
 if __name__ == "__main__":

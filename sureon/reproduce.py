@@ -172,11 +172,12 @@ def grpo_start(run_dir: Path, step: int) -> Path:
 def reproduce(args) -> Path:
     """Every step of the miniature (see the module docstring); returns the report folder."""
     from builders.sureon import world as world_module
+    from recipes.evaluation.rewards import REWARDS
     from recipes.training.recipe_file import GRPO, SFT, read_recipe
 
     sft_recipe = read_recipe(args.sft_config, SFT)  # every recipe checked strictly before the first step
     read_recipe(args.guesser_config, SFT)
-    read_recipe(args.grpo_config, GRPO)
+    read_recipe(args.grpo_config, GRPO, rewards=REWARDS)
     run = Run(args)
     out = run.out
     world_settings = world_module.load_config(args.world_config)

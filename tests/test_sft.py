@@ -447,9 +447,11 @@ def test_fold_run_writes_its_folds_and_card(tiny_causal_lm, sureon_build, tmp_pa
 
 
 def test_push_uploads_the_final_folder_once_with_its_card(tiny_causal_lm, sureon_build, tmp_path, monkeypatch, capsys):
+    import huggingface_hub
     from huggingface_hub import HfApi
 
     calls = []
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # offline tests: the fake Hub is all
     monkeypatch.setattr(HfApi, "create_repo", lambda self, repo_id, **kw: calls.append(("create", repo_id, kw)))
 
     def upload_folder(self, **kwargs):

@@ -350,9 +350,8 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
     layouts = {spec.name: spec.frames_layout(opts.frames_layout) for spec in specs} if with_frames else {}
     written_specs, empty = [], []
     inputs = {"--release": opts.release, "--videos": opts.videos, "--cache-dir": opts.cache_dir}
-    with staged_output(
-        opts.out, opts.overwrite, inputs
-    ) as staging:  # from here on, an interrupted build leaves nothing
+    # staged from here on, frame sampling included: an interrupted build leaves nothing behind
+    with staged_output(opts.out, opts.overwrite, inputs) as staging:
         stores = sample_configs(opts, selected, policies) if with_frames else {}
         media, blurred_media = MediaFiles(staging), MediaFiles(staging, f"{MEDIA_DIR}/blurred")
         for spec in specs:
@@ -394,7 +393,9 @@ def build_sureon(opts: BuildOptions) -> BuildReport:
             extra_columns += [f.name for f in extra_schema if f.name not in extra_columns]
 
         if not written_specs:
-            raise InputError(f"nothing to write from {opts.release}: {'; '.join(empty)}; pass other --configs")
+            reasons = sorted({skip["reason"] for report in reports for skip in report.skipped})
+            why = f" (skipped: {'; '.join(reasons[:3])}{'; ...' if len(reasons) > 3 else ''})" if reasons else ""
+            raise InputError(f"nothing to write from {opts.release}: {'; '.join(empty)}{why}; pass other --configs")
         warnings = release.warnings + [f"{line}: not written" for line in empty]
         plot_category_distribution(written_stats, staging / "assets" / "category_distribution.png")
         metadata = configs_metadata({s.name: [s.split] for s in written_specs}, default=written_specs[0].name)

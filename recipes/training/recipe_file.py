@@ -26,15 +26,14 @@ import argparse
 import dataclasses
 import difflib
 import math
-import os
-import sys
 import types
 import typing
+from collections.abc import Collection
 from enum import Enum
 from pathlib import Path
 
 from builders.arguments import float_range, fraction, int_range, non_negative_int, positive_float, positive_int
-from builders.errors import InputError
+from builders.errors import InputError, report_mistakes
 from builders.yaml_file import load_yaml_mapping
 
 
@@ -111,13 +110,13 @@ def recipe_dataclasses(kind: str) -> tuple:
     if kind == SFT:
         from trl import ModelConfig, SFTConfig
 
-        from recipes.sft import SFTScriptArguments
+        from recipes.training.scripts import SFTScriptArguments
 
         return SFTScriptArguments, SFTConfig, ModelConfig
     if kind == GRPO:
         from trl import GRPOConfig, ModelConfig
 
-        from recipes.grpo import GRPOScriptArguments
+        from recipes.training.scripts import GRPOScriptArguments
 
         return GRPOScriptArguments, GRPOConfig, ModelConfig
     raise InputError(f"unknown recipe kind {kind!r}: {SFT} or {GRPO}")
@@ -372,10 +371,17 @@ def detect_kind(recipe: dict) -> str:
 
 
 def check_recipe(
-    recipe: dict, *, where: str, kind: str | None = None, dataclass_types=None, require_model: bool = True
+    recipe: dict,
+    *,
+    where: str,
+    kind: str | None = None,
+    dataclass_types=None,
+    require_model: bool = True,
+    rewards: Collection[str] | None = None,
 ) -> tuple[str, dict]:
     """``(kind, recipe)`` with every value converted for its field; a :class:`RecipeError` listing every problem
-    (the module docstring says what is checked)."""
+    (the module docstring says what is checked). ``rewards``: the reward names a GRPO recipe may use (the registry
+    lives in ``recipes.evaluation.rewards``, which training code may not import: the caller that may passes it)."""
     if kind is None:
         kind = detect_kind(recipe)
     classes = tuple(dataclass_types) if dataclass_types else recipe_dataclasses(kind)
@@ -407,7 +413,7 @@ def check_recipe(
     if isinstance(fold, int) and isinstance(folds, int) and not isinstance(fold, bool) and fold >= folds >= 2:
         problems.append(f"fold: {fold} is not below num_folds ({folds}); folds count from 0")
     if kind == GRPO:
-        _check_rewards(checked, problems)
+        _check_rewards(checked, rewards, problems)
     if problems:
         shown = problems[:MAX_PROBLEMS_SHOWN]
         more = f"; and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
@@ -455,18 +461,17 @@ def _check_stages(stages, classes: tuple, problems: list[str]) -> list:
     return checked
 
 
-def _check_rewards(recipe: dict, problems: list[str]) -> None:
-    from recipes.evaluation.rewards import REWARDS
-
+def _check_rewards(recipe: dict, known: Collection[str] | None, problems: list[str]) -> None:
+    """One weight per reward; with ``known`` (the registry's names), every reward is one of them."""
     names = recipe.get("reward_funcs")
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         return  # a type problem, reported already (or absent: the script's default)
-    for name in names:
-        if name not in REWARDS:
-            close = difflib.get_close_matches(name, list(REWARDS), n=1)
+    for name in names if known is not None else []:
+        if name not in known:
+            close = difflib.get_close_matches(name, list(known), n=1)
             problems.append(
                 f"reward_funcs: unknown reward {name!r}"
-                + (f" (did you mean {close[0]!r}?)" if close else f"; known: {sorted(REWARDS)}")
+                + (f" (did you mean {close[0]!r}?)" if close else f"; known: {sorted(known)}")
             )
     weights = recipe.get("reward_weights")
     if isinstance(weights, list) and len(weights) != len(names):
@@ -474,10 +479,15 @@ def _check_rewards(recipe: dict, problems: list[str]) -> None:
 
 
 def read_recipe(
-    path: Path | str, kind: str | None = None, *, dataclass_types=None, require_model: bool = True
+    path: Path | str,
+    kind: str | None = None,
+    *,
+    dataclass_types=None,
+    require_model: bool = True,
+    rewards: Collection[str] | None = None,
 ) -> dict:
     """The recipe at ``path``, checked strictly (module docstring), its values converted for their fields; ``kind``
-    (``sft`` or ``grpo``) None tells it from the keys."""
+    (``sft`` or ``grpo``) None tells it from the keys; ``rewards`` as :func:`check_recipe` takes them."""
     recipe = load_recipe_yaml(path, EXAMPLES.get(kind or SFT))
     return check_recipe(
         recipe,
@@ -485,6 +495,7 @@ def read_recipe(
         kind=kind,
         dataclass_types=dataclass_types,
         require_model=require_model,
+        rewards=rewards,
     )[1]
 
 
@@ -500,19 +511,5 @@ def config_path(argv: list[str]) -> str | None:
 
 def run_script(action) -> int:
     """Run a launch script's ``action()``; a user's mistake (a bad recipe, data that is not there) is one line,
-    ``error: ...``, and exit status 2, as in ``sureon`` (:func:`sureon.errors.user_message`); a bug keeps its
-    traceback, and so does everything with ``SUREON_DEBUG=1``."""
-    from sureon.errors import user_message
-
-    try:
-        action()
-    except BaseException as err:
-        if isinstance(err, SystemExit):
-            raise
-        known = user_message(err)
-        if known is None or os.environ.get("SUREON_DEBUG", "") not in ("", "0"):
-            raise
-        message, status = known
-        print(f"error: {message}", file=sys.stderr)
-        return status
-    return 0
+    ``error: ...``, and exit status 2, as in ``sureon`` (:func:`builders.errors.report_mistakes`)."""
+    return report_mistakes(action)

@@ -137,12 +137,6 @@ PLAN = [
     ),
     BadInput(
         "plan",
-        "an unknown GRPO reward",
-        _recipe(_set(reward_funcs=["mcq_acuracy"], reward_weights=[1.0]), base=GRPO_RECIPE),
-        "reward_funcs: unknown reward 'mcq_acuracy' (did you mean 'mcq_accuracy'?)",
-    ),
-    BadInput(
-        "plan",
         "reward_weights of another length",
         _recipe(_set(reward_weights=[1.0]), base=GRPO_RECIPE),
         "reward_weights: 1 weights for 6 reward_funcs",

@@ -1,0 +1,173 @@
+"""What the two launch scripts share (``recipes/sft.py``, ``recipes/grpo.py``): their argument dataclasses, the
+parser that reads a recipe strictly before TRL's does, reporting and checkpoint helpers.
+
+Support code, not a launch script: ``recipes.training.recipe_file`` checks a recipe against these dataclasses for
+``sureon plan`` and ``sureon reproduce`` too, and no support module may import a launch script.
+"""
+
+import os
+import sys
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from trl import SFTConfig, TrlParser
+
+from builders.errors import InputError
+from recipes.training.recipe_file import RecipeError, config_path, read_recipe
+
+
+@dataclass
+class SFTScriptArguments:
+    """Data, modality and freezing options of a run; every field maps onto a flat key of the recipe YAML."""
+
+    dataset_mixture: list[dict[str, Any]] | None = field(
+        default=None, metadata={"help": "sources: [{path, name, split, weight, format, columns, max_samples}]"}
+    )
+    stages: list[dict[str, Any]] | None = field(
+        default=None,
+        metadata={
+            "help": "multi-stage schedule: [{name, dataset_mixture, <any training field>}]; each stage starts "
+            "from the previous stage's weights"
+        },
+    )
+    blind: bool = field(default=False, metadata={"help": "drop every frame and image: question + options only"})
+    frames_as: str = field(
+        default="video",
+        metadata={"help": "clip frames as one 'video' or as tagged 'images'", "choices": ["video", "images"]},
+    )
+    max_frames: int | None = field(default=8, metadata={"help": "frames per clip (evenly subsampled above it)"})
+    image_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per image"})
+    video_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per clip (all its frames)"})
+    freeze_vision_tower: bool = False
+    freeze_projector: bool = False
+    freeze_llm: bool = False
+    uniform_vision_calls: bool | None = field(
+        default=None,
+        metadata={"help": "run the vision tower on every batch (dummy inputs when absent); default: on for VLMs"},
+    )
+    fold: int | None = field(default=None, metadata={"help": "hold out this fold (video-level, subject-stratified)"})
+    num_folds: int = 4
+    system_prompt: str | None = field(
+        default=None,
+        metadata={
+            "help": "system message of every example; recorded with the weights and applied by default by "
+            "`sureon eval sureon`, `sureon curate` and `sureon audit`"
+        },
+    )
+    cpu_labelled_positions_only: bool = field(
+        default=False,
+        metadata={
+            "help": "on a CPU, score only the labelled positions through TRL's fused LM head, as on CUDA (~40 %% less "
+            "CPU a step on tiny models; float rounding differs: recipes.training.modeling)"
+        },
+    )
+    encoded_cache_mb: float = field(
+        default=0.0,
+        metadata={
+            "help": "keep encoded examples in memory up to this many MB per process, so that later epochs skip the "
+            "chat template and the image processor (recipes.training.collator); pays on small models and CPUs"
+        },
+    )
+    hardware: str | None = field(default=None, metadata={"help": "stated in the model card"})
+    eval_results: str | None = field(default=None, metadata={"help": "JSON of results for the card's model-index"})
+    hub_model_name: str | None = field(default=None, metadata={"help": "model name in the card"})
+
+
+DEFAULT_REWARDS = ["mcq_accuracy", "order_accuracy", "format"]
+
+
+@dataclass
+class GRPOScriptArguments:
+    """Data and reward options of a run; every field maps onto a flat key of the recipe YAML."""
+
+    dataset_mixture: list[dict[str, Any]] | None = field(
+        default=None, metadata={"help": "sources: [{path, name, split, weight, columns, max_samples}] (video QA)"}
+    )
+    reward_funcs: list[str] = field(
+        default_factory=lambda: list(DEFAULT_REWARDS),
+        metadata={"help": "rewards (recipes.evaluation.rewards); weights: GRPOConfig's reward_weights"},
+    )
+    frames_as: str = field(
+        default="video",
+        metadata={"help": "clip frames as one 'video' or as tagged 'images'", "choices": ["video", "images"]},
+    )
+    max_frames: int | None = field(default=8, metadata={"help": "frames per clip (evenly subsampled above it)"})
+    image_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per image"})
+    video_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per clip (all its frames)"})
+    uniform_vision_calls: bool | None = field(
+        default=None,
+        metadata={"help": "run the vision tower on every log-probability pass (masked dummies); default: on for VLMs"},
+    )
+    system_prompt: str | None = field(
+        default=None,
+        metadata={"help": "system message of every prompt; default: the one the starting SFT run was trained with"},
+    )
+    cpu_labelled_positions_only: bool = field(
+        default=False,
+        metadata={
+            "help": "on a CPU, score only the labelled positions through TRL's fused LM head, as on CUDA (~40 %% less "
+            "CPU a step on tiny models; float rounding differs: recipes.training.modeling)"
+        },
+    )
+    hardware: str | None = field(default=None, metadata={"help": "stated in the model card"})
+    eval_results: str | None = field(default=None, metadata={"help": "JSON of results for the card's model-index"})
+    hub_model_name: str | None = field(default=None, metadata={"help": "model name in the card"})
+
+
+class RecipeParser(TrlParser):
+    """TRL's parser, with the recipe read strictly first (``recipes.training.recipe_file``): a misspelt key, or a value
+    of the wrong type or out of range, is one error naming it before anything loads (TRL would take a non-string value
+    of any type as it stands); a value TRL's own dataclasses refuse (``bf16`` on a machine without a GPU, a generation
+    batch GRPO cannot split) is a user error naming the recipe, not a traceback. ``recipes/grpo.py`` uses it too."""
+
+    def __init__(self, dataclass_types, kind: str, rewards: Collection[str] | None = None):
+        super().__init__(dataclass_types)
+        self.kind, self.rewards = kind, rewards
+
+    def parse_args_and_config(self, args=None, *rest, **kwargs):
+        args = list(args) if args is not None else sys.argv[1:]
+        recipe = config_path(args)
+        if recipe is not None:
+            # The model may come from the command line (--model_name_or_path); main() checks that one is given.
+            required = "--model_name_or_path" not in args
+            read_recipe(
+                recipe, self.kind, dataclass_types=self.dataclass_types, require_model=required, rewards=self.rewards
+            )
+        try:
+            return super().parse_args_and_config(args, *rest, **kwargs)
+        except InputError:
+            raise
+        except ValueError as err:  # TrainingArguments / GRPOConfig refusing a setting in __post_init__
+            where = f"training recipe {recipe}" if recipe else "the command line"
+            raise RecipeError(f"{where}: {' '.join(str(err).split())}") from err
+
+
+def last_checkpoint(output_dir: str) -> str | None:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+
+
+def configure_reporting(training_args: SFTConfig) -> None:
+    """wandb runs offline unless a key is configured, so a run on an air-gapped node never blocks on login."""
+    report_to = training_args.report_to or []
+    if ("wandb" in report_to or "all" in report_to) and not os.environ.get("WANDB_API_KEY"):
+        os.environ.setdefault("WANDB_MODE", "offline")
+
+
+def available_reporters(requested: list[str] | str | None) -> list[str]:
+    """Keep the reporters that are installed (``auto``: tensorboard and wandb when present)."""
+    import importlib.util
+
+    if requested in (None, "none", ["none"]):
+        return []
+    requested = [requested] if isinstance(requested, str) else list(requested)
+    if "auto" in requested:
+        requested = ["tensorboard", "wandb"]
+    modules = {"tensorboard": "tensorboard", "wandb": "wandb"}
+    return [name for name in requested if importlib.util.find_spec(modules.get(name, name)) is not None]
+
+
+def recipe_path(argv: list[str]) -> str | None:
+    return argv[argv.index("--config") + 1] if "--config" in argv else None
