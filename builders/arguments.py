@@ -63,6 +63,7 @@ non_negative_int = int_range(0)
 positive_float = float_range(0, low_open=True)
 non_negative_float = float_range(0)
 fraction = float_range(0.0, 1.0)
+seed = int_range(0, 2**32 - 1)  # what numpy and torch accept as a seed
 
 _UNITS = {"KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4, "B": 1}
 

@@ -12,7 +12,7 @@ nothing twice.
 
 from pathlib import Path
 
-from builders.arguments import fraction, positive_int
+from builders.arguments import fraction, positive_int, seed
 
 
 def _transcript_arguments(parser) -> None:
@@ -20,7 +20,7 @@ def _transcript_arguments(parser) -> None:
     parser.add_argument("--metadata", type=Path, help="video metadata (JSON/JSONL/CSV keyed by source_id)")
     parser.add_argument("--split-file", required=True, type=Path, help="stored split; made here if absent")
     parser.add_argument("--fraction", type=fraction, default=0.1, help="validation share of videos")
-    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--seed", type=seed, default=42)
 
 
 def _client_arguments(parser) -> None:

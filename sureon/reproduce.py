@@ -35,7 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-from builders.arguments import int_range, non_negative_int
+from builders.arguments import int_range, non_negative_int, seed
 from builders.errors import InputError, UserError
 
 
@@ -493,7 +493,7 @@ def add_arguments(parser) -> None:
         default=100,
         help="GRPO starts from this checkpoint of the curated SFT run (0: the finished run)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="the training seed of every run")
+    parser.add_argument("--seed", type=seed, default=0, help="the training seed of every run")
 
 
 def run(args) -> int:

@@ -55,6 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
+from builders.arguments import seed
 from builders.errors import InputError
 from builders.options import LETTERS, stable_seed
 from builders.sureon.categories import BY_CODE
@@ -649,7 +650,7 @@ def _write_text(path: Path, text: str) -> None:
 def add_arguments(parser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="folder for release/, videos/, world.json, ...")
     parser.add_argument("--config", type=Path, help="world settings (YAML or a world's world.json)")
-    parser.add_argument("--seed", type=int)
+    parser.add_argument("--seed", type=seed)
     parser.add_argument(
         "--videos-per-split", nargs="+", metavar="SPLIT=N", help="source videos per split, e.g. train=60 test=20"
     )

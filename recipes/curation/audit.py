@@ -23,7 +23,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from builders.arguments import positive_float, positive_int
+from builders.arguments import positive_float, positive_int, seed
 from builders.errors import InputError
 from builders.options import LETTERS, OptionError, parse_order, read_options, resolve_answer
 from builders.plots import pyplot, save_figure
@@ -319,7 +319,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--trials", type=positive_int, default=DEFAULT_TRIALS, help="R answers per question")
     parser.add_argument("--temperature", type=positive_float, default=DEFAULT_TEMPERATURE, help="sampling")
     parser.add_argument("--tau", type=TAU, default=DEFAULT_TAU, help="flagged when S >= tau (0 < tau <= 1)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=seed, default=0)
     parser.add_argument("--max-new-tokens", type=positive_int, default=32)
     parser.add_argument("--cache", type=Path, help="score cache (default: OUT.cache/scores.jsonl)")
     parser.add_argument("--out", required=True, type=Path)

@@ -31,7 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from builders.arguments import float_range, int_range, positive_float, positive_int
+from builders.arguments import float_range, int_range, positive_float, positive_int, seed
 from builders.errors import InputError
 from builders.jsonl_log import AppendOnlyJsonl
 from builders.options import seeded_shuffle, stable_seed
@@ -736,7 +736,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--num-folds", type=int_range(2), help="cross-validated training curation (4 in the seed)")
     parser.add_argument(
         "--fold-seed",
-        type=int,
+        type=seed,
         help="folds for guessers without a folds.json (default 42); by default the fold guessers' own folds.json "
         "(what their --fold runs trained with, whatever their seed) decides",
     )
@@ -745,7 +745,7 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--tau", type=TAU, default=DEFAULT_TAU, help="removed when any guesser's S >= tau (0 < tau <= 1)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="sampling seed")
+    parser.add_argument("--seed", type=seed, default=0, help="sampling seed")
     parser.add_argument("--max-new-tokens", type=positive_int, default=32)
     parser.add_argument("--harden-guesser", metavar="SPEC", help="run Algorithm 1 with this guesser (validation)")
     parser.add_argument("--held-out-guesser", action="append", metavar="SPEC", help="also report its blind accuracy")
