@@ -1,7 +1,8 @@
 """Benchmark RADG retrieval (builders/pipeline/radg.py): four metadata-filtered pools x top-100 per question.
 
-Over ``--answers`` synthetic answer embeddings (default 176K, the seed's training split; ``--dim`` 1024 as BAAI/bge-m3)
-with skewed procedure / specialty / subject / question-type metadata, this times for ``--queries`` questions
+Over ``--answers`` synthetic answer embeddings (default 176K, the Sureon paper's training split; ``--dim`` 1024 as
+BAAI/bge-m3) with skewed procedure / specialty / subject / question-type metadata, this times for ``--queries``
+questions
 
 - the baseline: a brute-force numpy scan (one matrix-vector product over every answer, then per pool a mask and an
   ``argpartition`` for the top 100, sorted),

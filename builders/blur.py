@@ -1,6 +1,6 @@
-"""Blurring of on-screen text and non-surgical regions in evaluation frames (the seed's D.1).
+"""Blurring of on-screen text and non-surgical regions in evaluation frames (the Sureon paper's D.1).
 
-The seed blurs, before inference, on-screen text found by OCR (procedure labels, instrument names in a user
+The Sureon paper blurs, before inference, on-screen text found by OCR (procedure labels, instrument names in a user
 interface, equipment text) and non-surgical regions (faces, logos) found by a YOLO detector trained on YouTube
 surgical videos (LEMON's curation models, its ref [12]), because VLMs read such overlays and answer without looking
 at the surgery. The detectors here all work offline, with their weights inside pip packages:

@@ -1,4 +1,4 @@
-"""Statistics of a built video-QA dataset (the seed's Table 2) and the dataset card rendered from them."""
+"""Statistics of a built video-QA dataset (the Sureon paper's Table 2) and the dataset card rendered from them."""
 
 import statistics
 from collections import Counter
@@ -325,8 +325,8 @@ def render_public_card(
     repo_id: str = "ORG/sureon-public",
     pretty_name: str = "Sureon public corpus",
 ) -> str:
-    """Render the public-corpus card from the build manifest: the per-source table (the seed's Table 13 beside it),
-    configs, and the QA-type and question-type distributions per branch."""
+    """Render the public-corpus card from the build manifest: the per-source table (the Sureon paper's Table 13 beside
+    it), configs, and the QA-type and question-type distributions per branch."""
     sources = manifest["sources"]
     source_rows, branches = [], []
     qa_type_counts: dict[str, Counter] = {}

@@ -3,7 +3,8 @@
 What vLLM, OpenAI and most inference servers speak (``POST {base_url}/chat/completions``), with what a paid or slow
 batch needs:
 
-- **Concurrency cap**: at most ``max_concurrency`` requests in flight (the seed used 128 for 35B models, 64 above).
+- **Concurrency cap**: at most ``max_concurrency`` requests in flight (the Sureon paper used 128 for 35B models, 64
+  above).
 - **Retries** with exponential backoff (and jitter, and the server's ``Retry-After`` when it sends one) on 429, 5xx,
   timeouts and dropped connections. 401 / 403 / 404 stop the run at once: the key, model or URL is wrong. So does a
   refused connection (or an unknown host) before the server ever answered: nothing listens at the URL, and retrying

@@ -1,7 +1,7 @@
 """The project's one prompt formatter: a video-QA record -> chat messages, for training, evaluation and guessers.
 
-Layout (the seed's D.1 and Fig. 17): the clip's time range, each frame tagged with its absolute timestamp, then the
-question and the lettered options. The blind variant is exactly the same text without the frames (nor their tags),
+Layout (the Sureon paper's D.1 and Fig. 17): the clip's time range, each frame tagged with its absolute timestamp, then
+the question and the lettered options. The blind variant is exactly the same text without the frames (nor their tags),
 so visual and blind passes differ only in the visual input. Option order is the record's (fixed at build time).
 
 Chat templates join content parts without separators, so each part after the header starts with its own newline:
@@ -14,8 +14,8 @@ image branch) shows its image without a time tag.
 
 One frame rule: ``max_frames`` means the same everywhere a clip is shown (SFT, GRPO, evaluation, the exports): at
 most that many of the frames the build stored, chosen by :func:`evenly_spaced` (first and last kept), each keeping
-its own timestamp. A build stores up to ``PROTOCOL_FRAMES`` frames per clip (the seed's D.1: up to 8, at least 4,
-sampled when the benchmark is built); a run shown fewer is off the benchmark's protocol, and says so
+its own timestamp. A build stores up to ``PROTOCOL_FRAMES`` frames per clip (the Sureon paper's D.1: up to 8, at least
+4, sampled when the benchmark is built); a run shown fewer is off the benchmark's protocol, and says so
 (:func:`frame_protocol`). Curation's guessers are blind: they see no frame at all.
 """
 
@@ -35,7 +35,8 @@ INSTRUCTIONS = {
 
 
 FRAME_TAG_PREFIX = "\nFrame at "
-# The benchmark's protocol: the seed sends up to 8 frames per clip (D.1); ``sureon build sureon`` stores that many.
+# The benchmark's protocol: the Sureon paper sends up to 8 frames per clip (D.1); ``sureon build sureon`` stores that
+# many.
 PROTOCOL_FRAMES = 8
 
 

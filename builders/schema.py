@@ -88,10 +88,10 @@ def text_mcq_features(extra_schema: pa.Schema | None = None) -> Features:
     return features
 
 
-# The public-corpus QA record (templated from the 22 public sources, seed Appendix C). ``frames`` are paths relative
-# to the dataset folder (``media/...``): one image for the image branch, the sampled clip frames for the clip branch,
-# stored once per frame however many QAs use it. ``start`` / ``end`` (seconds) are set for clips only, so the one
-# prompt formatter shows a clip header for clips and a bare image for frames.
+# The public-corpus QA record (templated from the 22 public sources, the Sureon paper's Appendix C). ``frames`` are
+# paths relative to the dataset folder (``media/...``): one image for the image branch, the sampled clip frames for the
+# clip branch, stored once per frame however many QAs use it. ``start`` / ``end`` (seconds) are set for clips only, so
+# the one prompt formatter shows a clip header for clips and a bare image for frames.
 # One public perception benchmark query (``bench-*`` configs of the public corpus; public_converters/benchmarks.py).
 # ``frames`` are media paths relative to the dataset folder, the keyframe last; boxes are [x1, y1, x2, y2] on the
 # 0-1000 grid; ``reference`` is the label (phase, action), "yes"/"no" (cvs) or null (tool localisation).

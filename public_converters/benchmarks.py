@@ -1,14 +1,14 @@
-"""The public perception benchmarks as datasets (the seed's D.3 and Table 5): ``bench-<task>-<mode>`` configs.
+"""The public perception benchmarks as datasets (the Sureon paper's D.3 and Table 5): ``bench-<task>-<mode>`` configs.
 
 ``sureon build public`` writes one config per benchmark whose source it builds (``--no-benchmarks`` turns them
 off), each a ``test`` split of queries with their ground truth, in ``PUBLIC_BENCH_FEATURES``:
 
 - ``bench-cholec80-phase-frame``, ``bench-heichole-phase-frame``, ``bench-heichole-action-frame``: every frame of
-  the official test videos on a 1-fps grid (the seed's extraction rate; ``--bench-fps``), frames ``round(k * fps /
-  bench_fps)``, one row each, labelled by the segment that covers it. A grid frame no segment covers is counted, not
-  written. HeiChole's actions overlap (several instruments act at once) while D.3 scores a single label: a frame
+  the official test videos on a 1-fps grid (the Sureon paper's extraction rate; ``--bench-fps``), frames ``round(k *
+  fps / bench_fps)``, one row each, labelled by the segment that covers it. A grid frame no segment covers is counted,
+  not written. HeiChole's actions overlap (several instruments act at once) while D.3 scores a single label: a frame
   with no action is ``none``, one with exactly one action is that action, and one with several is counted as
-  skipped (``frames with several simultaneous actions``) [our choice; the seed does not say].
+  skipped (``frames with several simultaneous actions``) [our choice; the Sureon paper does not say].
 - ``bench-cholec80-phase-clip``, ``bench-heichole-phase-clip``: the online clip of each grid keyframe, 8 grid frames
   at stride 4 ending on the keyframe (28 s at 1 fps). D.3's window is fixed: near a video's start, where fewer
   frames precede the keyframe, the earliest frame of the window repeats to fill it (the first keyframe is its own
@@ -25,9 +25,9 @@ off), each a ``test`` split of queries with their ground truth, in ``PUBLIC_BENC
   Phakir's test videos are not public, so they have none. A frame without any tool box is not a query: the sources
   do not say whether such a frame was annotated as empty.
 
-Prompts are in ``templates/benchmarks.yaml`` (ours; the seed's Fig. 18 is not in our copy): each lists the closed
-label set and asks for a JSON answer that ``grounded.parse_answer`` reads (``answer_shape``, ``answer_key``); the
-row's ``answer`` is the reference in that format. Frames are the corpus's own media (``media/<source>/...``).
+Prompts are in ``templates/benchmarks.yaml`` (ours; the Sureon paper's Fig. 18 is not in our copy): each lists the
+closed label set and asks for a JSON answer that ``grounded.parse_answer`` reads (``answer_shape``, ``answer_key``);
+the row's ``answer`` is the reference in that format. Frames are the corpus's own media (``media/<source>/...``).
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ CLIP_FRAMES = 8
 CLIP_STRIDE = 4
 CVS_THRESHOLD = 0.5
 NO_ACTION = "none"
-# source -> (task, input modes) of the seed's Table 5; tool localisation is added for any source with test boxes
+# source -> (task, input modes) of the Sureon paper's Table 5; tool localisation is added for any source with test
+# boxes
 RECOGNITION = {
     "cholec80": (("phase", ("frame", "clip")),),
     "heichole": (("phase", ("frame", "clip")), ("action", ("frame",))),

@@ -1,4 +1,4 @@
-"""Clip sampling for the clip branch (the seed's C.3), on the normalised segments of one video.
+"""Clip sampling for the clip branch (the Sureon paper's C.3), on the normalised segments of one video.
 
 - **Strategic** (default): clips centred on every phase / step transition (the moments of change), plus one clip
   inside every segment at a seeded position (beginning, middle or end of it: the steady states). Lengths are drawn
@@ -146,7 +146,8 @@ def grounded_clips(
 
 def spread(frames: list[int], most: int = 8, least: int = 4) -> list[int]:
     """Between ``least`` and ``most`` of ``frames`` (sorted), uniformly: the centre of equal parts. A clip with fewer
-    frames than ``least`` repeats them, as the seed's D.1 clamps to at least 4 (and video models need two or more)."""
+    frames than ``least`` repeats them, as the Sureon paper's D.1 clamps to at least 4 (and video models need two or
+    more)."""
     if not frames:
         return []
     count = min(most, max(least, len(frames)))

@@ -1,15 +1,16 @@
-"""Evaluation metadata of the public perception benchmarks (the seed's D.3), derived from the sources' split data.
+"""Evaluation metadata of the public perception benchmarks (the Sureon paper's D.3), derived from the sources' split
+data.
 
 - **Official test splits** of Cholec80 (EndoNet: videos 41-80), HeiChole (the public 24 / 9 split) and Endoscapes
   (``test_vids.txt``: videos 162-201), read from each reader's default split variant, so the benchmark lists are the
   same data the readers validate against the release.
-- **The Cholec80 clip-evaluation exclusions**: the seed drops "17 Cholec80 videos that overlap Endoscapes / CholecT50
-  training sources" without naming them. CholecT50 numbers its videos as Cholec80 does (``VIDnn`` = ``videoNN``), so
-  the overlap with CholecT50 follows from its split lists: the Cholec80 test videos (41-80) that CholecT50's
-  Rendezvous split (``cholect50``, the split its paper trains on) uses for training or validation. That gives exactly
-  17 videos. Endoscapes numbers its videos independently (1-201); mapping them to Cholec80 needs CAMMA's
+- **The Cholec80 clip-evaluation exclusions**: the Sureon paper drops "17 Cholec80 videos that overlap Endoscapes /
+  CholecT50 training sources" without naming them. CholecT50 numbers its videos as Cholec80 does (``VIDnn`` =
+  ``videoNN``), so the overlap with CholecT50 follows from its split lists: the Cholec80 test videos (41-80) that
+  CholecT50's Rendezvous split (``cholect50``, the split its paper trains on) uses for training or validation. That
+  gives exactly 17 videos. Endoscapes numbers its videos independently (1-201); mapping them to Cholec80 needs CAMMA's
   ``camma_dataset_overlaps`` table, which is not public data we have, so any Endoscapes overlap is not added here:
-  that the seed's 17 are these 17 is inferred from the count, not confirmed.
+  that the Sureon paper's 17 are these 17 is inferred from the count, not confirmed.
 
 ``sureon build public`` writes these to ``evaluation/`` in the corpus; ``sureon report public --exclude-videos
 cholec80:clip=<corpus>/evaluation/cholec80_excluded_videos.txt`` applies the exclusions.
@@ -49,7 +50,7 @@ def write_evaluation_metadata(folder: Path) -> dict:
     (folder / "official_test_videos.json").write_text(json.dumps(tests, indent=2) + "\n")
     lines = [
         "# Cholec80 test videos that CholecT50's Rendezvous split (cholect50) trains or validates on:",
-        "# left out of Cholec80 clip evaluation (the seed's D.3). Derived by public_converters/evaluation.py;",
+        "# left out of Cholec80 clip evaluation (the Sureon paper's D.3). Derived by public_converters/evaluation.py;",
         "# Endoscapes overlaps are not included (its video numbering needs CAMMA's overlap table).",
         *excluded,
     ]

@@ -1,4 +1,4 @@
-"""Grounded (structured JSON) answers: one builder and one parser per answer shape (the seed's C.2 / C.3).
+"""Grounded (structured JSON) answers: one builder and one parser per answer shape (the Sureon paper's C.2 / C.3).
 
 Every grounded answer the templates write is parsed back by ``parse_answer`` before it is kept, and the same parser
 reads a model's output at evaluation time, so what the corpus teaches is exactly what the evaluation accepts.

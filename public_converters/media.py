@@ -194,7 +194,7 @@ def _save_jpeg(image: Image.Image, path: Path, max_side: int | None) -> None:
 
 
 def outline(image: Image.Image, rle: dict) -> Image.Image:
-    """The image with the mask's contour drawn in green (the seed's rendered contour overlays)."""
+    """The image with the mask's contour drawn in green (the Sureon paper's rendered contour overlays)."""
     mask = mask_utils.decode({"size": rle["size"], "counts": rle["counts"].encode("ascii")}).astype(bool)
     if mask.shape != (image.height, image.width):
         raise InputError(f"mask {mask.shape[::-1]} does not match image {image.size}")

@@ -1,10 +1,10 @@
-"""LLM paraphrase augmentation (the seed's C.4): the third version of every templated QA, optional.
+"""LLM paraphrase augmentation (the Sureon paper's C.4): the third version of every templated QA, optional.
 
 Calls go through the project's one chat client (``builders/llm.py``): any OpenAI-compatible endpoint (what vLLM
 serves), a concurrency cap, retries, and an on-disk cache keyed by (model, messages, params), so a rerun pays nothing
-twice. The seed's settings are the defaults: Qwen3.5-9B with T=0.7, top-p 0.8, top-k 20, at most 256 new tokens for
-the image branch; Qwen3-VL-8B-Instruct (text only) with T=0.7, top-p 0.9 for the clip branch. Each request carries a
-seed derived from the QA id, so a server that honours it gives the same paraphrase on a rebuild.
+twice. The Sureon paper's settings are the defaults: Qwen3.5-9B with T=0.7, top-p 0.8, top-k 20, at most 256 new tokens
+for the image branch; Qwen3-VL-8B-Instruct (text only) with T=0.7, top-p 0.9 for the clip branch. Each request carries
+a seed derived from the QA id, so a server that honours it gives the same paraphrase on a rebuild.
 
 A paraphrase is kept only if it preserves every vocabulary term of the original (and their order in the answer),
 every number, and the visual-grounding cue ("image"/"frame" or "clip"/"video"); for grounded (JSON) answers only the

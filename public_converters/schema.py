@@ -1,4 +1,4 @@
-"""The common relational schema every public source is read into (the seed's Appendix C.1).
+"""The common relational schema every public source is read into (the Sureon paper's Appendix C.1).
 
 A reader turns one source's native files into a ``SourceTables``: five tables with the source's own label
 spellings, plus references to the semantic masks it ships. Everything after that is shared and written once:

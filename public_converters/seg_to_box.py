@@ -1,4 +1,4 @@
-"""Seg-to-box (the seed's C.2): semantic class masks -> pseudo-instances with boxes and COCO RLE masks.
+"""Seg-to-box (the Sureon paper's C.2): semantic class masks -> pseudo-instances with boxes and COCO RLE masks.
 
 Per class, one of three policies, declared per source as data (``SourceSpec.mask_policies``):
 
@@ -9,7 +9,7 @@ Per class, one of three policies, declared per source as data (``SourceSpec.mask
 - ``instances``: instance-id masks (HeiCo's ROBUST-MIS masks, one value per instrument): each value its own instance,
   in value order.
 
-Components smaller than ``min_fraction`` of the image (annotation specks, 0.01 % by default; the seed gives no
+Components smaller than ``min_fraction`` of the image (annotation specks, 0.01 % by default; the Sureon paper gives no
 threshold) are not made instances; they are counted in the returned statistics, never dropped unseen.
 """
 

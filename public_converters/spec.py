@@ -22,7 +22,7 @@ from public_converters.vocabulary import LabelMapper, check_label_table
 @dataclass(frozen=True)
 class SourceSpec:
     name: str  # the registry key and the ``--source NAME=DIR`` name, e.g. "cholec80"
-    title: str  # as the seed's Table 13 writes it
+    title: str  # as the Sureon paper's Table 13 writes it
     procedure: str  # canonical procedure type, e.g. "laparoscopic cholecystectomy"
     branches: tuple[str, ...]  # "image", "clip" or both
     capabilities: frozenset[str]

@@ -1,4 +1,4 @@
-"""The templating engine for both branches (the seed's C.2 and C.3): items -> QA pairs in two versions.
+"""The templating engine for both branches (the Sureon paper's C.2 and C.3): items -> QA pairs in two versions.
 
 Wording lives in ``templates/image.yaml`` and ``templates/clip.yaml``; this module holds one *filler* per template
 id, which reads an item's normalised annotations and returns the cases and slot values to render (zero, one or

@@ -1,4 +1,5 @@
-"""The canonical vocabulary: one reverse lookup from each source's label spellings to a shared name (seed C.1).
+"""The canonical vocabulary: one reverse lookup from each source's label spellings to a shared name (the Sureon paper,
+C.1).
 
 Each source declares its table as data (``SourceSpec.labels``: kind -> native label -> canonical name). Readers map
 every label they read through a ``LabelMapper``, which records where an unmapped label was seen instead of failing

@@ -437,7 +437,8 @@ def make_parser() -> argparse.ArgumentParser:
         builds,
         "public",
         "public_converters.build",
-        help="the templated public corpus from local copies of the public surgical datasets (seed Appendix C)",
+        help="the templated public corpus from local copies of the public surgical datasets (the Sureon paper, "
+        "Appendix C)",
         description="Build the public corpus: read each source natively, template image and clip QAs, write the Hub "
         "layout. See public_converters/build.py.",
     )
@@ -478,7 +479,7 @@ def make_parser() -> argparse.ArgumentParser:
         "public",
         "recipes.evaluation.public.report",
         help="public perception benchmarks report (video-averaged F1, CVS accuracy, mAP50) from prediction files",
-        description="Report of the public perception benchmarks (seed D.3) from JSONL prediction files.",
+        description="Report of the public perception benchmarks (the Sureon paper, D.3) from JSONL prediction files.",
     )
     add_report_surgiq(reports)
     add_near_duplicates(commands)
@@ -488,7 +489,7 @@ def make_parser() -> argparse.ArgumentParser:
         "curate",
         "recipes.curation.curate",
         help="stage 3: blind-test curation by a guesser ensemble (folds for training), then distractor hardening",
-        description="Flag questions answerable without the video (seed 3.1 Stage 3, B.4); "
+        description="Flag questions answerable without the video (the Sureon paper, Section 3.1 Stage 3, B.4); "
         "see recipes/curation/curate.py.",
     )
     add_module_command(
@@ -529,8 +530,8 @@ def make_parser() -> argparse.ArgumentParser:
         "reproduce",
         "sureon.reproduce",
         help="the construction method end to end in miniature: world, guessers, curation, SFT raw vs curated, GRPO",
-        description="Show on a CPU that blind-test curation raises multimodal gain (the seed's Tables 4 and 8 in "
-        "miniature). Resumable. See sureon/reproduce.py.",
+        description="Show on a CPU that blind-test curation raises multimodal gain (the Sureon paper's Tables 4 and 8 "
+        "in miniature). Resumable. See sureon/reproduce.py.",
     )
     add_exports(commands)
     add_push(commands)

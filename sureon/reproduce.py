@@ -21,7 +21,7 @@ marker says it finished (``OUT/steps/<step>.json``; a training run killed midway
 9. ``grpo``: the GRPO recipe from an early checkpoint of the curated SFT run (``--grpo-from-step``; a finished run
    answers its own training questions almost always right, which leaves a reward no room to rise), then its
    evaluation;
-10. ``report``: ``OUT/report/report.md`` (+ ``report.json``, plots) in the seed's shapes
+10. ``report``: ``OUT/report/report.md`` (+ ``report.json``, plots) in the Sureon paper's shapes
     (:mod:`recipes.evaluation.sureon.miniature`), and ``sureon report sureon`` of the runs.
 
 Training runs are subprocesses (as ``accelerate launch`` would start them) with one BLAS/OpenMP thread: on two cores
@@ -286,8 +286,9 @@ def reproduce(args) -> Path:
 
     # -- stage 3
     curation = out / "curation"
-    # stage 3 asks the fold guessers and the off-the-shelf one (the seed's B.4: any guesser reaching S >= tau removes a
-    # question); measured, the folds alone found 70 % of the planted rows here, with the off-the-shelf guesser 77 %
+    # stage 3 asks the fold guessers and the off-the-shelf one (the Sureon paper's B.4: any guesser reaching S >= tau
+    # removes a question); measured, the folds alone found 70 % of the planted rows here, with the off-the-shelf
+    # guesser 77 %
     guesser_specs = [f"--guesser=model={out / 'guessers' / f'fold{k}'},name=fold{k}" for k in range(folds)]
     guesser_specs.append(f"--guesser=model={out / 'guessers' / 'off-the-shelf'},name=off-the-shelf")
     run.step(

@@ -1,4 +1,4 @@
-"""Blurring of on-screen text and faces in evaluation frames (the seed's D.1): detectors, pixels, the build."""
+"""Blurring of on-screen text and faces in evaluation frames (the Sureon paper's D.1): detectors, pixels, the build."""
 
 import io
 import json

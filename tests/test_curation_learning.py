@@ -3,7 +3,7 @@ synthetic world (builders/sureon/world.py) that a planted language shortcut answ
 --num-folds``, and few others.
 
 The world: instrument and forecasting questions, seven options in the vocabulary's order, the correct option longer
-and more specific than the distractors on 70 % of the training rows (the seed's Table 8 and Figure 9). Two fold
+and more specific than the distractors on 70 % of the training rows (the Sureon paper's Table 8 and Figure 9). Two fold
 guessers, each a 128-wide text Qwen3 of the tiny guesser recipe (recipes/tiny/guesser/config_world.yaml), 300 steps.
 Measured (recall; share of plain rows removed) with the guessers' seed (and so their folds) 7: 1.00 and 2.9 %; with
 seeds 0, 1, 3 and 11: 0.98, 1.00, 0.98 and 1.00 (plain 2.3-5.2 %); with TRL's own numerics (no

@@ -46,7 +46,7 @@ def test_every_preset_resolves_to_a_complete_argument_set(tmp_path):
     paper_models = {row["model"] for row in load_paper_table3()["rows"]}
     for preset in presets:
         assert preset["paper_row"] in paper_models  # the report can set our run beside the printed row
-        assert preset["source"] and preset["description"] and preset["max_frames"] == 8  # seed D.1
+        assert preset["source"] and preset["description"] and preset["max_frames"] == 8  # the Sureon paper's D.1
         for parser, extra in (
             (sureon_parser(), []),
             (public_parser(), ["--benchmark", "bench-cholec80-phase-frame"]),

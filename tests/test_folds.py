@@ -1,4 +1,4 @@
-"""Video-level folds stratified by subject (the seed's B.4.1)."""
+"""Video-level folds stratified by subject (the Sureon paper's B.4.1)."""
 
 from collections import Counter
 

@@ -1,4 +1,5 @@
-"""Public perception metrics (seed D.3) on planted predictions, against values computed by hand or per video."""
+"""Public perception metrics (the Sureon paper, D.3) on planted predictions, against values computed by hand or per
+video."""
 
 import pytest
 from sklearn.metrics import f1_score
@@ -170,12 +171,12 @@ def test_challenge_convention_by_hand_leaves_phases_absent_from_a_videos_truth_o
     assert challenge["jaccard"] == pytest.approx(100 * (1 / 2 + 2 / 3 + 0) / 3)
     assert challenge["precision"] == pytest.approx(100 * (5 / 6 + 1) / 2)
     assert challenge["phases"] == 3
-    # the seed's convention on the same frames: v1's classes are a, b and the predicted c (F1 0), v2's a, b, c
+    # the Sureon paper's convention on the same frames: v1's classes are a, b and the predicted c (F1 0), v2's a, b, c
     v1_f1 = (2 / 3 + 0.8 + 0) / 3
     v2_f1 = (2 / 3 + 0 + 0) / 3  # a: TP 2, FP 1, FN 1; b: FP only; c: FN only
     assert scores["f1"] == pytest.approx(100 * (v1_f1 + v2_f1) / 2)
     assert scores["recall"] == pytest.approx(100 * ((1 / 2 + 2 / 3 + 0) / 3 + (2 / 3 + 0 + 0) / 3) / 2)
-    assert scores["recall"] < challenge["recall"]  # the predicted-but-absent phases count 0 only in the seed's
+    assert scores["recall"] < challenge["recall"]  # the predicted-but-absent phases count 0 only in the Sureon paper's
 
 
 def test_challenge_averages_over_videos_per_phase_before_phases():

@@ -12,7 +12,7 @@ def test_official_test_splits():
 
 def test_cholec80_exclusions_are_the_17_test_videos_cholect50_trains_on():
     overlap = cholec80_overlap()
-    assert len(overlap) == 17  # the seed's count
+    assert len(overlap) == 17  # the Sureon paper's count
     assert overlap[:3] == ["video43", "video47", "video48"] and "video80" not in overlap  # VID80 is a CholecT50 test
     assert all(41 <= int(video.removeprefix("video")) <= 80 for video in overlap)
 

@@ -70,7 +70,7 @@ def test_recipe_parses_into_a_plan(path):
         assert parse_mixture(stage["dataset_mixture"])
     if "two_stage" in path.name:
         assert [stage["name"] for stage in plan] == ["public", "sureon"]
-    if "guesser" in str(path) and path.parts[-3] == "qwen3-vl-8b":  # the seed's guesser settings (B.4)
+    if "guesser" in str(path) and path.parts[-3] == "qwen3-vl-8b":  # the Sureon paper's guesser settings (B.4)
         assert script_args.blind and training_args.learning_rate == 1e-5
         assert training_args.per_device_train_batch_size == 12
         expected_epochs = 10 if "hardening" in path.name else 1

@@ -71,7 +71,7 @@ def test_public_report_end_to_end(tmp_path):
     predictions = write(tmp_path / "public.jsonl", rows())
     other = write(tmp_path / "other.jsonl", [phase("video41", 0, "Preparation", "Preparation")])
     overlap = tmp_path / "overlap.txt"
-    overlap.write_text("# 17 in the seed; two here\nvideo43\nvideo99\n")
+    overlap.write_text("# 17 in the Sureon paper; two here\nvideo43\nvideo99\n")
     out = tmp_path / "report"
     args = ["report", "public", str(predictions), f"Baseline={other}", "--out", str(out)]
     assert cli(args + ["--exclude-videos", f"cholec80:clip={overlap}"]) == 0
@@ -147,7 +147,7 @@ def test_public_report_prints_the_challenge_convention_beside_the_seeds(tmp_path
     assert cli(["report", "public", str(predictions), "--out", str(out), "--no-paper"]) == 0
     data = json.loads((out / "report.json").read_text())
     row = data["table5"]["b"][0]
-    # the seed's (union of truth and predictions per video): each video F1 (2/3 + 0) / 2, recall (1/2 + 0) / 2
+    # the Sureon paper's (union of truth and predictions per video): each video F1 (2/3 + 0) / 2, recall (1/2 + 0) / 2
     assert row["f1"] == pytest.approx(100 / 3)
     assert row["recall"] == pytest.approx(25.0)
     # the challenge's: each phase only where it is in the ground truth: recall 1/2, precision 1, Jaccard 1/2

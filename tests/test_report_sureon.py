@@ -131,7 +131,8 @@ def test_random_baseline_is_one_over_options_and_one_sixth_for_ordering():
 
 
 def seed_shaped_records(model, visual_correct, blind_correct=None):
-    """The benchmark's shape: the per-category counts of the seed's Tables 16-17 (299 items) plus 41 summaries."""
+    """The benchmark's shape: the per-category counts of the Sureon paper's Tables 16-17 (299 items) plus 41
+    summaries."""
     counts = {"AD": 35, "IAI": 31, "EA": 34, "EE": 37, "PAD": 29, "LAR": 37, "SPI": 31, "F": 31, "TO": 34, "SM": 41}
     rows = []
     for mode, correct_ids in (("visual", visual_correct), ("blind", blind_correct)):
@@ -252,7 +253,8 @@ def test_cli_writes_a_deterministic_report(tmp_path, capsys):
 
 
 def test_published_table14_wilson_agrees_with_the_printed_bootstrap(tmp_path):
-    """The seed's Table 14 rendered from its accuracies: Wilson and our bootstrap within 0.6 of the printed CIs."""
+    """The Sureon paper's Table 14 rendered from its accuracies: Wilson and our bootstrap within 0.6 of the printed
+    CIs."""
     data = accuracies_report(PAPER_TABLE14, n_resamples=10_000)
     assert [row["model"] for row in data["rows"]][:3] == ["Human", "Gemini 3.1 Pro", "Sureon-VLM"]
     assert len(data["rows"]) == 12 and all(row["n"] == 299 for row in data["rows"])
@@ -260,7 +262,7 @@ def test_published_table14_wilson_agrees_with_the_printed_bootstrap(tmp_path):
     assert not far, f"Wilson intervals more than 0.6 points from the printed bootstrap: {far}"
     assert max(row["bootstrap_vs_printed"] for row in data["rows"]) <= 0.6
     gaps = [row["wilson_vs_printed"] for row in data["rows"]]
-    assert sum(gaps) / len(gaps) == pytest.approx(0.25, abs=0.05)  # the seed: mean discrepancy 0.25 points
+    assert sum(gaps) / len(gaps) == pytest.approx(0.25, abs=0.05)  # the Sureon paper: mean discrepancy 0.25 points
     # every stated accuracy is reproduced by a count out of 299, except Molmo2's 15.0 (45/299 = 15.05)
     assert [row["model"] for row in data["rows"] if not row["count_reproduces_stated"]] == ["Molmo2"]
     markdown = render_accuracies(data)

@@ -1,4 +1,4 @@
-"""Seg-to-box policies (the seed's C.2) on masks built to exercise each one."""
+"""Seg-to-box policies (the Sureon paper's C.2) on masks built to exercise each one."""
 
 import numpy as np
 import pytest

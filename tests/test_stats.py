@@ -40,7 +40,7 @@ def test_299_items_194_correct_match_the_human_baseline_and_wilson():
     assert result.wilson == pytest.approx(_wilson_by_formula(194, 299), abs=1e-9)
     low, high = result.bootstrap
     assert abs(low - result.wilson[0]) <= 0.6 and abs(high - result.wilson[1]) <= 0.6
-    # the seed prints [59.5, 70.2] for the human baseline's 64.9 (Table 14)
+    # the Sureon paper prints [59.5, 70.2] for the human baseline's 64.9 (Table 14)
     assert abs(low - 59.5) <= 0.6 and abs(high - 70.2) <= 0.6
     assert result.half_width == pytest.approx((high - low) / 2)
 

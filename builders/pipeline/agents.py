@@ -1,4 +1,5 @@
-"""Stage 1 (the seed's B.2): ten generator-validator agent pairs turn transcripts into grounded QA samples (D_SGM).
+"""Stage 1 (the Sureon paper's B.2): ten generator-validator agent pairs turn transcripts into grounded QA samples
+(D_SGM).
 
 Per transcript and category, the generator is called ``R`` times (T = 0.1; the calls differ by their ``seed``
 parameter, so each is cached on its own) and the paired validator (T = 0.0) receives the union of the candidates and
@@ -8,7 +9,7 @@ over transcript lines, MCQ with three distinct distractors, temporal ordering wi
 permutation answer); a candidate failing a check, rejected by the validator or left without a decision is written
 to ``skipped.jsonl`` with the reason. Kept samples carry the transcript context, the evidence and the validator's
 reason. Prompts live in ``builders/pipeline/prompts/`` (``generator.md``, ``validator.md`` and one file per
-category with the seed's Table 7 rules).
+category with the Sureon paper's Table 7 rules).
 """
 
 import hashlib

@@ -1,16 +1,17 @@
-"""Stage 2 (the seed's B.3): retrieval-augmented, multi-model distractor generation (RADG), and the resampled baseline.
+"""Stage 2 (the Sureon paper's B.3): retrieval-augmented, multi-model distractor generation (RADG), and the resampled
+baseline.
 
 Every correct MCQ answer of the training split is embedded (default ``BAAI/bge-m3`` through sentence-transformers;
 any model path works) and indexed with its procedure, specialty, subject and question type. For each question, four
 metadata-filtered pools of the same question type (same procedure, same specialty, same subject, broad) are searched
-for the top 100 answers by cosine similarity to the question's own correct answer [the seed does not say what the
-query text is; the answer is used so that exemplars share its style], merged in that priority order with repeats
+for the top 100 answers by cosine similarity to the question's own correct answer [the Sureon paper does not say what
+the query text is; the answer is used so that exemplars share its style], merged in that priority order with repeats
 (same normalised text) and the question's own answer dropped, keeping at most K = 100 exemplars.
 
 Each generator model (M1-M3) writes N = 6 distractors from the question, answer, stage-1 options, transcript context
-and exemplars (prompt ``prompts/distractors.md``, in the spirit of the seed's Fig. 8). The pool of up to 18 keeps
-each distractor's model (``distractor_pool`` column, read by the hardening stage); the final distractors are a draw
-seeded by ``question_id`` under the cross-model diversity constraint (:mod:`builders.sureon.distractor_pool`).
+and exemplars (prompt ``prompts/distractors.md``, in the spirit of the Sureon paper's Fig. 8). The pool of up to 18
+keeps each distractor's model (``distractor_pool`` column, read by the hardening stage); the final distractors are a
+draw seeded by ``question_id`` under the cross-model diversity constraint (:mod:`builders.sureon.distractor_pool`).
 
 The search is exact: answers are grouped by question type, a batch of same-type queries is scored with one matrix
 product and each pool takes its top-k through precomputed positions (``benchmarks/radg.py`` times it against a
@@ -193,7 +194,7 @@ class Stage2Config:
     generators: list[str] = field(default_factory=lambda: list(DEFAULT_GENERATORS))
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     per_model: int = 6  # N
-    num_distractors: int = 6  # drawn from the pool (the seed reports 3 and 6)
+    num_distractors: int = 6  # drawn from the pool (the Sureon paper reports 3 and 6)
     top_k: int = 100
     exemplars: int = 100  # K
     temperature: float = 0.1
@@ -265,8 +266,8 @@ def run_radg(
 
 
 def run_resampled(records: dict[str, list[dict]], num_distractors: int = 6) -> tuple[dict[str, list[dict]], list]:
-    """The seed's Table 8 "resampled" baseline: correct answers of other same-type training questions as distractors,
-    drawn with a seed from ``question_id``."""
+    """The Sureon paper's Table 8 "resampled" baseline: correct answers of other same-type training questions as
+    distractors, drawn with a seed from ``question_id``."""
     answers: dict[str, list[str]] = {}
     for item in index_items(records.get("train", [])):
         answers.setdefault(item["category"], []).append(item["answer"])

@@ -1,8 +1,8 @@
 """The video-level train / validation split of a new corpus, stratified by subject, made once and stored.
 
 About ``fraction`` of the videos go to validation: :func:`builders.sureon.folds.assign_folds` deals the videos into
-``round(1 / fraction)`` subject-stratified folds and fold 0 is validation (the seed's split is ~10 %, 267 of 2,478
-videos). Corpora too small for that many folds take a seeded draw of videos instead. The split is written to
+``round(1 / fraction)`` subject-stratified folds and fold 0 is validation (the Sureon paper's split is ~10 %, 267 of
+2,478 videos). Corpora too small for that many folds take a seeded draw of videos instead. The split is written to
 ``splits.json`` and read back on later runs, so adding prompts or rerunning a stage never moves a video; a video
 missing from a stored split is an error (extend the file, or delete it to re-split everything).
 """

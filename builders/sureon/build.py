@@ -7,8 +7,8 @@ Configs (names are part of the contract): ``bench`` (test), ``db`` (train, passi
 
 With ``--videos``, each clip gets its sampled frames (see :mod:`builders.sureon.frames`). Frames of the configs used
 for evaluation (``bench``, ``validation``, ``validation_curated``; ``--blur-configs`` changes the list) have on-screen
-text and faces blurred before encoding, as the seed's D.1 does (:mod:`builders.blur`; ``--no-blur`` turns it off and
-the card says so); a missing or unreadable video
+text and faces blurred before encoding, as the Sureon paper's D.1 does (:mod:`builders.blur`; ``--no-blur`` turns it
+off and the card says so); a missing or unreadable video
 is handled by ``--on-missing-video``: ``error`` (default: list every missing source and stop), ``skip`` (leave its
 questions out and list them in ``build_manifest.json``) or ``annotation-only`` (keep them without frames).
 Every config reconciles: read = written + skipped.

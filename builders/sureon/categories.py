@@ -1,4 +1,4 @@
-"""The ten Sureon question categories (seed Tables 2, 3 and 7) and the release slugs that map onto them.
+"""The ten Sureon question categories (the Sureon paper, Tables 2, 3 and 7) and the release slugs that map onto them.
 
 The release names categories by slug (``object_existence``, ``forecast_cot``, ...); the paper by code (EE, F, ...).
 Slugs outside the ten (the website also shows ``decision_reasoning`` and ``object_localization``) are kept under
@@ -28,7 +28,7 @@ class Category:
 
     @property
     def accuracy_scored(self) -> bool:
-        """SM is judged by an LLM and reported apart from the pooled accuracy (seed D.1)."""
+        """SM is judged by an LLM and reported apart from the pooled accuracy (the Sureon paper, D.1)."""
         return self.answer_format in (MCQ, ORDERING)
 
 

@@ -1,4 +1,4 @@
-"""The distractor pool of a question (the seed's Stage 2, B.3) and the draws made from it.
+"""The distractor pool of a question (the Sureon paper's Stage 2, B.3) and the draws made from it.
 
 Stage 2 asks three generator models for N distractors each; the pool keeps every candidate with the model that wrote
 it. The final option set, and every configuration the hardening search (Stage 3, Algorithm 1) tries, is a draw from

@@ -1,4 +1,5 @@
-"""Video-level folds stratified by subject (the seed's B.4.1), shared by the guesser recipes and blind curation.
+"""Video-level folds stratified by subject (the Sureon paper's B.4.1), shared by the guesser recipes and blind
+curation.
 
 All questions of one source video land in the same fold, so a guesser never sees a held-out video's text; folds
 are balanced over subjects by scikit-learn's ``StratifiedGroupKFold``. Videos are sorted by id before splitting and
@@ -38,7 +39,7 @@ def assign_folds(videos: dict[str, str], num_folds: int = 4, seed: int = 42) -> 
 
 
 def fold_table(records: list[dict], folds: dict[str, int], key: str = "category") -> dict[int, Counter]:
-    """Counts of ``key`` per fold (the seed's Tables 9-10 report them per category and per fold)."""
+    """Counts of ``key`` per fold (the Sureon paper's Tables 9-10 report them per category and per fold)."""
     table: dict[int, Counter] = {fold: Counter() for fold in sorted(set(folds.values()))}
     for record in records:
         table[folds[record["source_id"]]][record.get(key) or "unknown"] += 1

@@ -1,9 +1,9 @@
 """Sample clip frames from local source videos: seek, never decode from the start; cache every clip on disk.
 
-Sampling follows the seed's D.1: for a clip ``[start, end]`` take the frames the video actually holds in the window
-(at its own frame rate) and pick up to ``max_frames`` of them uniformly (the centre of ``n`` equal parts), at least
-``min_frames`` (a window with fewer frames repeats them). Timestamps are the decoded frames' own presentation times,
-in absolute seconds of the source video.
+Sampling follows the Sureon paper's D.1: for a clip ``[start, end]`` take the frames the video actually holds in the
+window (at its own frame rate) and pick up to ``max_frames`` of them uniformly (the centre of ``n`` equal parts), at
+least ``min_frames`` (a window with fewer frames repeats them). Timestamps are the decoded frames' own presentation
+times, in absolute seconds of the source video.
 
 Indices are planned at the video's average frame rate: exact for constant-rate videos (the norm for lecture
 uploads); for a variable-rate file the stored timestamps are still the decoded frames' own, so they stay true even
@@ -20,9 +20,9 @@ antialiasing, FFmpeg's and torchvision's alike. With a GPU, decoding runs on tor
 (``decode_device="auto"``); NVDEC's colour conversion is not FFmpeg's, so such frames can differ slightly from
 CPU-decoded ones and the cache keeps them apart.
 
-For the evaluation configs, on-screen text and faces are blurred in :func:`encode_jpeg` before encoding (the seed's
-D.1, :mod:`builders.blur`), on the frame at its stored size, the frames of each decoded chunk on a thread per core
-(detection is most of a blurred build's time). A video downloaded as a section of its source
+For the evaluation configs, on-screen text and faces are blurred in :func:`encode_jpeg` before encoding (the Sureon
+paper's D.1, :mod:`builders.blur`), on the frame at its stored size, the frames of each decoded chunk on a thread per
+core (detection is most of a blurred build's time). A video downloaded as a section of its source
 (``sureon videos fetch --sections``) has a sidecar saying where it starts (:mod:`builders.sureon.sections`): frames are
 planned on the source's frame grid and read at their place in the file, so frames and timestamps equal those of the
 whole video.

@@ -19,7 +19,7 @@ tiny recipe on shuffled options stay at chance), so the project's CPU learning c
 is seeded from the world's seed and stable ids, so two worlds with the same settings are byte-identical (videos
 included).
 
-**Planted language shortcuts** (the seed's Table 8 and Figure 9: stage 1's correct options differ from its
+**Planted language shortcuts** (the Sureon paper's Table 8 and Figure 9: stage 1's correct options differ from its
 distractors), each on a configurable share of the MCQ rows of each split, at most one kind per row:
 
 - ``length``: the correct option is longer and more specific than the distractors;
@@ -33,10 +33,10 @@ too. With ``shortcut_clips: other`` its clip shows the scene of another answer, 
 the narration alone can ask of a clip that does not show it: such a row teaches that the text settles the answer.
 
 **Decoys** (``decoys: {split: share}``, on rows without a shortcut): a *distractor* is the longer, more specific
-option. That is what stage 3's distractor hardening (the seed's Algorithm 1, B.4.3) leaves on a benchmark: options
-drawn until the blind guessers fail, so a language prior learned from raw data points at a wrong option. A benchmark
-(the test split) with decoys and a few residual shortcuts is one that was curated and hardened, whose experts missed
-a few; on it a model that learned the length prior loses on decoys what it wins on residual shortcut rows.
+option. That is what stage 3's distractor hardening (the Sureon paper's Algorithm 1, B.4.3) leaves on a benchmark:
+options drawn until the blind guessers fail, so a language prior learned from raw data points at a wrong option. A
+benchmark (the test split) with decoys and a few residual shortcuts is one that was curated and hardened, whose experts
+missed a few; on it a model that learned the length prior loses on decoys what it wins on residual shortcut rows.
 
 The ground truth is written beside the release: ``shortcuts.jsonl`` (one line per question: split, category, kind or
 null, decoy) and ``world.json`` (the settings, vocabularies and counts).

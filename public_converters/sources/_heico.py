@@ -1,6 +1,6 @@
 """HeiCo (Maier-Hein et al., Sci Data 2021): 30 colorectal surgeries, phases at 25 fps and ROBUST-MIS instrument
 segmentations; shared reader of ``heico_proctocolectomy``, ``heico_rectal_resection`` and ``heico_sigmoid_resection``
-(the seed's Table 13 counts the three procedures as three sources; point each at the same ``HeiCo/`` folder).
+(the Sureon paper's Table 13 counts the three procedures as three sources; point each at the same ``HeiCo/`` folder).
 
 Layout read (``docs/sources/heico.md``; third-party download script quoting the paper)::
 

@@ -1,6 +1,6 @@
 """MultiBypass140 (Lavanchy et al. 2024): laparoscopic Roux-en-Y gastric bypass, phases and steps, two centres.
 
-Shared reader of ``multibypass_bern`` (BernBypass70) and ``multibypass_strasbourg`` (StrasBypass70); the seed's
+Shared reader of ``multibypass_bern`` (BernBypass70) and ``multibypass_strasbourg`` (StrasBypass70); the Sureon paper's
 Table 13 counts the centres as two sources. Layout read (``docs/sources/multibypass140.md``; the labels live in the
 ``CAMMA-public/MultiBypass140`` git repository, the videos in its zips; point the source at the repository clone)::
 

@@ -16,7 +16,7 @@ the Kaggle table's ``#505050`` watershed codes are *decimal* grey levels (50), n
 1-pixel white (255) border and black (0) unlabelled pixels: both are read as unlabelled; some masks are RGBA (the
 alpha channel is dropped). Class 0 "Black Background" (50) is the dark area outside the endoscope's view: unlabelled.
 
-Seg-to-box policies (seed C.2; choices documented here): structures present once per view are ``single``
+Seg-to-box policies (the Sureon paper, C.2; choices documented here): structures present once per view are ``single``
 (gallbladder, liver, cystic duct); countable things are ``components`` (blood pools, grasper and hook instances,
 hepatic vein segments); large background tissue is ``semantic`` (abdominal wall, fat, connective tissue, liver
 ligament, gastrointestinal tract).

@@ -18,9 +18,9 @@ naming it, rather than guess (one loader claims 21 columns in left/right/in-fiel
 (Grasp, Hold, Cut, Clip) are checked the same way. Instrument and action rows are read at whatever uniform frame
 step the file has (one row per frame is inferred); a non-uniform step is an error.
 
-Branches: both, as in the seed. The release has videos only, so the image branch takes one frame every
-``IMAGE_EVERY_SECONDS`` (25 s: about the seed's 2,064 items over 24 videos), labelled from the segments, and the
-builder decodes those frames from the video.
+Branches: both, as in the Sureon paper. The release has videos only, so the image branch takes one frame every
+``IMAGE_EVERY_SECONDS`` (25 s: about the Sureon paper's 2,064 items over 24 videos), labelled from the segments, and
+the builder decodes those frames from the video.
 Splits: videos 1-24 are the public training set; 25-33 are the challenge test set (labels withheld).
 """
 

@@ -16,8 +16,8 @@ Action 0 ("Other") is the background class: such frames carry no action (``actio
 Each 10-Hz sample covers its 6 frames; the frame count is not in the labels, so the media check clips the last
 sample's segment at the video's last frame (the video may end 0-5 frames after that sample).
 
-Left out: the 1 Hz segmentation. The seed feeds SAR-RARP50 to the clip branch only (Table 13) and the clip branch
-needs tool *segments*, which would mean decoding every mask in the reader; class presence from 1 Hz masks is
+Left out: the 1 Hz segmentation. The Sureon paper feeds SAR-RARP50 to the clip branch only (Table 13) and the clip
+branch needs tool *segments*, which would mean decoding every mask in the reader; class presence from 1 Hz masks is
 left for an image-branch use of the source, if one is ever wanted.
 
 Splits: the challenge's training set 1 and 2 (videos 1-40) are "train", 41-50 "test"; there is no validation split.

@@ -12,7 +12,7 @@ Reads Sureon builds and releases, SurgiQ builds, or any dataset with ``question`
 - the shortcut baselines of :mod:`recipes.evaluation.surgiq.shortcuts` (longest option, lexical overlap, unique
   tokens);
 - option-position balance of the answers (counts per letter, chi-square against uniform, scipy);
-- the correct-vs-distractor length gap in words (the seed's Fig. 9 as a plot).
+- the correct-vs-distractor length gap in words (the Sureon paper's Fig. 9 as a plot).
 
 Questions without options or an event order (SM summaries, open answers) are counted and listed as not audited.
 Writes ``audit.md``, ``audit.json``, ``flagged.jsonl`` and ``length_gap.png``, ``consistency.png``, ``positions.png``.
@@ -151,7 +151,7 @@ def consistency_summary(records: list[dict], scores: dict[str, dict], sampling: 
 
 
 def plot_length_gap(records: list[dict], path: Path) -> None:
-    """Word-count distributions of correct answers and distractors (the seed's Fig. 9)."""
+    """Word-count distributions of correct answers and distractors (the Sureon paper's Fig. 9)."""
     plt = pyplot()
     correct = [word_count(r["answer"]) for r in records]
     distractors = [word_count(o) for r in records for i, o in enumerate(r["options"]) if i != r["answer_index"]]

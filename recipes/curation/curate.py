@@ -1,4 +1,4 @@
-"""Stage 3 of the construction (the seed's 3.1 and B.4): blind-test curation and distractor hardening.
+"""Stage 3 of the construction (the Sureon paper's 3.1 and B.4): blind-test curation and distractor hardening.
 
 - A **guesser** is any model behind :mod:`recipes.evaluation.inference` (transformers, vLLM, or an OpenAI-compatible
   endpoint) queried with exactly the project's blind prompt (``format_messages(record, blind=True)``: question and
@@ -15,9 +15,9 @@
 - **Validation split**: scored by guessers trained on the whole training split (a guesser whose ``folds.json`` names
   a validation video is refused).
 - **Hardening** (Algorithm 1, B.4.3): for each retained question, up to M = 32 configurations are drawn from its
-  ``distractor_pool`` under the cross-model diversity constraint (seed 42, in the seed parts); the first on which the
-  hardening guesser's S < tau is kept (``hardening_attempts`` records its rank), else the question is discarded. A
-  question without a pool has one configuration, its own.
+  ``distractor_pool`` under the cross-model diversity constraint (random seed 42, as the Sureon paper's B.4.3 draws
+  them); the first on which the hardening guesser's S < tau is kept (``hardening_attempts`` records its rank), else the
+  question is discarded. A question without a pool has one configuration, its own.
 
 Every scoring pass is cached in an append-only JSONL, keyed by (guesser, question, options in order, R, T, seed) and
 stamped with a fingerprint of the prompt and the guesser's settings: an interrupted run resumes where it stopped.
@@ -518,7 +518,7 @@ def blind_accuracy(guesser: Guesser, records: list[dict], cache: ScoreCache, sam
 
 
 def survival_table(stages: dict[str, list[dict]], reference: list[dict]) -> dict[str, dict[str, dict]]:
-    """Counts per category after each stage with the rate against ``reference`` (the seed's Table 11)."""
+    """Counts per category after each stage with the rate against ``reference`` (the Sureon paper's Table 11)."""
     from builders.sureon.categories import BY_CODE
 
     totals = Counter(r.get("category") or "unknown" for r in reference)
@@ -733,7 +733,9 @@ def add_arguments(parser) -> None:
         help="model=PATH_OR_ID[,backend=transformers|vllm|openai][,fold=K][,type=...][,name=...]"
         "[,system_prompt_file=PATH]; repeatable",
     )
-    parser.add_argument("--num-folds", type=int_range(2), help="cross-validated training curation (4 in the seed)")
+    parser.add_argument(
+        "--num-folds", type=int_range(2), help="cross-validated training curation (4 in the Sureon paper)"
+    )
     parser.add_argument(
         "--fold-seed",
         type=seed,

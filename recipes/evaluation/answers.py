@@ -1,5 +1,6 @@
 """Read the answer out of a model's free text: the option letter of a multiple-choice question, the event order of a
-temporal-ordering question (seed D.1: exact, order-sensitive equality), the cleaned text of a sequence summary.
+temporal-ordering question (the Sureon paper, D.1: exact, order-sensitive equality), the cleaned text of a sequence
+summary.
 
 Extraction is deliberately forgiving of form and strict about meaning. Accepted for a letter: ``B``, ``(B)``, ``b.``,
 ``**B**``, ``Answer: B. ...``, ``The correct option is (C)``, ``B Dissecting tissue``, the option's text itself, a

@@ -1,4 +1,5 @@
-"""The strict LLM judge for Sequence Summarization (seed Section 4, Appendix D.1), through ``builders.llm``.
+"""The strict LLM judge for Sequence Summarization (the Sureon paper, Section 4, Appendix D.1), through
+``builders.llm``.
 
 A prediction is correct only if no reference step is missing, the order holds and no action is substituted;
 paraphrases and surgical synonyms match. The judge sees only the reference and the prediction (the prompt lives in

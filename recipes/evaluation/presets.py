@@ -1,4 +1,5 @@
-"""Model presets: how each model of the seed's Table 3 is run, kept as data, one YAML file per model in ``models/``.
+"""Model presets: how each model of the Sureon paper's Table 3 is run, kept as data, one YAML file per model in
+``models/``.
 
     sureon eval sureon --preset gpt-5.1-high --dataset data/sureon --out results/gpt-5.1 --judge-model gpt-5.1
     sureon eval sureon --preset qwen3-vl-32b-thinking --max-new-tokens 8192 ...   (a flag beats the preset)
@@ -57,7 +58,8 @@ def _optional_text() -> Field:
 
 FIELDS: dict[str, Field] = {
     "description": _text(required=True),
-    "paper_row": _optional_text(),  # the seed's Table 3 row this preset reproduces (the report sets them side by side)
+    # the Sureon paper's Table 3 row this preset reproduces (the report sets them side by side)
+    "paper_row": _optional_text(),
     "model": _text(required=True),
     "revision": _optional_text(),
     "unconfirmed": Field((bool,), default=False),

@@ -27,7 +27,7 @@ def pct(value: float | None) -> str:
 
 
 def signed(value: float | None) -> str:
-    """``+21.1`` / ``-2.0``; a gain that rounds to zero prints ``+0.0``, as in the seed's tables."""
+    """``+21.1`` / ``-2.0``; a gain that rounds to zero prints ``+0.0``, as in the Sureon paper's tables."""
     if value is None:
         return "—"
     rounded = round(value, 1)

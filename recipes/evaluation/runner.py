@@ -78,8 +78,8 @@ def add_backend_arguments(parser: argparse.ArgumentParser, *, unit: str, max_new
         type=positive_int,
         default=Default(None),
         help="show at most this many of each clip's stored frames, evenly spaced (the frames training keeps under "
-        "the same max_frames); default: every frame the build stored (the seed's protocol: up to 8). A run below "
-        "the protocol is labelled as such in summary.json and the reports",
+        "the same max_frames); default: every frame the build stored (the Sureon paper's protocol: up to 8). A run "
+        "below the protocol is labelled as such in summary.json and the reports",
     )
     parser.add_argument("--dtype", default=Default("auto"), help="auto, bfloat16, float16 or float32")
     parser.add_argument("--attn-implementation", help="default: flash_attention_2 when installed on GPU, else sdpa")

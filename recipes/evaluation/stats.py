@@ -1,13 +1,13 @@
-"""Accuracy statistics of the seed's protocol (Sureon D.1): bootstrap and Wilson intervals, McNemar, Holm.
+"""Accuracy statistics of the Sureon paper's protocol (Sureon D.1): bootstrap and Wilson intervals, McNemar, Holm.
 
 Everything that scipy / statsmodels already do is delegated to them; this module only fixes the protocol's
 choices (10,000 percentile-bootstrap resamples over items, seeded from stable ids; 95% intervals; McNemar on paired
 per-item correctness; Holm-Bonferroni across all pairs) and returns plain dataclasses the reports render.
 
-McNemar: the seed's Table 18 prints p-values that only the *exact* (binomial) McNemar test reproduces, for every
-row, including discordant counts well above 100 (e.g. 36 vs 23 discordant -> p = 0.1175, the Molmo2 / MedGemma row).
-So the default is the exact test for every pair; ``exact_below=N`` switches to the chi-square test with continuity
-correction once the discordant count reaches ``N`` (the textbook rule uses 25).
+McNemar: the Sureon paper's Table 18 prints p-values that only the *exact* (binomial) McNemar test reproduces, for
+every row, including discordant counts well above 100 (e.g. 36 vs 23 discordant -> p = 0.1175, the Molmo2 / MedGemma
+row). So the default is the exact test for every pair; ``exact_below=N`` switches to the chi-square test with
+continuity correction once the discordant count reaches ``N`` (the textbook rule uses 25).
 """
 
 import itertools
@@ -207,7 +207,7 @@ def pairwise_mcnemar(
     """McNemar on every pair of models (per-item correctness keyed by item id), Holm-corrected across all pairs.
 
     Each pair is tested on the items both answered. Rows come sorted by corrected, then raw p-value, like the
-    seed's Table 18; ties keep the models' given order.
+    Sureon paper's Table 18; ties keep the models' given order.
     """
     pairs, tests = [], []
     for name_a, name_b in itertools.combinations(outcomes, 2):

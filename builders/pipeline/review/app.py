@@ -1,4 +1,5 @@
-"""The reviewers' web app (seed Figs. 12-13), built with Gradio (the ``review`` extra; imported only when served).
+"""The reviewers' web app (the Sureon paper, Figs. 12-13), built with Gradio (the ``review`` extra; imported only when
+served).
 
     sureon review serve --dataset DIR --db review.sqlite [--videos DIR] [--host 127.0.0.1 --port 7860]
 

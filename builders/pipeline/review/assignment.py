@@ -1,4 +1,4 @@
-"""Who reviews what: a balanced, seeded random design (seed B.5.2).
+"""Who reviews what: a balanced, seeded random design (the Sureon paper, B.5.2).
 
 Within each question type the samples are put in a seeded random order and dealt to the reviewers in a seeded random
 cyclic order that carries over from one type to the next. Each sample's reviewer is therefore uniform over the panel,

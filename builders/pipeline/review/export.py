@@ -1,11 +1,11 @@
 """Export the review: the approved samples as the ``bench`` config (release schema, frames included when the
-reviewed config has them), and the reports of seed Table 12 (per category: reviewed, approved, rejected, rate), the
-rejection-reason breakdown, the manifest of every discarded sample with its notes and tags, and the inter-rater
-agreement on the dual-reviewed subset.
+reviewed config has them), and the reports of the Sureon paper's Table 12 (per category: reviewed, approved, rejected,
+rate), the rejection-reason breakdown, the manifest of every discarded sample with its notes and tags, and the
+inter-rater agreement on the dual-reviewed subset.
 
-Conservative policy (seed B.5.2): a sample is kept only when every reviewer assigned to it approved it; any
-rejection rejects it (even before the other reviewer decides), otherwise any flag flags it. Samples still awaiting a
-decision, or never assigned, are ``pending`` / ``unassigned`` and left out. Counts reconcile:
+Conservative policy (the Sureon paper, B.5.2): a sample is kept only when every reviewer assigned to it approved it;
+any rejection rejects it (even before the other reviewer decides), otherwise any flag flags it. Samples still awaiting
+a decision, or never assigned, are ``pending`` / ``unassigned`` and left out. Counts reconcile:
 samples = approved + rejected + flagged + pending + unassigned, and the ``bench`` config holds exactly the approved.
 """
 
@@ -58,7 +58,8 @@ def verdicts(sample_ids: list[str], assignments: list[Assignment], latest) -> di
 
 
 def category_table(records: dict[str, dict], results: dict[str, Verdict]) -> list[dict]:
-    """Seed Table 12: per category, reviewed (= decided), approved, rejected (incl. flagged) and approval rate."""
+    """The Sureon paper's Table 12: per category, reviewed (= decided), approved, rejected (incl. flagged) and approval
+    rate."""
     counts: dict[str, Counter] = defaultdict(Counter)
     for sample_id, result in results.items():
         counts[records[sample_id]["category"]][result.status] += 1

@@ -1,5 +1,5 @@
-"""Inter-rater agreement on the dual-reviewed subset (seed B.5.2): raw agreement and Cohen's kappa, as the paper
-reports, plus Fleiss' kappa and Krippendorff's alpha, which do not assume the same two raters on every item (our
+"""Inter-rater agreement on the dual-reviewed subset (the Sureon paper, B.5.2): raw agreement and Cohen's kappa, as the
+paper reports, plus Fleiss' kappa and Krippendorff's alpha, which do not assume the same two raters on every item (our
 pairs rotate over the panel). Computed on two label sets: the decision itself (approve / reject / flag) and the
 retention outcome the conservative policy acts on (keep = approve, discard = reject or flag).
 

@@ -1,1 +1,2 @@
-"""The public perception benchmarks (seed D.3, Table 5): ``metrics`` and ``report`` (``sureon report public``)."""
+"""The public perception benchmarks (the Sureon paper, D.3, Table 5): ``metrics`` and ``report`` (``sureon report
+public``)."""

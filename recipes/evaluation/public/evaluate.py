@@ -1,4 +1,5 @@
-"""Run a model on the public perception benchmarks (seed D.3, Table 5): the ``bench-*`` configs of a public build.
+"""Run a model on the public perception benchmarks (the Sureon paper, D.3, Table 5): the ``bench-*`` configs of a
+public build.
 
     sureon eval public --model runs/sureon-vlm --dataset build/public \\
         --benchmark bench-cholec80-phase-frame bench-cholec80-phase-clip --out results/sureon-vlm/public

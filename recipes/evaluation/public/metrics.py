@@ -1,10 +1,11 @@
-"""Public perception benchmark metrics (seed Appendix D.3), on per-query prediction records.
+"""Public perception benchmark metrics (the Sureon paper, Appendix D.3), on per-query prediction records.
 
 - Phase / step / action recognition, two conventions side by side:
-  - the seed's (Table 5 (a) and (b)): video-averaged macro-F1, i.e. macro-F1 within each video, averaged over videos
-    (so long videos do not dominate); accuracy, macro-precision and macro-recall video-averaged the same way. Within
-    a video the classes are those of its references and of its in-set predictions (scikit-learn's ``labels`` union),
-    so a phase predicted but absent from the video's ground truth counts 0 in that video's precision, recall and F1.
+  - the Sureon paper's (Table 5 (a) and (b)): video-averaged macro-F1, i.e. macro-F1 within each video, averaged over
+    videos (so long videos do not dominate); accuracy, macro-precision and macro-recall video-averaged the same way.
+    Within a video the classes are those of its references and of its in-set predictions (scikit-learn's ``labels``
+    union), so a phase predicted but absent from the video's ground truth counts 0 in that video's precision, recall
+    and F1.
   - the Cholec80 / M2CAI challenge evaluation script's (``Main.m`` and ``Evaluate.m``, credited to the M2CAI 2016
     challenge, camma.u-strasbg.fr/m2cai2016, as copied in e.g. github.com/YuemingJin/TMRNet
     ``code/eval/result/matlab-eval``), which many published Cholec80 tables use: per phase per video,
@@ -19,8 +20,8 @@
     ones most tables print (Funke et al. 2023, "Metrics Matter in Surgical Phase Recognition", arXiv 2305.13961,
     on how these details vary between studies; TeCNO's own code, github.com/tobiascz/TeCNO
     ``utils/metric_helper.py``, takes each video's classes from truth and prediction and counts an undefined value
-    as 0, nearer the seed's convention). Where the script would print NaN (a phase in no video's ground truth, e.g.
-    on a subset) the phase is left out of the mean over phases and the count of phases is reported.
+    as 0, nearer the Sureon paper's convention). Where the script would print NaN (a phase in no video's ground truth,
+    e.g. on a subset) the phase is left out of the mean over phases and the count of phases is reported.
   The classes are the benchmark's closed label set (the rows' ``labels``, which ``sureon eval public`` copies into
   each record); an unparseable or out-of-set prediction is a miss, never a class of its own, and a reference
   outside the set is an error. Records that do not carry their label set are scored over the labels their
@@ -34,8 +35,8 @@
   (lowercase, "_"/"-"/whitespace as one space, trivial plurals "s"/"es") and a label outside the universe is
   ignored, as COCO ignores unknown categories (counted in the output).
 - Clip inputs: :func:`clip_window`, 8 frames at stride 4 ending on the keyframe (online setting).
-- Exclusions: the seed drops 17 Cholec80 videos that overlap training sources (Endoscapes, CholecT50) from Cholec80
-  clip evaluation but does not name them, so the list is the user's: :func:`read_video_list`.
+- Exclusions: the Sureon paper drops 17 Cholec80 videos that overlap training sources (Endoscapes, CholecT50) from
+  Cholec80 clip evaluation but does not name them, so the list is the user's: :func:`read_video_list`.
 
 Boxes are ``[x_min, y_min, x_max, y_max]`` in pixels of the evaluated frame; converting a model's own coordinates
 (e.g. Qwen's 0-1000 grid) is the runner's job.
@@ -140,7 +141,7 @@ def video_averaged_scores(
     predictions: Sequence[str | None],
     labels: Sequence[str] | None = None,
 ) -> dict:
-    """The seed's video-averaged macro-F1, accuracy, macro-precision and macro-recall (percent), and under
+    """The Sureon paper's video-averaged macro-F1, accuracy, macro-precision and macro-recall (percent), and under
     ``challenge`` the challenge script's precision, recall and Jaccard (see the module docstring).
 
     ``labels`` is the benchmark's closed label set; None scores over the labels the references use

@@ -1,4 +1,4 @@
-"""Report of the public perception benchmarks (seed Appendix D.3, Table 5) from JSONL prediction files.
+"""Report of the public perception benchmarks (the Sureon paper, Appendix D.3, Table 5) from JSONL prediction files.
 
     sureon report public runs/ours/public.jsonl "GPT-5.1=runs/gpt/public.jsonl" --out reports/public \
         --exclude-videos cholec80:clip=cholec80_overlap.txt
@@ -25,20 +25,20 @@ One JSON object per line, one line per query (the public-benchmark runner writes
 
 ``sureon eval public`` writes this format from the ``bench-*`` configs of a public build. VLMEvalKit's prediction
 tables (``.xlsx`` / ``.tsv``) of the benchmarks ``sureon export vlmevalkit`` writes are read as well, each output
-parsed as ``sureon eval public`` parses it (``recipes/evaluation/prediction_tables.py``). The report prints the seed's
-Table 5 first: (a) video-averaged macro-F1 on Cholec80 phase, HeiChole phase and HeiChole action per model and input
-mode ("Model (clip)" rows), (b) Cholec80's accuracy, precision and recall, and beside it, labelled, precision, recall
-and Jaccard in the Cholec80 / M2CAI challenge script's convention (the script many published Cholec80 tables use;
-``metrics.py`` says how the two differ), (c) Endoscapes-CVS per criterion, and mAP50 per localisation benchmark, with
-the paper's printed rows beside ours (``--paper``, default ``paper_results/sureon_paper_table5.json``; our copy of the
-paper prints only (a)).
+parsed as ``sureon eval public`` parses it (``recipes/evaluation/prediction_tables.py``). The report prints the Sureon
+paper's Table 5 first: (a) video-averaged macro-F1 on Cholec80 phase, HeiChole phase and HeiChole action per model and
+input mode ("Model (clip)" rows), (b) Cholec80's accuracy, precision and recall, and beside it, labelled, precision,
+recall and Jaccard in the Cholec80 / M2CAI challenge script's convention (the script many published Cholec80 tables
+use; ``metrics.py`` says how the two differ), (c) Endoscapes-CVS per criterion, and mAP50 per localisation benchmark,
+with the paper's printed rows beside ours (``--paper``, default ``paper_results/sureon_paper_table5.json``; our copy of
+the paper prints only (a)).
 
 The report groups records by (model, benchmark, task, input mode): recognition tasks get video-averaged macro-F1,
 accuracy, precision and recall, and the challenge convention's precision, recall and Jaccard; ``cvs``
 per-criterion accuracy and their mean; ``tool_localization`` mAP50. Videos
 listed with ``--exclude-videos BENCHMARK[:MODE]=FILE`` are left out of that benchmark (and mode) and counted in the
-report. The seed leaves 17 Cholec80 videos that overlap Endoscapes and CholecT50 out of Cholec80 clip evaluation
-without naming them: supply your list (one video id per line).
+report. The Sureon paper leaves 17 Cholec80 videos that overlap Endoscapes and CholecT50 out of Cholec80 clip
+evaluation without naming them: supply your list (one video id per line).
 """
 
 import argparse
@@ -68,9 +68,9 @@ TASKS = (*RECOGNITION, CVS, LOCALISATION)
 INPUT_MODES = ("frame", "clip")
 CHALLENGE_METRICS = ("precision", "recall", "jaccard")
 SEED_NOTE = (
-    "The seed's convention (Table 5): within a video the classes are its references and in-set predictions, so a "
-    "phase predicted but absent from the video's ground truth counts 0. Label set: `benchmark` is the closed set the "
-    "records carry, `references` the labels their references use (records without `labels`)."
+    "The Sureon paper's convention (Table 5): within a video the classes are its references and in-set predictions, "
+    "so a phase predicted but absent from the video's ground truth counts 0. Label set: `benchmark` is the closed set "
+    "the records carry, `references` the labels their references use (records without `labels`)."
 )
 CHALLENGE_NOTE = (
     "Cholec80 / M2CAI challenge convention (strict boundaries): per phase per video over the phases of the video's "
@@ -231,9 +231,9 @@ def score_group(task: str, rows: list[dict]) -> dict:
 
 
 def table5(results: list[dict], paper: dict | None) -> dict:
-    """The seed's Table 5 from scored groups: (a) macro-F1 per model and input mode on its three columns, (b) the
-    Cholec80 detail, (c) Endoscapes-CVS per criterion, and mAP50 per localisation benchmark; the paper's rows beside
-    ours where our copy prints them (only (a))."""
+    """The Sureon paper's Table 5 from scored groups: (a) macro-F1 per model and input mode on its three columns, (b)
+    the Cholec80 detail, (c) Endoscapes-CVS per criterion, and mAP50 per localisation benchmark; the paper's rows
+    beside ours where our copy prints them (only (a))."""
     ordered = sorted(
         results, key=lambda r: (r["model"], r["benchmark"], r["task"], INPUT_MODES.index(r["input_mode"]))
     )
@@ -284,7 +284,7 @@ def _run_name(row: dict) -> str:
 
 
 def render_table5(tables: dict) -> list[str]:
-    parts = ["## Table 5 (seed Section 4)"]
+    parts = ["## Table 5 (the Sureon paper, Section 4)"]
     if tables["a"]:
         rows = [
             [_run_name(r), r["from"]] + [_cell(r.get(column), r["from"]) for column in TABLE5_COLUMNS]
@@ -430,7 +430,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="leave the listed videos out, e.g. cholec80:clip=overlap.txt (one video id per line)",
     )
     parser.add_argument(
-        "--paper", type=Path, default=PAPER_TABLE5, help="the seed's Table 5 numbers (JSON) printed beside ours"
+        "--paper",
+        type=Path,
+        default=PAPER_TABLE5,
+        help="the Sureon paper's Table 5 numbers (JSON) printed beside ours",
     )
     parser.add_argument("--no-paper", action="store_true", help="print our numbers only")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")

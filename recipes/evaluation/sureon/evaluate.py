@@ -1,4 +1,4 @@
-"""Evaluate a model on the Sureon benchmark, visual and blind (seed Section 4, Appendix D.1).
+"""Evaluate a model on the Sureon benchmark, visual and blind (the Sureon paper, Section 4, Appendix D.1).
 
     sureon eval sureon --model Qwen/Qwen3-VL-8B-Instruct --dataset data/sureon --mode both --out results/qwen3vl-8b
     sureon eval sureon --model gpt-5.1 --backend openai --dataset data/sureon --mode both --out results/gpt51 \\

@@ -1,4 +1,4 @@
-"""Sureon benchmark metrics from prediction records (seed Section 4, Table 3 and Appendix D.1).
+"""Sureon benchmark metrics from prediction records (the Sureon paper, Section 4, Table 3 and Appendix D.1).
 
 - μ: pooled accuracy over the accuracy-scored items (``scored_by == "accuracy"``: the eight multiple-choice
   categories and temporal ordering; 299 items on the real benchmark). Sequence summaries are judged by an LLM and
@@ -6,7 +6,7 @@
 - Per category, and the perception (AD, EE, EA, PAD, IAI) and reasoning (LAR, SPI, F, TO) aggregates.
 - MG = S_visual - S_blind, per category and overall, on the same items in both modes.
 - Analytic random baselines: 1/num_options per multiple-choice item, 1/k! per ordering item of k events (k = its
-  ``num_options`` when given, else 3 as in the seed: 1/6), averaged over the items of each subset.
+  ``num_options`` when given, else 3 as in the Sureon paper: 1/6), averaged over the items of each subset.
 - Each accuracy with its 95% percentile-bootstrap interval (10,000 resamples over items) and Wilson interval.
 
 Categories outside the ten (kept under their own slug by the builder) get a column of their own and count in μ when
@@ -34,7 +34,7 @@ from recipes.evaluation.stats import N_RESAMPLES, Estimate, estimate
 MODES = ("visual", "blind")
 OVERALL, PERCEPTION, REASONING = "overall", "perception", "reasoning"
 GROUPS = (PERCEPTION, REASONING)
-DEFAULT_ORDERING_EVENTS = 3  # the seed's TO questions order three events (random baseline 1/3! = 1/6)
+DEFAULT_ORDERING_EVENTS = 3  # the Sureon paper's TO questions order three events (random baseline 1/3! = 1/6)
 _FIELDS = ("question_id", "model", "mode", "category", "answer_format", "num_options", "correct", "scored_by")
 
 

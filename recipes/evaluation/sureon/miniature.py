@@ -1,7 +1,7 @@
-"""The seed's construction results in miniature, from the files a ``sureon reproduce`` run leaves behind.
+"""The Sureon paper's construction results in miniature, from the files a ``sureon reproduce`` run leaves behind.
 
 Each function reads what a real run writes (curation decisions, prediction files, trainer logs) and returns plain
-JSON data; :func:`render_markdown` lays it out in the seed's shapes:
+JSON data; :func:`render_markdown` lays it out in the Sureon paper's shapes:
 
 - **Table 8**: blind accuracy of an off-the-shelf guesser (OS) and of a blind fine-tuned one (FT) on the validation
   pool, raw and curated;
@@ -354,12 +354,12 @@ WHAT_IT_SHOWS = (
     "planted truth); that the curated pool no longer rewards a blind model (Table 8); and, when the recipe has "
     "learned from the frames (visual accuracy above blind), whether training on the curated rows raises the "
     "multimodal gain (Table 4's MG rows above: read them with their intervals, and by benchmark row kind: residual "
-    "shortcuts reward a learned language prior, decoys punish it). It does not show the seed's numbers: the "
+    "shortcuts reward a learned language prior, decoys punish it). It does not show the Sureon paper's numbers: the "
     "world's shortcuts are planted and simple, its vision is colours, patterns and motion drawn on a dark field, "
     "the models have a few hundred thousand parameters, the benchmark's decoys are planted by the world rather than "
     "made by stage 3's distractor hardening (which this run does not apply to the training rows either), and "
-    "nothing here measures stage 2's distractor generation (the seed's middle row of Table 4) or stage 4's expert "
-    "review."
+    "nothing here measures stage 2's distractor generation (the Sureon paper's middle row of Table 4) or stage 4's "
+    "expert review."
 )
 
 

@@ -1,4 +1,5 @@
-"""Leaderboard report of the Sureon benchmark from any number of models' prediction files (seed Tables 3, 14-18).
+"""Leaderboard report of the Sureon benchmark from any number of models' prediction files (the Sureon paper, Tables 3,
+14-18).
 
     sureon report sureon runs/qwen/predictions.jsonl "Sureon-VLM=runs/ours/predictions.jsonl" \
         --human human_baseline.jsonl --out reports/sureon
@@ -12,16 +13,16 @@ The human baseline is a prediction file too (visual mode, no sequence summaries)
 table in the style of Table 18, sequence summaries, unparseable answers, the runs' settings), ``report.json`` (every
 number, unrounded) and ``accuracy.png`` / ``multimodal_gain.png``.
 
-Table 3 shows the seed's printed rows (``--paper``, default ``paper_results/sureon_paper_table3.json``; ``--no-paper``
-leaves them out) beside ours, a "numbers from" column telling them apart: the paper's Random and Human rows first,
-then each paper model followed by the runs of its preset (a ``summary.json`` next to a predictions file names the
-preset and the paper row it reproduces, as ``sureon eval sureon --preset`` writes it), then the other runs. The
-paper's numbers are shown as printed (MG included), ours are computed from the predictions.
+Table 3 shows the Sureon paper's printed rows (``--paper``, default ``paper_results/sureon_paper_table3.json``;
+``--no-paper`` leaves them out) beside ours, a "numbers from" column telling them apart: the paper's Random and Human
+rows first, then each paper model followed by the runs of its preset (a ``summary.json`` next to a predictions file
+names the preset and the paper row it reproduces, as ``sureon eval sureon --preset`` writes it), then the other runs.
+The paper's numbers are shown as printed (MG included), ours are computed from the predictions.
 
     sureon report sureon --accuracies recipes/evaluation/paper_results/sureon_paper_table14.json --out reports/table14
 
 renders a Table 14 from stated accuracies alone (a 0/1 bootstrap depends only on the count correct), next to the
-printed intervals: the consistency check of our interval code against the seed's.
+printed intervals: the consistency check of our interval code against the Sureon paper's.
 """
 
 import argparse
@@ -66,8 +67,8 @@ PAPER_EVALS = ("chance", "visual", "blind", "MG")
 
 
 def load_paper_table3(path: str | Path = PAPER_TABLE3) -> dict:
-    """The seed's printed Table 3 rows (JSON: ``columns``, ``judged_columns``, ``rows`` of model, group, eval, mu,
-    mu_ci_half and one value per column); a malformed file is an error naming it."""
+    """The Sureon paper's printed Table 3 rows (JSON: ``columns``, ``judged_columns``, ``rows`` of model, group, eval,
+    mu, mu_ci_half and one value per column); a malformed file is an error naming it."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -108,8 +109,8 @@ def build_report(
     paper: dict | None = None,
     runs: dict[str, dict] | None = None,
 ) -> dict:
-    """Every number of the report as plain JSON data (percentages, unrounded); ``paper``: the seed's printed Table 3
-    (:func:`load_paper_table3`) to show beside ours; ``runs``: each model's recorded settings."""
+    """Every number of the report as plain JSON data (percentages, unrounded); ``paper``: the Sureon paper's printed
+    Table 3 (:func:`load_paper_table3`) to show beside ours; ``runs``: each model's recorded settings."""
     if not models:
         raise InputError("no prediction files given")
     items = item_table(p for predictions in models.values() for p in predictions)
@@ -453,14 +454,15 @@ def plot_gain(data: dict, path: Path) -> None:
     save_figure(fig, path)
 
 
-# ---- stated accuracies (the seed's Table 14) -------------------------------------------------------------------
+# ---- stated accuracies (the Sureon paper's Table 14)
+# -------------------------------------------------------------------
 
 
 def accuracies_report(path: str | Path, n_resamples: int = N_RESAMPLES) -> dict:
     """Intervals recomputed from stated ``(model, n, accuracy)`` rows, beside the printed intervals if given.
 
     The count correct is the integer nearest ``accuracy * n / 100``; a stated accuracy that no count reproduces
-    at one decimal is flagged (the seed prints 15.0 for Molmo2, but 45/299 = 15.05 and 44/299 = 14.72).
+    at one decimal is flagged (the Sureon paper prints 15.0 for Molmo2, but 45/299 = 15.05 and 44/299 = 14.72).
     """
     path = Path(path)
     try:
@@ -539,7 +541,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="family-wise level of the Holm correction",
     )
     parser.add_argument(
-        "--paper", type=Path, default=PAPER_TABLE3, help="the seed's Table 3 rows (JSON) printed beside ours"
+        "--paper", type=Path, default=PAPER_TABLE3, help="the Sureon paper's Table 3 rows (JSON) printed beside ours"
     )
     parser.add_argument("--no-paper", action="store_true", help="print our rows only")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
