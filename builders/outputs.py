@@ -14,12 +14,15 @@ in one step (:func:`staged_output`), so a crash never leaves half an output behi
   host and process id that made them, so a running build's staging folder is never touched.
 - **The user's umask.** An output gets the permissions a folder made by ``mkdir`` gets (``mkdtemp`` would give 0700,
   which colleagues on a shared cluster cannot read).
+- **Files too.** A single file (a cache entry, a manifest, a report) is written under a temporary name beside it and
+  renamed into place (:func:`atomic_file`, :func:`write_atomic`): a reader never sees half a file.
 - **Checked writable first.** :func:`check_writable` runs before any slow work, so a read-only or full-permission
   mistake costs seconds, not a decoding pass.
 """
 
 import glob
 import os
+import secrets
 import shutil
 import socket
 import tempfile
@@ -184,3 +187,25 @@ def staged_output(
     if replaced is not None:
         shutil.rmtree(replaced, ignore_errors=True)
     remove_stale_staging(out)
+
+
+@contextmanager
+def atomic_file(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary name beside ``path`` to write to (same suffix, so writers that go by it still do); it is
+    renamed onto ``path`` when the block ends, and removed on any failure. Unique per process and call, so two
+    writers of one cache entry never write into each other's file; created with the user's umask (not 0600)."""
+    path = Path(path)
+    partial = path.with_name(f".{path.stem}.partial-{os.getpid()}-{secrets.token_hex(4)}{path.suffix}")
+    try:
+        yield partial
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> Path:
+    """Write ``data`` (text as UTF-8) to ``path`` through :func:`atomic_file`."""
+    with atomic_file(path) as partial:
+        partial.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+    return Path(path)

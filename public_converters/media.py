@@ -30,6 +30,7 @@ from pycocotools import mask as mask_utils
 from scipy import ndimage
 
 from builders.errors import InputError
+from builders.outputs import atomic_file
 from public_converters.normalise import Normalised
 from public_converters.schema import Segment, SourceError, Video, sort_tables
 from public_converters.seg_to_box import load_image
@@ -188,9 +189,8 @@ def _save_jpeg(image: Image.Image, path: Path, max_side: int | None) -> None:
             (max(1, round(image.width * scale)), max(1, round(image.height * scale))), Image.Resampling.BICUBIC
         )
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial.jpg")
-    image.convert("RGB").save(partial, format="JPEG", quality=90)
-    os.replace(partial, path)
+    with atomic_file(path) as partial:
+        image.convert("RGB").save(partial, format="JPEG", quality=90)
 
 
 def outline(image: Image.Image, rle: dict) -> Image.Image:

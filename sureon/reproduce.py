@@ -37,6 +37,7 @@ from pathlib import Path
 
 from builders.arguments import int_range, non_negative_int, seed
 from builders.errors import InputError, UserError
+from builders.outputs import atomic_file, write_atomic
 
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -70,9 +71,7 @@ class Run:
         started = time.monotonic()
         result = action() or {}
         result = {"seconds": round(time.monotonic() - started, 1)} | result
-        tmp = marker.with_suffix(".partial")
-        tmp.write_text(json.dumps(result, indent=1, sort_keys=True, default=str))
-        tmp.replace(marker)
+        write_atomic(marker, json.dumps(result, indent=1, sort_keys=True, default=str))
         return result
 
     def command(self, *argv: str) -> None:
@@ -152,8 +151,8 @@ def curated_release(release: Path, decisions: dict[str, dict], out: Path) -> dic
             table = table.set_column(index, "passes_blind_curation", pa.array(new, type=pa.bool_()))
             target = out / path.relative_to(release)
             target.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(table, target.with_suffix(".partial"))
-            target.with_suffix(".partial").replace(target)
+            with atomic_file(target) as partial:
+                pq.write_table(table, partial)
     return counts
 
 

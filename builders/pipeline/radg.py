@@ -32,6 +32,7 @@ from pydantic import BaseModel
 from builders.errors import InputError
 from builders.llm import ChatRequest, LLMClient
 from builders.options import normalise_option, options_from_pool, stable_seed
+from builders.outputs import atomic_file
 from builders.pipeline.agents import STAGE1_FIELDS, read_prompt
 from builders.pipeline.output import lettered, read_stage_output, write_stage_output
 from builders.sureon.categories import MCQ, resolve_category
@@ -151,9 +152,8 @@ def embed(model, texts: list[str], cache_dir: Path | None = None, model_name: st
     vectors = np.asarray(vectors, dtype=np.float32)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(".partial.npy")
-        np.save(partial, vectors)
-        partial.replace(path)
+        with atomic_file(path) as partial:
+            np.save(partial, vectors)
     return vectors
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from builders.errors import InputError
 from builders.options import seeded_shuffle
+from builders.outputs import write_atomic
 from builders.sureon.folds import assign_folds
 
 
@@ -42,7 +43,5 @@ def load_or_make_split(path: Path, videos: dict[str, str], fraction: float = 0.1
         return {source: split[source] for source in sorted(videos)}
     split = make_split(videos, fraction, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(split, indent=1, sort_keys=True) + "\n")
-    tmp.replace(path)
+    write_atomic(path, json.dumps(split, indent=1, sort_keys=True) + "\n")
     return split

@@ -10,11 +10,10 @@ source's as missing for now (the next ``sureon videos fetch`` retries it), never
 """
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from builders.errors import InputError
+from builders.outputs import write_atomic
 
 
 FILENAME = "availability.json"
@@ -45,9 +44,4 @@ def missing_reason(entry: dict | None) -> str:
 
 def write_availability(videos_dir: Path, sources: dict[str, dict]) -> Path:
     path = videos_dir / FILENAME
-    fd, tmp = tempfile.mkstemp(dir=videos_dir, suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        json.dump({"sources": dict(sorted(sources.items()))}, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-    os.replace(tmp, path)
-    return path
+    return write_atomic(path, json.dumps({"sources": dict(sorted(sources.items()))}, indent=2, sort_keys=True) + "\n")

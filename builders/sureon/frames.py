@@ -44,7 +44,6 @@ import io
 import json
 import math
 import os
-import tempfile
 from collections import defaultdict
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -56,6 +55,7 @@ from PIL import Image
 
 from builders.blur import BlurSettings, blurrer_for
 from builders.errors import InputError
+from builders.outputs import write_atomic
 from builders.prompt import PROTOCOL_FRAMES
 from builders.sureon.sections import Section, read_section
 from builders.video import VIDEO_EXTENSIONS, header_end_seconds, open_decoder, probe_header, probe_size
@@ -337,10 +337,7 @@ class FrameCache:
         if any(frames.blurred_regions):
             header["blurred_regions"] = frames.blurred_regions
         payload = _CACHE_MAGIC + json.dumps(header).encode() + b"\n" + b"".join(frames.jpegs)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-        os.replace(tmp, path)
+        write_atomic(path, payload)
 
 
 def index_videos(videos_dir: str | Path) -> dict[str, Path]:

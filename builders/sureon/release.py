@@ -31,6 +31,7 @@ from builders.options import (
     resolve_answer,
     seeded_shuffle,
 )
+from builders.outputs import atomic_file
 from builders.sureon.categories import BY_CODE, MCQ, OPEN, ORDERING, resolve_category
 from builders.sureon.clips import ClipIdError, clip_id_time, parse_clip_id, parse_seconds, transcript_line
 
@@ -100,9 +101,8 @@ def write_release_splits(out: Path, rows: dict[str, list[dict]], schema: pa.Sche
     (out / "data").mkdir(parents=True, exist_ok=True)
     for split, split_rows in rows.items():
         path = out / "data" / f"{split}-00000-of-00001.parquet"
-        partial = path.with_name(path.name + ".partial")
-        pq.write_table(pa.Table.from_pylist(split_rows, schema=schema), partial)
-        partial.replace(path)
+        with atomic_file(path) as partial:
+            pq.write_table(pa.Table.from_pylist(split_rows, schema=schema), partial)
     return out
 
 

@@ -12,12 +12,11 @@ checks that the section's first frame lies on that frame grid and rejects the fi
 """
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from builders.errors import InputError
+from builders.outputs import write_atomic
 
 
 SUFFIX = ".section.json"
@@ -59,7 +58,4 @@ def read_section(video: Path) -> Section | None:
 
 
 def write_section(video: Path, section: Section) -> None:
-    fd, tmp = tempfile.mkstemp(dir=video.parent, suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        json.dump(asdict(section), handle, indent=2, sort_keys=True)
-    os.replace(tmp, sidecar_path(video))
+    write_atomic(sidecar_path(video), json.dumps(asdict(section), indent=2, sort_keys=True))

@@ -58,6 +58,7 @@ import numpy as np
 from builders.arguments import seed
 from builders.errors import InputError
 from builders.options import LETTERS, stable_seed
+from builders.outputs import atomic_file, write_atomic
 from builders.sureon.categories import BY_CODE
 from builders.sureon.release import release_row, write_release_splits
 from builders.yaml_file import load_yaml_mapping
@@ -474,8 +475,7 @@ def _write_video(path: Path, frames: list[np.ndarray], fps: int) -> None:
     """H.264 mp4 (yuv420p, every 8th frame a keyframe), written to a temporary name then moved into place."""
     import av
 
-    tmp = path.with_name(path.stem + ".partial.mp4")
-    with av.open(str(tmp), mode="w") as container:
+    with atomic_file(path) as partial, av.open(str(partial), mode="w") as container:
         stream = container.add_stream("libx264", rate=fps)
         stream.width, stream.height = frames[0].shape[1], frames[0].shape[0]
         stream.pix_fmt = "yuv420p"
@@ -485,7 +485,6 @@ def _write_video(path: Path, frames: list[np.ndarray], fps: int) -> None:
         for frame in frames:
             container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
         container.mux(stream.encode())
-    tmp.replace(path)
 
 
 def _lay_out_videos(config: WorldConfig, questions: list[Question]) -> dict[str, list[np.ndarray]]:
@@ -549,8 +548,8 @@ def write_world(out: Path, config: WorldConfig | None = None, *, videos: bool = 
         {"question_id": q.question_id, "split": q.split, "category": q.code, "shortcut": q.shortcut, "decoy": q.decoy}
         for q in questions
     ]
-    _write_text(out / "shortcuts.jsonl", "".join(json.dumps(t, sort_keys=True) + "\n" for t in truth))
-    _write_text(out / "corpus.txt", "".join(line + "\n" for line in corpus_lines(rows)))
+    write_atomic(out / "shortcuts.jsonl", "".join(json.dumps(t, sort_keys=True) + "\n" for t in truth))
+    write_atomic(out / "corpus.txt", "".join(line + "\n" for line in corpus_lines(rows)))
     summary = {
         "config": _config_json(config),
         "layout": {"release": "release", "videos": "videos", "shortcuts": "shortcuts.jsonl", "corpus": "corpus.txt"},
@@ -574,7 +573,7 @@ def write_world(out: Path, config: WorldConfig | None = None, *, videos: bool = 
             for split in SPLITS
         },
     }
-    _write_text(out / "world.json", json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    write_atomic(out / "world.json", json.dumps(summary, indent=1, sort_keys=True) + "\n")
     return summary
 
 
@@ -636,12 +635,6 @@ def load_config(path: Path | None, **overrides) -> WorldConfig:
 
 def _config_json(config: WorldConfig) -> dict:
     return json.loads(json.dumps(asdict(config)))
-
-
-def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".partial")
-    tmp.write_text(text)
-    tmp.replace(path)
 
 
 # ---------------------------------------------------------------------------------------------------- command line

@@ -6,9 +6,9 @@
 """
 
 import argparse
-import shutil
 from pathlib import Path
 
+from builders.outputs import staged_output
 from public_converters.spec import sample_writers
 
 
@@ -19,12 +19,8 @@ def main(argv=None) -> None:
     parser.add_argument("--sources", nargs="+", choices=sorted(writers), default=sorted(writers))
     args = parser.parse_args(argv)
     for name in args.sources:
-        target = args.out / name
-        partial = args.out / f".{name}.partial"
-        shutil.rmtree(partial, ignore_errors=True)
-        writers[name](partial)
-        shutil.rmtree(target, ignore_errors=True)
-        partial.rename(target)
+        with staged_output(args.out / name, overwrite=True) as staging:
+            writers[name](staging)
     print(f"{len(args.sources)} sample sources in {args.out}")
 
 

@@ -11,7 +11,6 @@ Request parameters merge key by key: the preset's, then each ``--request-param``
 import argparse
 import json
 import os
-from pathlib import Path
 
 from builders.arguments import non_negative_int, positive_int
 from builders.errors import InputError
@@ -284,9 +283,3 @@ def check_counts(**values: int | None) -> None:
         if value is not None and value < 1:
             flag = "--" + name.replace("_", "-")
             raise InputError(f"{flag} {value}: give a positive number ({COUNT_OPTIONS[name]})")
-
-
-def write_atomically(path: Path, text: str) -> None:
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)

@@ -31,12 +31,12 @@ is an error naming it). The output is written atomically; two exports of the sam
 import argparse
 import hashlib
 import json
-import os
 from pathlib import Path
 
 from builders.arguments import positive_int
 from builders.errors import InputError
 from builders.hub import check_build_path, media_root, resolve_frames
+from builders.outputs import write_atomic
 from builders.prompt import answer_target, format_messages
 
 
@@ -88,9 +88,7 @@ class FrameStore:
         self.paths.add(str(path))
         if not path.is_file():
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
+            write_atomic(path, data)
             self.written += 1
         return str(path)
 
@@ -212,9 +210,7 @@ def export_sft(
         "frame_files": len(store.paths),
     }
     for path, text in ((out, body), (out.with_name(f"{out.name}.manifest.json"), json.dumps(manifest, indent=2))):
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, text)
     return manifest
 
 

@@ -216,7 +216,7 @@ def _table_model(path: Path, dataset: str) -> str:
 def score_predictions(eval_file: str | Path, dataset: str, entry: dict) -> dict:
     """Score VLMEvalKit's prediction table of one exported dataset with the project's parser and metrics; write the
     prediction records (``*_sureon_predictions.jsonl``) and the returned metrics (``*_score.json``) beside it."""
-    from recipes.evaluation.runner import write_atomically
+    from builders.outputs import write_atomic
 
     path = Path(eval_file)
     model = _table_model(path, dataset)
@@ -233,8 +233,8 @@ def score_predictions(eval_file: str | Path, dataset: str, entry: dict) -> dict:
         records = [record for _, record in public_records(path, model, rows)]
         metrics = public_metrics(records, str(path))
     lines = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
-    write_atomically(path.with_name(f"{path.stem}_sureon_predictions.jsonl"), lines)
-    write_atomically(path.with_name(f"{path.stem}_score.json"), json.dumps(metrics, indent=2) + "\n")
+    write_atomic(path.with_name(f"{path.stem}_sureon_predictions.jsonl"), lines)
+    write_atomic(path.with_name(f"{path.stem}_score.json"), json.dumps(metrics, indent=2) + "\n")
     return metrics
 
 

@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from builders.errors import InputError
+from builders.outputs import atomic_file
 
 
 DECISIONS = ("approve", "reject", "flag")
@@ -301,12 +302,13 @@ class ReviewStore:
         if out.exists():
             raise FileExistsError(f"{out} exists; back up to a new file name")
         out.parent.mkdir(parents=True, exist_ok=True)
-        partial = out.with_name(f".{out.name}.partial")
-        partial.unlink(missing_ok=True)
-        _owner_only(partial)
-        with closing(sqlite3.connect(self.path, timeout=60)) as source, closing(sqlite3.connect(partial)) as target:
-            source.backup(target)
-        partial.replace(out)
+        with atomic_file(out) as partial:
+            _owner_only(partial)
+            with (
+                closing(sqlite3.connect(self.path, timeout=60)) as source,
+                closing(sqlite3.connect(partial)) as target,
+            ):
+                source.backup(target)
         return out
 
     # accounts --------------------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from pathlib import Path
 from builders.arguments import positive_int
 from builders.errors import InputError
 from builders.hub import check_build_path, media_root, resolve_frames
+from builders.outputs import write_atomic
 from builders.prompt import format_messages
 from public_converters.grounded import GroundedAnswerError, parse_answer
 from recipes.evaluation.inference import (
@@ -60,7 +61,6 @@ from recipes.evaluation.runner import (
     resolve_settings,
     run_settings,
     system_prompt_of,
-    write_atomically,
 )
 
 
@@ -311,7 +311,7 @@ def run(args) -> int:
     shards.mkdir(exist_ok=True)
     timing = {"rank": rank, "rows": len(shard), "generated": stats.generated, "cached": stats.cached}
     timing["seconds"] = round(time.monotonic() - started, 3)
-    write_atomically(
+    write_atomic(
         shards / f"rank-{rank}-of-{world_size}.json",
         json.dumps({"timing": timing, "outputs": shard, "details": details}, ensure_ascii=False) + "\n",
     )
@@ -338,11 +338,11 @@ def run(args) -> int:
             "rows": len(records),
             "unparsed": sum(r["parse_error"] is not None for r in records),
         }
-    write_atomically(args.out / "predictions.jsonl", "".join(lines))
+    write_atomic(args.out / "predictions.jsonl", "".join(lines))
     summary["generation"] = {"world_size": world_size, "ranks": timings}  # rows, generated, cached, seconds per rank
     generation_usage = usage_totals(details.values())
     summary["token_usage"] = {model: generation_usage} if generation_usage is not None else {}
-    write_atomically(args.out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    write_atomic(args.out / "summary.json", json.dumps(summary, indent=2) + "\n")
     for name, entry in summary["benchmarks"].items():
         print(f"{name}: {entry['rows']} rows, {entry['unparsed']} unparsed")
     print(f"Wrote {args.out / 'predictions.jsonl'} (score it with `sureon report public`)")

@@ -41,6 +41,7 @@ from pathlib import Path
 from builders.arguments import positive_int
 from builders.errors import InputError
 from builders.hub import frames_are_files, media_root, resolve_frames
+from builders.outputs import write_atomic
 from builders.prompt import answer_target, format_messages, protocol_label
 from builders.sureon.categories import CATEGORIES, MCQ, ORDERING
 from recipes.evaluation.answers import parse_answer
@@ -62,7 +63,6 @@ from recipes.evaluation.runner import (
     resolve_settings,
     run_settings,
     system_prompt_of,
-    write_atomically,
 )
 
 
@@ -348,8 +348,8 @@ def run(args) -> int:
         token_usage[f"{args.judge_model} (judge)"] = {k: v for k, v in judged.items() if k != "cached"}
     summary["token_usage"] = token_usage
     lines = "".join(json.dumps({k: p[k] for k in PREDICTION_FIELDS}, ensure_ascii=False) + "\n" for p in predictions)
-    write_atomically(args.out / "predictions.jsonl", lines)
-    write_atomically(args.out / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(args.out / "predictions.jsonl", lines)
+    write_atomic(args.out / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     print(render_summary(summary))
     return 0
 

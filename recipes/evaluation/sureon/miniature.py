@@ -445,15 +445,11 @@ def _visual_by_subset(path: Path) -> dict[str, float]:
 
 def write_report(report: dict, folder: Path) -> Path:
     """``report.md``, ``report.json`` and the plots into ``folder`` (written whole, then moved into place)."""
-    import shutil
+    from builders.outputs import staged_output
 
     folder = Path(folder)
-    staging = folder.with_name(folder.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    report = report | {"plots": plot_curves(report, staging)}
-    (staging / "report.json").write_text(json.dumps(report, indent=1, sort_keys=True, default=str) + "\n")
-    (staging / "report.md").write_text(render_markdown(report))
-    shutil.rmtree(folder, ignore_errors=True)
-    staging.replace(folder)
+    with staged_output(folder, overwrite=True) as staging:
+        report = report | {"plots": plot_curves(report, staging)}
+        (staging / "report.json").write_text(json.dumps(report, indent=1, sort_keys=True, default=str) + "\n")
+        (staging / "report.md").write_text(render_markdown(report))
     return folder / "report.md"

@@ -29,7 +29,6 @@ a fixed order, so a resumed run is byte-identical to an uninterrupted one. Outpu
 import argparse
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +38,7 @@ from builders.arguments import int_range, positive_int
 from builders.errors import InputError
 from builders.jsonl_log import AppendOnlyJsonl
 from builders.options import LETTERS, stable_seed
+from builders.outputs import atomic_file, write_atomic
 from builders.prompt import surgiq_prompt
 from recipes.evaluation.surgiq.calibration import DEFAULT_BINS
 
@@ -334,23 +334,16 @@ def load_surgiq(dataset: str, config: str, split: str) -> list[dict]:
     return [{key: row[key] for key in (*REQUIRED_COLUMNS, "source_type") if key in row} for row in ds]
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write_outputs(out: Path, predictions: list[dict], report: dict) -> None:
     from recipes.evaluation.surgiq.calibration import plot_reliability
 
     out.mkdir(parents=True, exist_ok=True)
-    _write_atomic(out / "predictions.jsonl", "".join(json.dumps(p, sort_keys=True) + "\n" for p in predictions))
-    _write_atomic(out / "report.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
-    _write_atomic(out / "report.md", report_markdown(report))
-    tmp = out / ".reliability.png.tmp"
+    write_atomic(out / "predictions.jsonl", "".join(json.dumps(p, sort_keys=True) + "\n" for p in predictions))
+    write_atomic(out / "report.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
+    write_atomic(out / "report.md", report_markdown(report))
     title = f"{report['model']} on SurgiQ {report['config']} ({report['shots']}-shot)"
-    plot_reliability(report["calibration"]["bins"], tmp, title)
-    os.replace(tmp, out / "reliability.png")
+    with atomic_file(out / "reliability.png") as partial:
+        plot_reliability(report["calibration"]["bins"], partial, title)
 
 
 def _pct(value: float) -> str:
