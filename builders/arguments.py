@@ -2,7 +2,8 @@
 
 ``--jpeg-quality 500`` or ``--trials 0`` would otherwise be accepted, recorded in a manifest, and fail later (or
 never). Each type names the range in its error: ``argument --jpeg-quality: 500 is not an integer from 1 to 100``.
-Sizes are one syntax everywhere: :func:`byte_size` reads ``500MB``, ``2GB``, ``64KB`` or plain bytes.
+Sizes are one syntax everywhere: :func:`byte_size` reads ``500MB``, ``2GB``, ``64KB`` or plain bytes. ``KEY=VALUE``
+options are one syntax too (:func:`key_value`): split at the first ``=``, both sides stripped.
 """
 
 import argparse
@@ -80,3 +81,28 @@ def byte_size(text: str) -> int:
     if not math.isfinite(value) or value * factor < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive size")
     return int(value * factor)
+
+
+def key_value(text: str, option: str, example: str, *, allow_empty: bool = False) -> tuple[str, str]:
+    """``KEY=VALUE`` -> ``(key, value)``: split at the first ``=``, both sides stripped; a missing ``=`` or key (or
+    value, unless ``allow_empty``) is an :class:`~builders.errors.InputError` naming the option and an example."""
+    from builders.errors import InputError
+
+    key, sep, value = text.partition("=")
+    key, value = key.strip(), value.strip()
+    if not sep or not key or (not value and not allow_empty):
+        raise InputError(f"{option} {text!r}: write KEY=VALUE, e.g. {option} {example}")
+    return key, value
+
+
+def key_values(texts: list[str] | None, option: str, example: str, *, allow_empty: bool = False) -> dict[str, str]:
+    """Several :func:`key_value` options as a dict; a key given twice is refused."""
+    from builders.errors import InputError
+
+    pairs: dict[str, str] = {}
+    for text in texts or []:
+        key, value = key_value(text, option, example, allow_empty=allow_empty)
+        if key in pairs:
+            raise InputError(f"{option}: {key} given twice ({pairs[key]!r} and {value!r}); give it once")
+        pairs[key] = value
+    return pairs

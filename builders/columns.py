@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import ClassVar
 
+from builders.arguments import key_values
 from builders.options import LETTERS
 from builders.yaml_file import load_yaml_mapping
 
@@ -64,11 +65,7 @@ class ColumnMapping:
         overrides: dict[str, object] = {}
         if columns_file:
             overrides.update(read_columns_file(columns_file, cls.ERROR))
-        for pair in pairs or []:
-            name, sep, column = pair.partition("=")
-            if not sep:
-                raise cls.ERROR(f"--column {pair!r}: expected field=column, e.g. --column question=question_text")
-            overrides[name.strip()] = column.strip()
+        overrides.update(key_values(pairs, "--column", "question=question_text", allow_empty=True))
         where = " / ".join([f"--columns-file {columns_file}"] * bool(columns_file) + ["--column"] * bool(pairs))
         return cls.from_overrides(overrides, where or "--column")
 

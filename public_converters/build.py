@@ -31,7 +31,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from builders.arguments import byte_size, non_negative_int, positive_float, positive_int
+from builders.arguments import byte_size, key_values, non_negative_int, positive_float, positive_int
 from builders.card import render_public_card, split_infos
 from builders.errors import InputError
 from builders.hub import DEFAULT_MAX_SHARD_BYTES, write_split
@@ -485,18 +485,6 @@ def build_public(options: BuildOptions) -> dict:
 # ---- command line (``sureon build public``) ------------------------------------------------------------------------
 
 
-def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
-    pairs = {}
-    for value in values or []:
-        name, sep, rest = value.partition("=")
-        if not sep or not name or not rest:
-            raise InputError(f"{what} must look like NAME=VALUE, got {value!r}")
-        if name in pairs:
-            raise InputError(f"{what}: {name} given twice")
-        pairs[name] = rest
-    return pairs
-
-
 def _root_folders(source_root: Path, given: set[str]) -> tuple[dict[str, Path], list[str]]:
     """(source -> folder) of the sub-folders of ``--source-root`` named exactly after a source, and the names of the
     others. A sub-folder that is a near miss of a source (``Cholec80``, ``cholec_80``, ``Cholec8O``) is refused,
@@ -543,7 +531,7 @@ def _root_folders(source_root: Path, given: set[str]) -> tuple[dict[str, Path], 
 def source_folders(pairs: list[str] | None, source_root: Path | None) -> dict[str, Path]:
     """``--source NAME=DIR`` pairs plus every sub-folder of ``--source-root`` named after a known source (a
     ``--source`` pair wins over the root's folder of the same name); every folder must exist."""
-    sources = {name: Path(folder) for name, folder in _pairs(pairs, "--source").items()}
+    sources = {name: Path(folder) for name, folder in key_values(pairs, "--source", "cholec80=/data/cholec80").items()}
     for name, folder in sources.items():
         get_source(name)  # an unknown name (with a suggestion) before any folder is looked at
         if not folder.is_dir():
@@ -654,7 +642,7 @@ def run(args) -> int:
         cache_dir=args.cache_dir,
         overwrite=args.overwrite,
         num_proc=args.num_proc,
-        split_variants=_pairs(args.split_variant, "--split-variant"),
+        split_variants=key_values(args.split_variant, "--split-variant", "hemoset=third-party"),
         sampling=SamplingConfig(
             args.min_clip_seconds,
             args.max_clip_seconds,

@@ -6,6 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from builders.errors import InputError
 from builders.options import LETTERS
 from builders.sureon.release import ColumnMapping, ReleaseError, check_leakage, find_split_files, read_release
 
@@ -59,7 +60,7 @@ def test_explicitly_mapped_optional_column_must_exist(write_rows, rows):
 def test_mapping_rejects_unknown_fields_and_malformed_pairs(tmp_path):
     with pytest.raises(ReleaseError, match="unknown mapping field"):
         ColumnMapping.from_cli(["questoin=q"])
-    with pytest.raises(ReleaseError, match="expected field=column"):
+    with pytest.raises(InputError, match="write KEY=VALUE, e.g. --column question=question_text"):
         ColumnMapping.from_cli(["question"])
     mapping_file = tmp_path / "mapping.yaml"
     mapping_file.write_text("question: prompt\noption_columns: opt1, opt2\ntranscript: none\n")

@@ -55,7 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
-from builders.arguments import seed
+from builders.arguments import key_values, seed
 from builders.errors import InputError
 from builders.options import LETTERS, stable_seed
 from builders.outputs import atomic_file, write_atomic
@@ -658,20 +658,20 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-videos", action="store_true", help="write the release and ground truth only")
 
 
-def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
-    pairs = {}
-    for value in values or []:
-        key, sep, number = value.partition("=")
-        if not sep:
-            raise InputError(f"{what} {value!r}: expected KEY=VALUE")
-        pairs[key.strip()] = number.strip()
-    return pairs
+def _number(text: str, kind: type, option: str, where: str):
+    try:
+        return kind(text)
+    except ValueError:
+        raise InputError(f"{option} {where}: {text!r} is not a number") from None
 
 
 def run(args) -> int:
     config = load_config(args.config, seed=args.seed)
     if args.videos_per_split:
-        counts = {split: int(n) for split, n in _pairs(args.videos_per_split, "--videos-per-split").items()}
+        counts = {
+            split: _number(n, int, "--videos-per-split", split)
+            for split, n in key_values(args.videos_per_split, "--videos-per-split", "train=60").items()
+        }
         config = WorldConfig.from_dict({**_config_json(config), "videos": counts})
     if args.categories:
         config = replace(config, categories=tuple(args.categories))
@@ -681,7 +681,10 @@ def run(args) -> int:
             split, sep, rest = spec.partition(":")
             if not sep:
                 raise InputError(f"--shortcut {spec!r}: expected SPLIT:KIND=SHARE")
-            shortcuts.setdefault(split, {}).update({k: float(v) for k, v in _pairs([rest], "--shortcut").items()})
+            shares = key_values([rest], "--shortcut", "train:length=0.5")
+            shortcuts.setdefault(split, {}).update(
+                {k: _number(v, float, "--shortcut", spec) for k, v in shares.items()}
+            )
         config = WorldConfig.from_dict({**_config_json(config), "shortcuts": {**config.shortcuts, **shortcuts}})
     summary = write_world(args.out, config, videos=not args.no_videos)
     for split, counts in summary["counts"].items():

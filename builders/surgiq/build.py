@@ -35,6 +35,7 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from builders.arguments import key_value
 from builders.card import mcq_stats, plot_domain_type_distribution, render_mcq_card
 from builders.columns import ColumnMapping, RowError, raise_row_errors
 from builders.errors import InputError
@@ -160,9 +161,9 @@ def parse_aliases(pairs: list[str] | None) -> dict[str, dict[str, str]]:
     """``["domain:Ortho=orthopedic_surgery"]`` -> ``{"domain": {"ortho": "orthopedic_surgery"}}``, validated."""
     aliases: dict[str, dict[str, str]] = {}
     for pair in pairs or []:
-        name, _, rest = pair.partition(":")
-        value, sep, canonical = rest.rpartition("=")
-        if name not in VOCABULARIES or not sep or not value:
+        target, canonical = key_value(pair, "--alias", "domain:Ortho=orthopedic_surgery")
+        name, _, value = target.partition(":")
+        if name not in VOCABULARIES or not value:
             raise SurgiqError(
                 f"--alias {pair!r}: expected FIELD:VALUE=CANONICAL with FIELD one of {list(VOCABULARIES)}, "
                 "e.g. --alias domain:Ortho=orthopedic_surgery"

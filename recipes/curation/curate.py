@@ -31,7 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from builders.arguments import float_range, int_range, positive_float, positive_int, seed
+from builders.arguments import float_range, int_range, key_values, positive_float, positive_int, seed
 from builders.errors import InputError
 from builders.jsonl_log import AppendOnlyJsonl
 from builders.options import seeded_shuffle, stable_seed
@@ -113,12 +113,7 @@ def parse_guesser_spec(spec: str) -> dict[str, str]:
     An unknown key (a typo would otherwise be ignored) or a count that is not one is refused, naming the spec."""
     if "=" not in spec:
         return {"model": spec}
-    fields = {}
-    for part in spec.split(","):
-        key, sep, value = part.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"guesser spec {spec!r}: {part!r} is not KEY=VALUE")
-        fields[key.strip()] = value.strip()
+    fields = key_values(spec.split(","), "--guesser", "model=PATH,name=NAME", allow_empty=True)
     if "model" not in fields or not fields["model"]:
         raise InputError(f"guesser spec {spec!r} has no model=...")
     unknown = [key for key in fields if key not in GUESSER_KEYS]

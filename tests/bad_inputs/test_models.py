@@ -464,7 +464,7 @@ CASES: list[BadInput] = [
             ["report", "public", text_file(i, "p.jsonl", NOT_JSONL), "--exclude-videos", "cholec80"]
             + ["--out", str(i.out)]
         ),
-        "write BENCHMARK=FILE or BENCHMARK:frame|clip=FILE",
+        "write KEY=VALUE, e.g. --exclude-videos cholec80:clip=FILE",
     ),
     BadInput(
         "report surgiq",

@@ -47,6 +47,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builders.arguments import key_value
 from builders.errors import InputError
 from recipes.evaluation.prediction_tables import is_prediction_table, records_of
 from recipes.evaluation.public.metrics import cvs_accuracy, map50, parse_yes_no, read_video_list, video_averaged_scores
@@ -162,9 +163,9 @@ def parse_exclusions(specs: list[str] | None) -> dict[tuple[str, str | None], se
     """``["cholec80:clip=FILE", ...]`` -> ``{("cholec80", "clip"): {video ids}}``; no mode means every mode."""
     exclusions: dict[tuple[str, str | None], set[str]] = {}
     for spec in specs or []:
-        target, sep, path = spec.partition("=")
+        target, path = key_value(spec, "--exclude-videos", "cholec80:clip=FILE")
         benchmark, _, mode = target.partition(":")
-        if not sep or not benchmark or (mode and mode not in INPUT_MODES):
+        if not benchmark or (mode and mode not in INPUT_MODES):
             raise InputError(f"--exclude-videos {spec!r}: write BENCHMARK=FILE or BENCHMARK:frame|clip=FILE")
         exclusions[(benchmark.lower(), mode or None)] = set(read_video_list(path))
     return exclusions
