@@ -79,7 +79,15 @@ demo: $(STAMP)
 	rm -f $(DEMO_DIR)/review.sqlite $(DEMO_DIR)/review.sqlite-wal $(DEMO_DIR)/review.sqlite-shm
 	echo "demo-password" | $(VENV)/bin/sureon review add-user demo --db $(DEMO_DIR)/review.sqlite
 	$(VENV)/bin/sureon review assign --db $(DEMO_DIR)/review.sqlite --dataset $(DEMO_DIR)/sureon
-	@echo "Expert review app (log in as demo / demo-password):"
+	@echo ""
+	@echo "make demo built, under $(DEMO_DIR)/ (the README's table says more):"
+	@echo "  sureon/                 the Sureon configs: datasets.load_dataset(\"$(DEMO_DIR)/sureon\", \"bench\"); build_manifest.json"
+	@echo "  public/                 the public corpus of the 22 sample sources (manifest.json, README.md card)"
+	@echo "  report/report.md        a tiny model that learned: SFT then GRPO, visual far above chance, blind at it"
+	@echo "  public_report/          Table 5 of the Sureon paper for the smoke model on Cholec80"
+	@echo "  surgiq_tables/          SurgiQ scored and tabulated (the SurgiQ paper's Tables 4-6)"
+	@echo "  validation_curated/     stage 3: blind-test curation (and surgiq_audit/, sureon_audit/)"
+	@echo "Expert review app, stage 4 (log in as demo / demo-password):"
 	@echo "  $(VENV)/bin/sureon review serve --dataset $(DEMO_DIR)/sureon --db $(DEMO_DIR)/review.sqlite --videos $(DEMO_DIR)/videos"
 
 # One pytest-xdist worker per core, at most four (each holds a torch stack in memory); `TEST_WORKERS=0` runs in one

@@ -1,4 +1,4 @@
-"""The repository's promises: README commands point at real targets and files, the sample data is current."""
+"""The repository's promises: the README and docs/ name real targets, files and anchors, the sample data is current."""
 
 import re
 import tomllib
@@ -12,6 +12,8 @@ from sample_data.make_sample_release import SCHEMA, release_rows
 
 README = (REPO / "README.md").read_text()
 MAKEFILE = (REPO / "Makefile").read_text()
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]  # what a user reads
+DOCS = "\n".join(page.read_text() for page in PAGES)
 
 
 def make_targets():
@@ -24,11 +26,18 @@ def test_readme_make_commands_exist():
     assert used <= make_targets(), used - make_targets()
 
 
-def test_readme_paths_exist():
+def test_readme_is_a_landing_page():
+    """What it is, the two commands, the tasks with their pages: the details live in docs/."""
+    lines = README.splitlines()
+    assert len(lines) <= 200 and max(map(len, lines)) <= 300
+    assert "## Two commands" in README and "## Tasks" in README and "## Citation" in README
+
+
+def test_docs_paths_exist():
     folders = r"(?:sureon|builders|public_converters|recipes|model_cards|sample_data|docs|benchmarks|tests"
     folders += r"|accelerate_configs|\.ci)"
-    paths = set(re.findall(rf"`({folders}/[\w./-]*)`", README))
-    assert paths, "the README names no repository paths"
+    paths = set(re.findall(rf"`({folders}/[\w./-]*)`", DOCS))
+    assert paths, "the README and docs/ name no repository paths"
     missing = [p for p in paths if not (REPO / p).exists() and not p.startswith("sample_data/sureon_release/")]
     assert not missing
 
@@ -89,12 +98,12 @@ def test_architecture_map_matches_the_tree():
     assert not unnamed, f"modules docs/architecture.md does not name: {unnamed}"
 
 
-def test_readme_launch_commands_point_at_existing_files():
-    commands = re.findall(r"(?:accelerate launch|python)[^\n]*(?:\\\n[^\n]*)*", README)
+def test_docs_launch_commands_point_at_existing_files():
+    commands = re.findall(r"(?:accelerate launch|python)[^\n]*(?:\\\n[^\n]*)*", DOCS)
     named = [path for command in commands for path in re.findall(r"(?:--config_file|--config)\s+([^\s`]+)", command)]
     scripts = [path for command in commands for path in re.findall(r"\s(recipes/\w+\.py)", command)]
     assert "accelerate_configs/zero3.yaml" in named and "recipes/sft.py" in scripts
-    missing = [path for path in named + scripts if not (REPO / path).is_file()]
+    missing = [path for path in named + scripts if not (REPO / path).is_file() and path != "RECIPE.yaml"]
     assert not missing
 
 
@@ -127,11 +136,42 @@ def test_committed_sample_release_matches_its_generator(split):
     assert table.to_pylist() == release_rows()[split]
 
 
-def test_readme_lists_every_public_source_as_the_code_declares_it():
+def test_the_public_corpus_page_lists_every_source_as_the_code_declares_it():
     from public_converters.spec import registry, sources_markdown
 
     assert len(registry()) == 22
-    assert sources_markdown() in README, "regenerate the table with: python -m public_converters.spec"
+    page = (REPO / "docs" / "datasets" / "public_corpus.md").read_text()
+    assert sources_markdown() in page, "regenerate the table with: python -m public_converters.spec"
+
+
+def heading_anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as hyphens, repeats
+    numbered."""
+    anchors: set[str] = set()
+    for heading in re.findall(r"^#{1,6} (.+)$", re.sub(r"```.*?```", "", text, flags=re.DOTALL), flags=re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        anchor, number = slug, 0
+        while anchor in anchors:
+            number += 1
+            anchor = f"{slug}-{number}"
+        anchors.add(anchor)
+    return anchors
+
+
+def test_every_relative_link_and_anchor_resolves():
+    broken = []
+    for page in PAGES:
+        text = re.sub(r"```.*?```", "", page.read_text(), flags=re.DOTALL)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"^[a-z]+:", target):
+                continue  # https:, mailto:
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page
+            if not file.exists():
+                broken.append(f"{page.relative_to(REPO)}: {target} (no such file)")
+            elif anchor and file.suffix == ".md" and anchor not in heading_anchors(file.read_text()):
+                broken.append(f"{page.relative_to(REPO)}: {target} (no such heading)")
+    assert not broken, "\n".join(broken)
 
 
 def test_every_public_source_has_its_provenance_page():
