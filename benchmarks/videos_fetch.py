@@ -1,4 +1,4 @@
-"""Benchmark ``sureon videos fetch`` (builders/sureon/fetch.py) against a local video host with a slow link.
+"""Benchmark ``sureon videos fetch`` (builders/sureon/fetch/) against a local video host with a slow link.
 
 For the sample release's four 11-character sources served by ``tests/fake_video_server.py`` on 127.0.0.1 (each 8 KiB
 chunk delayed ``--chunk-delay`` seconds, as a slow host would), this times
@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from fake_video_server import FakeVideoHost  # noqa: E402
 
 from benchmarks.timing import best_of, parse_with_quick  # noqa: E402
-from builders.sureon.fetch import Fetcher, FetchOptions  # noqa: E402
+from builders.sureon.fetch.fetcher import Fetcher, FetchOptions  # noqa: E402
 from sample_data.make_videos import write_sample_videos  # noqa: E402
 
 

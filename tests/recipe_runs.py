@@ -67,7 +67,7 @@ def evaluate(model: Path, build: Path, out: Path) -> dict:
 
 
 def build_world(root: Path, settings: dict, configs: list[str], *, frames: int | None = None) -> Path:
-    """A world (builders/sureon/world.py) with ``settings``, written under ``root/world`` and built into
+    """A world (builders/sureon/world/) with ``settings``, written under ``root/world`` and built into
     ``root/build``: with its videos at ``frames`` a clip, or without videos (for blind guessers) when ``None``."""
     from builders.sureon import world
 

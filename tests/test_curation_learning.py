@@ -1,5 +1,5 @@
 """Stage 3 works, not only runs: blind guessers trained by the guesser recipe on held-out folds find the rows of a
-synthetic world (builders/sureon/world.py) that a planted language shortcut answers, through ``sureon curate
+synthetic world (builders/sureon/world/) that a planted language shortcut answers, through ``sureon curate
 --num-folds``, and few others.
 
 The world: instrument and forecasting questions, seven options in the vocabulary's order, the correct option longer

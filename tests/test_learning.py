@@ -1,4 +1,4 @@
-"""The method works, not only runs: on a synthetic world whose answers lie in the frames (builders/sureon/world.py).
+"""The method works, not only runs: on a synthetic world whose answers lie in the frames (builders/sureon/world/).
 
 - The SFT recipe learns what only the frames show: visual accuracy far above chance, blind accuracy at chance, on
   held-out benchmark questions. A negative control, the same run on frames of other clips, stays at chance, so this

@@ -17,15 +17,9 @@ from fake_video_server import FakeVideoHost
 
 from builders.sureon.build import BuildOptions, build_sureon
 from builders.sureon.clips import parse_clip_id
-from builders.sureon.fetch import (
-    ErrorClass,
-    Fetcher,
-    FetchOptions,
-    SessionGuard,
-    SessionStopped,
-    classify_error,
-    format_selector,
-)
+from builders.sureon.fetch.error_classes import ErrorClass, classify_error
+from builders.sureon.fetch.fetcher import Fetcher, FetchOptions, format_selector
+from builders.sureon.fetch.rate_limit import SessionGuard, SessionStopped
 from builders.sureon.frames import ClipError, FramePolicy, sample_clip
 from builders.sureon.sections import read_section
 from builders.video import open_decoder
@@ -216,7 +210,7 @@ def test_transient_errors_are_retried_with_backoff_and_permanent_ones_are_not(se
 
 
 def test_a_built_folder_names_the_same_sources_and_windows(sureon_build):
-    from builders.sureon.fetch import needed_sources
+    from builders.sureon.fetch.needs import needed_sources
 
     from_release = needed_sources(SAMPLE_RELEASE, ["bench", "validation"])
     from_build = needed_sources(sureon_build.out, ["bench", "validation"])

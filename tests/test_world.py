@@ -1,4 +1,4 @@
-"""The synthetic world (builders/sureon/world.py): a release in the official layout whose answers lie in the frames.
+"""The synthetic world (builders/sureon/world/): a release in the official layout whose answers lie in the frames.
 
 What a user relies on: the release builds with `sureon build sureon`; each answer is drawn into its clip (read back
 from the built frames, so a frame/label misalignment anywhere between the world and the build fails here); the
@@ -16,7 +16,22 @@ import pytest
 from PIL import Image
 
 from builders.options import LETTERS
-from builders.sureon import world
+from builders.sureon.categories import BY_CODE
+from builders.sureon.world.config import SHORTCUT_KINDS, SPLITS, WorldConfig
+from builders.sureon.world.planning import plan_world, procedure_prior
+from builders.sureon.world.truth import read_shortcuts
+from builders.sureon.world.videos import segment_frames
+from builders.sureon.world.vocabulary import (
+    ALL_CODES,
+    COLOURS,
+    ELABORATION,
+    INSTRUMENTS,
+    MCQ_CODES,
+    NARRATOR_REMARK,
+    PHASES,
+    VOCABULARY,
+)
+from builders.sureon.world.write import write_world
 from sureon.cli import main as sureon
 
 
@@ -33,7 +48,7 @@ SMALL = {
 @pytest.fixture(scope="module")
 def small_world(tmp_path_factory):
     out = tmp_path_factory.mktemp("world")
-    summary = world.write_world(out, world.WorldConfig.from_dict(SMALL))
+    summary = write_world(out, WorldConfig.from_dict(SMALL))
     return out, summary
 
 
@@ -91,10 +106,10 @@ def digest(folder):
 def test_two_worlds_with_the_same_settings_are_byte_identical(small_world, tmp_path):
     out, _ = small_world
     again = tmp_path / "again"
-    world.write_world(again, world.WorldConfig.from_dict(SMALL))
+    write_world(again, WorldConfig.from_dict(SMALL))
     assert digest(out) == digest(again)
     other = tmp_path / "other"
-    world.write_world(other, world.WorldConfig.from_dict(SMALL | {"seed": 1}), videos=False)
+    write_world(other, WorldConfig.from_dict(SMALL | {"seed": 1}), videos=False)
     assert (other / "release" / "data" / "train-00000-of-00001.parquet").read_bytes() != (
         out / "release" / "data" / "train-00000-of-00001.parquet"
     ).read_bytes()
@@ -103,9 +118,9 @@ def test_two_worlds_with_the_same_settings_are_byte_identical(small_world, tmp_p
 def test_the_release_builds_with_every_category_and_the_option_counts_of_the_release(built):
     bench, train = rows(built, "bench"), rows(built, "train_all")
     assert len(bench) == 30 and len(train) == 60
-    assert {r["category"] for r in train} == set(world.ALL_CODES)
+    assert {r["category"] for r in train} == set(ALL_CODES)
     for record in bench + train:
-        if record["category"] in world.MCQ_CODES:
+        if record["category"] in MCQ_CODES:
             assert len(record["options"]) == (7 if record in bench else 4)
             assert record["options"][record["answer_index"]] == record["answer"]
         elif record["category"] == "TO":
@@ -120,7 +135,7 @@ def mean_colour(frame):
 
 
 def nearest_colour(rgb):
-    return int(np.argmin([np.abs(np.array(c) - rgb).sum() for c in world.COLOURS]))
+    return int(np.argmin([np.abs(np.array(c) - rgb).sum() for c in COLOURS]))
 
 
 def test_each_answer_is_in_its_frames(built):
@@ -129,20 +144,20 @@ def test_each_answer_is_in_its_frames(built):
     checked = Counter()
     for record in rows(built, "bench") + rows(built, "train_all"):
         code, frames = record["category"], record["frames"]
-        truth = record["answer"].split(world.ELABORATION)[0]
+        truth = record["answer"].split(ELABORATION)[0]
         if code == "EE":
-            assert world.INSTRUMENTS[nearest_colour(mean_colour(frames[1]))] == truth
+            assert INSTRUMENTS[nearest_colour(mean_colour(frames[1]))] == truth
         elif code == "TO":
             events = dict(re.findall(r"([ABC]): (.+?)(?= [ABC]: |$)", record["question"]))
             shown = []
             for frame in frames:
-                phase = world.PHASES[nearest_colour(mean_colour(frame))].lower()
+                phase = PHASES[nearest_colour(mean_colour(frame))].lower()
                 if not shown or shown[-1] != phase:
                     shown.append(phase)
             assert [events[letter] for letter in record["answer_order"]] == shown
         elif code == "F":
             last = nearest_colour(mean_colour(frames[-1]))
-            assert truth == world.PHASES[(last + 1) % 7]
+            assert truth == PHASES[(last + 1) % 7]
         elif code == "AD" and truth in ("Retracting to the right", "Retracting to the left"):
             xs = [np.nonzero(np.asarray(f.convert("RGB")).max(axis=(0, 2)) > 100)[0].mean() for f in frames]
             assert (xs[-1] > xs[0]) == (truth == "Retracting to the right")
@@ -154,30 +169,30 @@ def test_each_answer_is_in_its_frames(built):
 
 def test_shortcuts_are_planted_where_the_ground_truth_says(small_world):
     out, summary = small_world
-    truth = world.read_shortcuts(out)
+    truth = read_shortcuts(out)
     import pyarrow.parquet as pq
 
     by_id = {}
-    for split in world.SPLITS:
+    for split in SPLITS:
         for row in pq.read_table(out / "release" / "data" / f"{split}-00000-of-00001.parquet").to_pylist():
             by_id[row["question_id"]] = row | {"split": split}
     assert set(by_id) == set(truth)
     counts = summary["counts"]
-    mcq_train = sum(counts["train"]["categories"][c] for c in world.MCQ_CODES)
-    assert counts["train"]["shortcuts"] == {k: round(0.25 * mcq_train) for k in world.SHORTCUT_KINDS}
+    mcq_train = sum(counts["train"]["categories"][c] for c in MCQ_CODES)
+    assert counts["train"]["shortcuts"] == {k: round(0.25 * mcq_train) for k in SHORTCUT_KINDS}
     assert counts["test"]["shortcuts"] == {}
     for qid, kind in truth.items():
         row = by_id[qid]
         correct = [o for o in row["options"] if o["correct"]]
-        long_option = any(world.ELABORATION in o["text"] for o in row["options"])
+        long_option = any(ELABORATION in o["text"] for o in row["options"])
         assert long_option == (kind == "length"), qid
-        assert (world.NARRATOR_REMARK.split(":")[0] in row["question"]) == (kind == "wording"), qid
+        assert (NARRATOR_REMARK.split(":")[0] in row["question"]) == (kind == "wording"), qid
         if kind == "position":
             assert correct[0]["letter"] == "A"
         if kind == "procedure":
-            code = next(c.code for c in world.BY_CODE.values() if c.slug == row["category"])
-            prior = world.procedure_prior(world.WorldConfig.from_dict(SMALL), row["procedure"].lower(), code)
-            assert correct[0]["text"] == world.VOCABULARY[code][prior]
+            code = next(c.code for c in BY_CODE.values() if c.slug == row["category"])
+            prior = procedure_prior(WorldConfig.from_dict(SMALL), row["procedure"].lower(), code)
+            assert correct[0]["text"] == VOCABULARY[code][prior]
         if kind is None and row["options"]:
             assert len({len(o["text"]) > 40 for o in row["options"]}) == 1  # no option stands out by length
 
@@ -185,7 +200,7 @@ def test_shortcuts_are_planted_where_the_ground_truth_says(small_world):
 def test_decoys_and_clips_of_another_answer_are_where_the_settings_say(tmp_path):
     """A decoy row's longer option is a distractor (a hardened benchmark's row); with ``shortcut_clips: other`` a
     planted row's clip shows another answer (read back from its drawn frames), a plain row's its own."""
-    settings = world.WorldConfig.from_dict(
+    settings = WorldConfig.from_dict(
         {
             "categories": ["EE", "F"],
             "option_order": "vocabulary",
@@ -197,7 +212,7 @@ def test_decoys_and_clips_of_another_answer_are_where_the_settings_say(tmp_path)
             "shortcut_clips": "other",
         }
     )
-    summary = world.write_world(tmp_path, settings, videos=False)
+    summary = write_world(tmp_path, settings, videos=False)
     assert summary["counts"]["test"]["decoys"] == 16 and summary["counts"]["train"]["decoys"] == 0
     truth = [json.loads(line) for line in (tmp_path / "shortcuts.jsonl").read_text().splitlines()]
     decoys = {t["question_id"] for t in truth if t["decoy"]}
@@ -205,21 +220,21 @@ def test_decoys_and_clips_of_another_answer_are_where_the_settings_say(tmp_path)
     import pyarrow.parquet as pq
 
     for row in pq.read_table(tmp_path / "release" / "data" / "test-00000-of-00001.parquet").to_pylist():
-        long_options = [o for o in row["options"] if world.ELABORATION in o["text"]]
+        long_options = [o for o in row["options"] if ELABORATION in o["text"]]
         if row["question_id"] in decoys:
             assert len(long_options) == 1 and not long_options[0]["correct"], row
-        elif world.read_shortcuts(tmp_path)[row["question_id"]] is None:
+        elif read_shortcuts(tmp_path)[row["question_id"]] is None:
             assert not long_options
-    for q in world.plan_world(settings):
+    for q in plan_world(settings):
         if q.code != "EE":
             continue
-        frame = next(world._segment_frames(settings, q, 4))
+        frame = next(segment_frames(settings, q, 4))
         shown = nearest_colour(mean_colour(Image.fromarray(frame)))
         assert (shown != q.answer_index) == (q.shortcut is not None), q.question_id
     with pytest.raises(ValueError, match="decoys.test"):
-        world.WorldConfig.from_dict({"shortcuts": {"test": {"length": 0.8}}, "decoys": {"test": 0.3}})
+        WorldConfig.from_dict({"shortcuts": {"test": {"length": 0.8}}, "decoys": {"test": 0.3}})
     with pytest.raises(ValueError, match="shortcut_clips"):
-        world.WorldConfig.from_dict({"shortcut_clips": "none"})
+        WorldConfig.from_dict({"shortcut_clips": "none"})
 
 
 def test_answer_positions_are_shuffled_by_a_seeded_rng(small_world):
@@ -234,13 +249,13 @@ def test_answer_positions_are_shuffled_by_a_seeded_rng(small_world):
 
 def test_bad_settings_are_refused_with_the_key_to_fix():
     with pytest.raises(ValueError, match="unknown kind"):
-        world.WorldConfig.from_dict({"shortcuts": {"train": {"verbosity": 0.5}}})
+        WorldConfig.from_dict({"shortcuts": {"train": {"verbosity": 0.5}}})
     with pytest.raises(ValueError, match="sum to at most 1"):
-        world.WorldConfig.from_dict({"shortcuts": {"train": {"length": 0.7, "wording": 0.6}}})
+        WorldConfig.from_dict({"shortcuts": {"train": {"length": 0.7, "wording": 0.6}}})
     with pytest.raises(ValueError, match="unknown key"):
-        world.WorldConfig.from_dict({"colours": 3})
+        WorldConfig.from_dict({"colours": 3})
     with pytest.raises(ValueError, match="categories"):
-        world.WorldConfig.from_dict({"categories": ["XX"]})
+        WorldConfig.from_dict({"categories": ["XX"]})
 
 
 def test_the_command_writes_a_world_and_its_settings_file_remakes_it(tmp_path, capsys):

@@ -14,7 +14,8 @@ from builders.errors import InputError
 
 _TIME = r"(\d{1,3})-(\d{2})-(\d{2})(?:[._](\d+))?"
 _CLIP_TAIL = re.compile(rf"_(?P<category>.+)_(?P<start>{_TIME})_(?P<end>{_TIME})$")
-_HASH_ID = re.compile(r"^[0-9a-fA-F]{32}$")
+# a 32-hex id names a source with no public URL: the user supplies its video, `sureon videos fetch` cannot
+HASH_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 _YOUTUBE_ID = re.compile(r"^[A-Za-z0-9_-]{11}$")
 _CLOCK = re.compile(r"^\s*(?:(\d+):)?(\d{1,2}):(\d{1,2}(?:\.\d+)?)\s*$")
 
@@ -38,7 +39,7 @@ def _dashed_seconds(hours: str, minutes: str, seconds: str, fraction: str | None
 
 def parse_clip_id(clip_id: str) -> ClipRef:
     """Split a clip id into source id, category slug and window (seconds); raise :class:`ClipIdError` if it fails."""
-    if len(clip_id) > 33 and clip_id[32] == "_" and _HASH_ID.match(clip_id[:32]):
+    if len(clip_id) > 33 and clip_id[32] == "_" and HASH_ID.match(clip_id[:32]):
         source_id, rest = clip_id[:32], clip_id[32:]
     elif len(clip_id) > 12 and clip_id[11] == "_" and _YOUTUBE_ID.match(clip_id[:11]):
         source_id, rest = clip_id[:11], clip_id[11:]

@@ -1,0 +1,118 @@
+"""The settings of a world (:class:`WorldConfig`), checked when made, and read from a YAML or JSON file.
+
+Apart because ``world.json`` records them and a world is made again from that file: every random choice is seeded
+from the world's seed and stable ids, so two worlds with the same settings are byte-identical (videos included).
+"""
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from builders.errors import InputError
+from builders.options import LETTERS
+from builders.sureon.world.vocabulary import ALL_CODES
+from builders.yaml_file import load_yaml_mapping
+
+
+SHORTCUT_KINDS = ("length", "position", "wording", "procedure")
+OPTION_ORDERS = ("shuffled", "vocabulary")
+SHORTCUT_CLIPS = ("answer", "other")
+SPLITS = ("train", "validation", "test")
+
+
+@dataclass(frozen=True)
+class WorldConfig:
+    """Everything a world depends on; ``world.json`` records it, so a world can be made again from its file.
+
+    ``videos``: source videos per split; ``questions_per_video``: per split (the categories cycle through
+    ``categories``, offset per video, so each split is balanced); ``shortcuts``: ``{split: {kind: share}}``, the
+    share of a split's MCQ rows planted with each kind (kinds exclusive, shares summing to at most 1); ``decoys``:
+    ``{split: share}``, the share of its MCQ rows (others than the planted ones) whose longer option is a
+    distractor; ``shortcut_clips``: ``answer`` (a planted row's clip shows its answer) or ``other`` (another
+    answer's scene).
+    """
+
+    seed: int = 0
+    videos: dict = field(default_factory=lambda: {"train": 60, "validation": 8, "test": 20})
+    questions_per_video: dict = field(default_factory=lambda: {"train": 12, "validation": 12, "test": 7})
+    options: dict = field(default_factory=lambda: {"train": 4, "validation": 4, "test": 7})
+    categories: tuple = ALL_CODES
+    shortcuts: dict = field(default_factory=lambda: {"train": {"length": 0.5}, "validation": {"length": 0.5}})
+    decoys: dict = field(default_factory=dict)
+    shortcut_clips: str = "answer"
+    position_letter: str = "A"
+    option_order: str = "shuffled"
+    frame_size: int = 64
+    fps: int = 4
+    short_seconds: float = 4.0
+    long_seconds: float = 9.0
+
+    def __post_init__(self):
+        unknown = [c for c in self.categories if c not in ALL_CODES]
+        if unknown or not self.categories:
+            raise InputError(f"categories {list(self.categories)}: each must be one of {', '.join(ALL_CODES)}")
+        for split, shares in self.shortcuts.items():
+            if split not in SPLITS:
+                raise InputError(f"shortcuts: unknown split {split!r} (splits: {', '.join(SPLITS)})")
+            bad = [kind for kind in shares if kind not in SHORTCUT_KINDS]
+            if bad:
+                raise InputError(f"shortcuts.{split}: unknown kind(s) {bad} (kinds: {', '.join(SHORTCUT_KINDS)})")
+            if any(not 0 <= share <= 1 for share in shares.values()) or sum(shares.values()) > 1 + 1e-9:
+                raise InputError(f"shortcuts.{split}: shares must lie in [0, 1] and sum to at most 1, got {shares}")
+        for split, share in self.decoys.items():
+            if split not in SPLITS:
+                raise InputError(f"decoys: unknown split {split!r} (splits: {', '.join(SPLITS)})")
+            planted = sum((self.shortcuts.get(split) or {}).values())
+            if not 0 <= float(share) <= 1 or planted + float(share) > 1 + 1e-9:
+                raise InputError(
+                    f"decoys.{split}: a share in [0, 1] that with the split's shortcuts ({planted:g}) sums to at "
+                    f"most 1, got {share}"
+                )
+        for split in SPLITS:
+            if not 2 <= int(self.options.get(split, 4)) <= 7:
+                raise InputError(f"options.{split}: between 2 and 7 options (the vocabularies have 7 words)")
+            if int(self.videos.get(split, 0)) < 1 or int(self.questions_per_video.get(split, 0)) < 1:
+                raise InputError(f"{split}: needs at least one video and one question per video")
+        if self.shortcut_clips not in SHORTCUT_CLIPS:
+            raise InputError(f"shortcut_clips must be one of {', '.join(SHORTCUT_CLIPS)}, got {self.shortcut_clips!r}")
+        if self.option_order not in OPTION_ORDERS:
+            raise InputError(f"option_order must be one of {', '.join(OPTION_ORDERS)}, got {self.option_order!r}")
+        if self.position_letter not in LETTERS[: min(int(n) for n in self.options.values())]:
+            raise InputError(f"position_letter {self.position_letter!r} is not a letter every split's options have")
+        if self.frame_size % 32 or self.frame_size < 32:
+            raise InputError(
+                f"frame_size must be a multiple of 32 (the vision patches merge 2x2 of 16 px), got {self.frame_size}"
+            )
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "WorldConfig":
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise InputError(f"world settings: unknown key(s) {unknown}; known: {sorted(known)}")
+        values = dict(values)
+        for key in ("videos", "questions_per_video", "options"):
+            if key in values:
+                values[key] = {**getattr(cls(), key), **values[key]}
+        if "categories" in values:
+            values["categories"] = tuple(values["categories"])
+        return cls(**values)
+
+    def with_overrides(self, **changes) -> "WorldConfig":
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def load_config(path: Path | None, **overrides) -> WorldConfig:
+    """Settings from a YAML / JSON file (a world's own ``world.json`` works: its ``config``), then ``overrides``."""
+    values: dict = {}
+    if path is not None:
+        loaded = load_yaml_mapping(path, "world settings", "recipes/tiny/world/demo.yaml", allow_empty=True)
+        values = loaded.get("config", loaded)
+        if not isinstance(values, dict):
+            raise InputError(f"{path}: its config: must be a mapping of world settings")
+    return WorldConfig.from_dict(values).with_overrides(**overrides)
+
+
+def config_json(config: WorldConfig) -> dict:
+    """The settings as ``world.json`` records them (tuples as lists): what a rerun compares to keep its videos."""
+    return json.loads(json.dumps(asdict(config)))
