@@ -1,4 +1,4 @@
-"""Benchmark the shared chat client (builders/llm.py) against an endpoint with a fixed latency.
+"""Benchmark the shared chat client (builders/llm/) against an endpoint with a fixed latency.
 
 For the same ``--requests`` calls (each reply delayed ``--latency`` seconds, as a busy endpoint would), this times
 

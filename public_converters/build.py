@@ -20,14 +20,17 @@ did not keep (e.g. Cholec80 tool rows past the last phase frame) are counted in 
 build goes on through but the user must hear about (an annotation file that ends before its video, a source that
 yields no record) is a named, counted entry of the source's ``warnings`` and a line of the printed summary; the policy
 is in ``build_public``'s docstring and ``docs/sources/README.md``.
+
+The items are made in ``items.py`` and templated into records, with the media jobs their frames need, in
+``records.py`` (the wording: ``templating.py`` and ``fillers/``); the ``--source`` / ``--source-root`` folders are
+resolved in ``source_folders.py``. This module holds the order of the work, the output layout, the manifest and the
+command line.
 """
 
 from __future__ import annotations
 
 import json
-from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,21 +38,23 @@ from builders.arguments import byte_size, key_values, non_negative_int, positive
 from builders.card import render_public_card, split_infos
 from builders.errors import InputError
 from builders.hub import DEFAULT_MAX_SHARD_BYTES, write_split
-from builders.options import stable_seed
 from builders.outputs import staged_output
 from builders.schema import PUBLIC_BENCH_FEATURES, PUBLIC_QA_FEATURES
 from public_converters.benchmarks import BENCH_FPS, build_benchmarks
-from public_converters.clips import SamplingConfig, grounded_clips, spread, strategic_clips
+from public_converters.clips import SamplingConfig
 from public_converters.evaluation import write_evaluation_metadata
-from public_converters.media import MediaJob, check_media, link_media, media_name, write_media
-from public_converters.normalise import Normalised, normalise_source, observed_capabilities
+from public_converters.items import (
+    SPLITS,
+    clip_items,  # noqa: F401 (benchmarks/public_corpus.py imports it from here)
+    context_for,  # noqa: F401 (benchmarks/public_corpus.py imports it from here)
+    image_items,  # noqa: F401 (benchmarks/public_corpus.py imports it from here)
+)
+from public_converters.media import check_media, link_media, write_media
+from public_converters.normalise import normalise_source
+from public_converters.records import build_source, merge_jobs
 from public_converters.schema import SourceError, write_tables
+from public_converters.source_folders import source_folders
 from public_converters.spec import get_source, registry, resembling
-from public_converters.templating import QA, ClipItem, Context, ImageItem, load_templates, render
-
-
-CLIP_FRAMES = 8
-SPLITS = ("train", "validation", "test")
 
 
 @dataclass
@@ -67,224 +72,6 @@ class BuildOptions:
     max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES
     benchmarks: bool = True  # the bench-* configs of the sources that have a public benchmark (D.3)
     bench_fps: float = BENCH_FPS
-
-
-# ---- items ---------------------------------------------------------------------------------------------------------
-
-
-def image_items(normalised: Normalised) -> tuple[list[ImageItem], Counter]:
-    """Annotated frames that have an image (a file, or a frame of the video to decode); every other frame is counted
-    by why it is not an item."""
-    tables, source = normalised.tables, normalised.spec.name
-    videos = {v.video_id: v for v in tables.videos}
-    instances, relations = defaultdict(list), defaultdict(list)
-    for instance in tables.instances:
-        instances[(instance.video_id, instance.frame_index)].append(instance)
-    for relation in tables.relations:
-        relations[(relation.video_id, relation.frame_index)].append(relation)
-    items, skipped = [], Counter()
-    for frame in tables.frames:
-        key = (frame.video_id, frame.frame_index)
-        annotated = any(
-            value is not None
-            for value in (frame.phase, frame.step, frame.actions, frame.tools, frame.anatomy, frame.cvs)
-        )
-        from_video = normalised.spec.video_frames_as_images and videos[frame.video_id].video_path
-        if not frame.image_path and not from_video:
-            skipped["frame without an image"] += 1
-        elif not (annotated or instances[key] or relations[key]):
-            skipped["frame without annotations"] += 1
-        elif videos[frame.video_id].split not in SPLITS:
-            skipped["video outside the split variant"] += 1
-        else:
-            items.append(ImageItem(source, videos[frame.video_id], frame, instances[key], relations[key]))
-    return items, skipped
-
-
-def frames_by_video(normalised: Normalised) -> dict[str, list[int]]:
-    """The sorted frames with an image file, per video (what a clip of a frame-folder source can show)."""
-    found = defaultdict(list)
-    for frame in normalised.tables.frames:
-        if frame.image_path:
-            found[frame.video_id].append(frame.frame_index)
-    return {video: sorted(frames) for video, frames in found.items()}
-
-
-def clip_items(normalised: Normalised, config: SamplingConfig) -> tuple[list[ClipItem], Counter]:
-    tables, source = normalised.tables, normalised.spec.name
-    segments = defaultdict(list)
-    for segment in tables.segments:
-        segments[segment.video_id].append(segment)
-    available = frames_by_video(normalised)
-    items, counts = [], Counter()
-    for video in tables.videos:
-        if video.split not in SPLITS:
-            counts["videos outside the split variant"] += 1
-            continue
-        own = segments[video.video_id]
-        kinds = frozenset(s.kind for s in own)
-        shipped = None if video.video_path else available.get(video.video_id, [])
-        grounded, qualified = grounded_clips(video, own, config, source, shipped)
-        counts["grounded windows qualified"] += qualified
-        counts["grounded windows thinned"] += qualified - len(grounded)
-        for clip in [*strategic_clips(video, own, config, source), *grounded]:
-            overlapping = [s for s in own if s.end_frame >= clip.start_frame and s.start_frame <= clip.end_frame]
-            items.append(ClipItem(source, video, clip, overlapping, kinds))
-    return items, counts
-
-
-def clip_frames(item: ClipItem, available: dict[str, list[int]]) -> list[int]:
-    """The frames a clip shows: the grounded window's own, else 8 spread over the clip (over its image frames when
-    the source ships frames instead of a video; none if the clip falls between them)."""
-    if item.clip.frames:
-        return list(item.clip.frames)
-    if item.video.video_path:
-        span = list(range(item.clip.start_frame, item.clip.end_frame + 1))
-    else:
-        frames = available.get(item.video.video_id, [])
-        span = frames[bisect_left(frames, item.clip.start_frame) : bisect_right(frames, item.clip.end_frame)]
-    return spread(span, CLIP_FRAMES)
-
-
-# ---- records ------------------------------------------------------------------------------------------------------
-
-
-def _record(qa: QA, item, version: str, frames: list[str], timestamps: list[float], normalised: Normalised) -> dict:
-    base = f"{stable_seed('public-qa', qa.item_id, qa.template.id, str(qa.index)):016x}"[:16]
-    clip = isinstance(item, ClipItem)
-    fps = item.video.fps
-    return {
-        "qa_id": f"{base}-{version[0]}",
-        "item_id": qa.item_id,
-        "source": item.source,
-        "branch": "clip" if clip else "image",
-        "split": item.video.split,
-        "procedure": normalised.spec.procedure,
-        "video_id": item.video.video_id,
-        "file": (item.frame.image_path if not clip else None) or item.video.video_path,
-        "frame_index": None if clip else item.frame.frame_index,
-        "start_frame": item.clip.start_frame if clip else None,
-        "end_frame": item.clip.end_frame if clip else None,
-        "start": round(item.clip.start_frame / fps, 6) if clip else None,
-        "end": round((item.clip.end_frame + 1) / fps, 6) if clip else None,
-        "qa_type": qa.template.qa_type,
-        "question_type": qa.template.question_type,
-        "template_id": qa.template.id,
-        "grounded": qa.template.grounded,
-        "version": version,
-        "question": qa.question if version == "template" else qa.instruction,
-        "answer": qa.answer,
-        "answer_format": "json" if qa.template.grounded else "open",
-        "reasoning": "",
-        "frames": frames,
-        "frame_timestamps": timestamps,
-    }
-
-
-def _template_chunk(args) -> list[list[QA]]:
-    items, branch, ctx, capabilities = args
-    templates = load_templates(branch)
-    return [render(item, templates, ctx, capabilities) for item in items]
-
-
-def template_items(items: list, branch: str, ctx: Context, capabilities: set[str], num_proc: int) -> list[list[QA]]:
-    """Render every item (in ``num_proc`` processes); the output does not depend on ``num_proc``."""
-    if not items:
-        return []
-    size = max(1, -(-len(items) // (num_proc * 4)))
-    jobs = [(items[i : i + size], branch, ctx, capabilities) for i in range(0, len(items), size)]
-    if num_proc > 1 and len(jobs) > 1:
-        with ProcessPoolExecutor(num_proc) as pool:
-            chunks = list(pool.map(_template_chunk, jobs))
-    else:
-        chunks = [_template_chunk(job) for job in jobs]
-    return [qas for chunk in chunks for qas in chunk]
-
-
-def context_for(normalised: Normalised) -> Context:
-    spec, tables = normalised.spec, normalised.tables
-    vocabulary = {kind: sorted(set(table.values())) for kind, table in spec.labels.items()}
-    boxable = defaultdict(set)
-    for instance in tables.instances:
-        if instance.box is not None:
-            boxable[instance.kind].add(instance.label)
-    return Context(spec.name, spec.procedure, vocabulary, dict(boxable))
-
-
-@dataclass
-class SourceBuild:
-    records: list[dict]
-    jobs: list[MediaJob]
-    manifest: dict
-
-
-def build_source(normalised: Normalised, options: BuildOptions) -> SourceBuild:
-    """Items -> QAs -> records (template + instruction versions) and the media jobs they need."""
-    spec, tables = normalised.spec, normalised.tables
-    ctx, capabilities = context_for(normalised), observed_capabilities(tables)
-    records, manifest = [], {"skipped": {}, "items": {}}
-    frames_needed: dict[str, dict[int, str | None]] = defaultdict(dict)
-    outlines: dict[str, list] = defaultdict(list)
-    images = {(f.video_id, f.frame_index): f.image_path for f in tables.frames if f.image_path}
-    available = frames_by_video(normalised)
-    for branch in spec.branches:
-        if branch == "image":
-            items, skipped = image_items(normalised)
-        else:
-            items, skipped = clip_items(normalised, options.sampling)
-        rendered = template_items(items, branch, ctx, capabilities, options.num_proc)
-        sampling = {k: v for k, v in skipped.items() if k.startswith("grounded windows")}
-        if sampling:
-            manifest["clip sampling"] = sampling
-        manifest["skipped"][branch] = {k: v for k, v in skipped.items() if k not in sampling}
-        without = frameless = 0
-        for item, qas in zip(items, rendered, strict=True):
-            if not qas:
-                without += 1
-                continue
-            video = item.video.video_id
-            if branch == "image":
-                frame_list = [item.frame.frame_index]
-                frames_needed[video][item.frame.frame_index] = item.frame.image_path
-            else:
-                frame_list = clip_frames(item, available)
-                if not frame_list:
-                    frameless += 1
-                    continue
-                for frame_index in frame_list:
-                    frames_needed[video][frame_index] = (
-                        images.get((video, frame_index)) if not item.video.video_path else None
-                    )
-            fps = item.video.fps
-            timestamps = [round(f / fps, 6) if fps else 0.0 for f in frame_list]
-            plain = [media_name(spec.name, video, f) for f in frame_list]
-            for qa in qas:
-                shown = plain
-                if qa.overlay is not None:
-                    suffix = (
-                        f"_outline_{qa.overlay.kind}_{qa.overlay.label.replace(' ', '-')}_{qa.overlay.instance_id}"
-                    )
-                    shown = [media_name(spec.name, video, item.frame.frame_index, suffix)]
-                    outlines[video].append((item.frame.frame_index, item.frame.image_path, qa.overlay.mask, shown[0]))
-                for version in ("template", "instruction"):
-                    records.append(_record(qa, item, version, shown, timestamps, normalised))
-        manifest["items"][branch] = len(items) - without - frameless
-        manifest["skipped"][branch]["items without an applicable template"] = without
-        if frameless:
-            manifest["skipped"][branch]["clips between the frames a frame-folder source ships"] = frameless
-    videos = {v.video_id: v for v in tables.videos}
-    jobs = [
-        MediaJob(
-            spec.name,
-            video,
-            normalised.root,
-            videos[video].video_path,
-            tuple(sorted(frames.items())),
-            tuple(sorted({o[3]: o for o in outlines[video]}.values(), key=lambda o: o[3])),
-        )
-        for video, frames in sorted(frames_needed.items())
-    ]
-    return SourceBuild(records, jobs, manifest)
 
 
 # ---- the build ----------------------------------------------------------------------------------------------------
@@ -336,31 +123,6 @@ def write_records(records: list[dict], folder: Path, max_shard_bytes: int) -> li
     for record in sorted(records, key=lambda r: (r["item_id"], r["template_id"], r["qa_id"])):
         by_split[record["split"]].append(record)
     return [write_split(by_split[s], PUBLIC_QA_FEATURES, folder, s, max_shard_bytes) for s in SPLITS if by_split[s]]
-
-
-def merge_jobs(jobs: list[MediaJob], extra: dict[str, dict[int, str | None]], normalised: Normalised) -> list:
-    """The source's media jobs with ``extra`` frames (video -> frame -> image path) added, one job per video, so a
-    frame the corpus and a benchmark both show is written once (from its image file when it has one)."""
-    frames = defaultdict(dict)
-    outlines = {}
-    for job in jobs:
-        frames[job.video_id].update(dict(job.frames))
-        outlines[job.video_id] = job.outlines
-    for video, wanted in extra.items():
-        for frame_index, image_path in wanted.items():
-            frames[video][frame_index] = frames[video].get(frame_index) or image_path
-    videos = {v.video_id: v for v in normalised.tables.videos}
-    return [
-        MediaJob(
-            normalised.spec.name,
-            video,
-            normalised.root,
-            videos[video].video_path,
-            tuple(sorted(own.items())),
-            outlines.get(video, ()),
-        )
-        for video, own in sorted(frames.items())
-    ]
 
 
 NOTHING_WRITTEN = "no QA record written (no config for this source)"
@@ -415,7 +177,7 @@ def build_public(options: BuildOptions) -> dict:
             )
             normalised = check_media(normalised, options.num_proc)  # labels fitted to the videos' lengths
             write_tables(normalised.tables, normalised.info(), staging / "normalised" / name)
-            built = build_source(normalised, options)
+            built = build_source(normalised, options.sampling, options.num_proc)
             records = built.records
             source_manifest = {**normalised.info(), **built.manifest}
             if options.paraphrase_client is not None:
@@ -483,76 +245,6 @@ def build_public(options: BuildOptions) -> dict:
 
 
 # ---- command line (``sureon build public``) ------------------------------------------------------------------------
-
-
-def _root_folders(source_root: Path, given: set[str]) -> tuple[dict[str, Path], list[str]]:
-    """(source -> folder) of the sub-folders of ``--source-root`` named exactly after a source, and the names of the
-    others. A sub-folder that is a near miss of a source (``Cholec80``, ``cholec_80``, ``Cholec8O``) is refused,
-    alone (the source would silently be absent) or beside the exact one (which of the two is the data?), unless
-    ``--source NAME=DIR`` says which folder that source is."""
-    if not source_root.exists():
-        raise InputError(
-            f"--source-root {source_root} does not exist: give the folder holding one sub-folder per source, named "
-            f"as the source (e.g. {source_root / 'cholec80'})"
-        )
-    if not source_root.is_dir():
-        raise InputError(
-            f"--source-root {source_root} is a file, not a folder: give the folder holding one sub-folder per "
-            "source, or --source NAME=DIR"
-        )
-    folders = sorted(p for p in source_root.iterdir() if p.is_dir() and not p.name.startswith("."))
-    known = registry()
-    exact = {p.name: p for p in folders if p.name in known}
-    problems, others = [], []
-    for folder in folders:
-        if folder.name in known:
-            continue
-        others.append(folder.name)
-        for source in resembling(folder.name):
-            if source in given:
-                continue  # --source NAME=DIR chose that source's folder
-            if source in exact:
-                problems.append(
-                    f"folder {folder.name!r} looks like the source {source!r}, whose folder {source!r} is there too: "
-                    f"only {source!r} would be read; move or rename {folder.name!r} (or choose one with "
-                    f"--source {source}=DIR)"
-                )
-            else:
-                problems.append(
-                    f"folder {folder.name!r} looks like the source {source!r} but is not named {source!r}, so "
-                    f"{source} would be left out of the build: rename the folder to {source!r} (source folders are "
-                    "named exactly as the source)"
-                )
-    if problems:
-        raise InputError(f"--source-root {source_root}: " + "; ".join(problems))
-    return exact, others
-
-
-def source_folders(pairs: list[str] | None, source_root: Path | None) -> dict[str, Path]:
-    """``--source NAME=DIR`` pairs plus every sub-folder of ``--source-root`` named after a known source (a
-    ``--source`` pair wins over the root's folder of the same name); every folder must exist."""
-    sources = {name: Path(folder) for name, folder in key_values(pairs, "--source", "cholec80=/data/cholec80").items()}
-    for name, folder in sources.items():
-        get_source(name)  # an unknown name (with a suggestion) before any folder is looked at
-        if not folder.is_dir():
-            what = "is a file, not a folder" if folder.exists() else "does not exist"
-            raise InputError(f"--source {name}={folder}: {folder} {what}; give the folder of the {name} release")
-    others: list[str] = []
-    if source_root is not None:
-        found, others = _root_folders(source_root, set(sources))
-        for name, folder in found.items():
-            sources.setdefault(name, folder)
-    if not sources:
-        if source_root is None:
-            raise InputError("no sources: give --source NAME=DIR (repeatable) or --source-root DIR")
-        listed = ", ".join(others[:8]) + (", ..." if len(others) > 8 else "")
-        detail = f"none of its sub-folders ({listed}) is named after a source" if others else "it has no sub-folder"
-        raise InputError(
-            f"no sources in --source-root {source_root}: {detail}; name each source's folder exactly as the source, "
-            f"one of: {', '.join(registry())}"
-        )
-    return sources
-
 
 SHOWN_WARNINGS = 5  # cases of a warning printed per source (the manifest lists them all)
 

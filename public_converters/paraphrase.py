@@ -1,6 +1,6 @@
 """LLM paraphrase augmentation (the Sureon paper's C.4): the third version of every templated QA, optional.
 
-Calls go through the project's one chat client (``builders/llm.py``): any OpenAI-compatible endpoint (what vLLM
+Calls go through the project's one chat client (``builders/llm/``): any OpenAI-compatible endpoint (what vLLM
 serves), a concurrency cap, retries, and an on-disk cache keyed by (model, messages, params), so a rerun pays nothing
 twice. The Sureon paper's settings are the defaults: Qwen3.5-9B with T=0.7, top-p 0.8, top-k 20, at most 256 new tokens
 for the image branch; Qwen3-VL-8B-Instruct (text only) with T=0.7, top-p 0.9 for the clip branch. Each request carries

@@ -16,7 +16,10 @@ from fake_chat_server import FakeChatServer, Reply, last_user_text
 from PIL import Image
 from pydantic import BaseModel
 
-from builders.llm import ChatRequest, LLMCache, LLMClient, LLMError, cache_key, check_endpoint, to_openai_messages
+from builders.llm.cache import LLMCache, cache_key
+from builders.llm.client import ChatRequest, LLMClient
+from builders.llm.endpoint import LLMError, check_endpoint
+from builders.llm.messages import to_openai_messages
 
 
 KEY = "sk-test-SECRET-0123456789"
@@ -241,7 +244,7 @@ def test_cache_key_depends_on_model_messages_and_params_only():
 
 RESUME_SCRIPT = """
 import json, sys
-from builders.llm import ChatRequest, LLMClient
+from builders.llm.client import ChatRequest, LLMClient
 url, cache, key = sys.argv[1:4]
 client = LLMClient("fake-model", base_url=url, cache=cache, api_key=key, max_concurrency=4, backoff=0)
 messages = [[{"role": "user", "content": f"q{i}"}] for i in range(20)]

@@ -228,12 +228,12 @@ def test_media_is_written_once_and_a_rerun_decodes_nothing(sources, tmp_path):
     import numpy as np
     from PIL import Image
 
-    from public_converters.build import build_source
     from public_converters.media import media_name, write_media
     from public_converters.normalise import normalise_source
+    from public_converters.records import build_source
 
     normalised = normalise_source(registry()["cholecseg8k"], sources["cholecseg8k"])
-    built = build_source(normalised, BuildOptions({}, tmp_path))
+    built = build_source(normalised, SamplingConfig())
     outlines = [(job, o) for job in built.jobs for o in job.outlines]
     expected = sum(len(job.frames) for job in built.jobs) + len(outlines)
     assert outlines and write_media(built.jobs, tmp_path / "cache") == expected

@@ -6,17 +6,11 @@ import json
 import pytest
 
 from public_converters.clips import Clip, LabelTimeline, SamplingConfig, grounded_clips, spread, strategic_clips
+from public_converters.fillers.image import gerund, region
 from public_converters.grounded import GroundedAnswerError, parse_answer
+from public_converters.items import ClipItem, Context, ImageItem
 from public_converters.schema import Frame, Instance, Relation, Segment, Video
-from public_converters.templating import (
-    ClipItem,
-    Context,
-    ImageItem,
-    gerund,
-    load_templates,
-    region,
-    render,
-)
+from public_converters.templating import load_templates, render
 
 
 VOCAB = {

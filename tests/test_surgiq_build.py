@@ -15,15 +15,8 @@ from conftest import REPO
 from datasets import get_dataset_config_names, load_dataset
 
 from builders.options import LETTERS
-from builders.surgiq.build import (
-    PAPER_ANSWER_POSITION,
-    BuildOptions,
-    SurgiqColumns,
-    SurgiqError,
-    build_surgiq,
-    parse_aliases,
-    read_surgiq,
-)
+from builders.surgiq.build import PAPER_ANSWER_POSITION, BuildOptions, build_surgiq
+from builders.surgiq.reader import SurgiqColumns, SurgiqError, parse_aliases, read_surgiq
 from sample_data.make_surgiq_sample import external_rows, surgiq_rows
 from sureon.cli import main as cli_main
 
