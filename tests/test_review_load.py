@@ -12,8 +12,9 @@ import httpx
 import pytest
 
 from builders.pipeline.review.app import ALL, VIDEO_ROUTE, ReviewUI
+from builders.pipeline.review.login import COOKIE
 from builders.pipeline.review.samples import load_samples
-from builders.pipeline.review.server import COOKIE, ReviewServer, ServerOptions
+from builders.pipeline.review.server import ReviewServer, ServerOptions
 from builders.pipeline.review.store import Assignment, ReviewStore
 from builders.sureon.frames import index_videos
 

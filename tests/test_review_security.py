@@ -24,17 +24,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from builders.pipeline.review.accounts import LoginPolicy, SessionPolicy
 from builders.pipeline.review.app import ReviewUI
+from builders.pipeline.review.gate import MAX_BODY_BYTES
+from builders.pipeline.review.login import COOKIE
+from builders.pipeline.review.request_checks import forwarded_address, same_origin
 from builders.pipeline.review.samples import load_samples
-from builders.pipeline.review.server import (
-    COOKIE,
-    MAX_BODY_BYTES,
-    ReviewServer,
-    ServerOptions,
-    forwarded_address,
-    same_origin,
-)
-from builders.pipeline.review.store import Assignment, LoginPolicy, ReviewStore, SessionPolicy
+from builders.pipeline.review.server import ReviewServer, ServerOptions
+from builders.pipeline.review.store import Assignment, ReviewStore
 from builders.sureon.frames import index_videos
 from sureon.cli import main
 

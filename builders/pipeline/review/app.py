@@ -17,12 +17,13 @@ dict: every event carries the reviewer of its server-issued session (a cookie th
 and a ``gr.State`` that belongs to someone else is thrown away (:meth:`ReviewUI.resume`). Every dataset text and
 note is HTML-escaped before display, and escaped for Markdown too where it reaches the Markdown status line.
 
-Logins are throttled (:class:`~builders.pipeline.review.store.LoginPolicy`): five failures of one account from one
+Logins are throttled (:class:`~builders.pipeline.review.accounts.LoginPolicy`): five failures of one account from one
 client address lock that pair for 30 s, each further one doubling it up to 15 min; the account as a whole and the
 client address as a whole are only slowed down (a delay of 1 s, doubling up to 8 s, before each further password
 check), so nobody can lock a reviewer out by guessing at their name, from anywhere. Every failure and refusal is
 logged with the name (escaped: a typed newline cannot forge a log line) and the client, never the password. The
-client is the TCP peer, or what a ``--trusted-proxy`` says it forwarded for (see the server module).
+client is the TCP peer, or what a ``--trusted-proxy`` says it forwarded for (see
+:mod:`~builders.pipeline.review.gate`).
 """
 
 import html
@@ -35,16 +36,8 @@ from urllib.parse import quote
 
 from builders.errors import InputError
 from builders.options import LETTERS
-from builders.pipeline.review.store import (
-    DECISIONS,
-    LONE_SURROGATE,
-    MAX_NOTE_CHARS,
-    REASON_TAGS,
-    LoginAttempt,
-    LoginPolicy,
-    ReviewStore,
-    SessionPolicy,
-)
+from builders.pipeline.review.accounts import LoginAttempt, LoginPolicy, SessionPolicy
+from builders.pipeline.review.store import DECISIONS, LONE_SURROGATE, MAX_NOTE_CHARS, REASON_TAGS, ReviewStore
 from builders.sureon.categories import BY_CODE
 
 
