@@ -168,243 +168,224 @@ def grpo_start(run_dir: Path, step: int) -> Path:
     return start
 
 
-def reproduce(args) -> Path:
-    """Every step of the miniature (see the module docstring); returns the report folder."""
-    from builders.sureon import world as world_module
-    from recipes.evaluation.rewards import REWARDS
-    from recipes.training.recipe_file import GRPO, SFT, read_recipe
+class Miniature:
+    """What the steps share: the run (markers, subprocesses), its arguments, the release it starts from, and where
+    each step writes, so that each step reads as what it does."""
 
-    sft_recipe = read_recipe(args.sft_config, SFT)  # every recipe checked strictly before the first step
-    read_recipe(args.guesser_config, SFT)
-    read_recipe(args.grpo_config, GRPO, rewards=REWARDS)
-    run = Run(args)
-    out = run.out
-    world_settings = world_module.load_config(args.world_config)
-    if args.release:
-        release, videos = Path(args.release), Path(args.videos) if args.videos else None
-        truth_path = Path(args.shortcuts) if args.shortcuts else None
-    else:
-        release, videos, truth_path = out / "world" / "release", out / "world" / "videos", out / "world"
-        run.step("world", lambda: world_module.write_world(out / "world", world_settings)["counts"], what="world")
-    frames = int(sft_recipe.get("max_frames") or 8)
-    build, cache = out / "build", out / "cache"
-    # a world has no text or face to blur (blurring is for real frames); a real release keeps the default
-    blur = [] if args.release else ["--no-blur"]
-    build_args = ["--max-frames", str(frames), "--min-frames", str(frames), *blur, "--cache-dir", str(cache)]
-    build_args.append("--overwrite")
-    video_args = ["--videos", str(videos)] if videos else []
-    run.step(
+    def __init__(self, args):
+        from builders.sureon import world
+        from recipes.evaluation.rewards import REWARDS
+        from recipes.training.recipe_file import GRPO, SFT, read_recipe
+
+        sft_recipe = read_recipe(args.sft_config, SFT)  # every recipe checked strictly before the first step
+        read_recipe(args.guesser_config, SFT)
+        read_recipe(args.grpo_config, GRPO, rewards=REWARDS)
+        self.args = args
+        self.run = Run(args)
+        out = self.out = self.run.out
+        self.world_settings = world.load_config(args.world_config)
+        if args.release:
+            self.release, self.videos = Path(args.release), Path(args.videos) if args.videos else None
+            self.truth = Path(args.shortcuts) if args.shortcuts else None
+        else:
+            self.release, self.videos, self.truth = out / "world" / "release", out / "world" / "videos", out / "world"
+        self.frames = int(sft_recipe.get("max_frames") or 8)
+        self.folds = args.num_folds
+        self.build, self.build_curated = out / "build", out / "build-curated"
+        self.models, self.guessers, self.curation = out / "models", out / "guessers", out / "curation"
+        self.sft, self.evals, self.blind, self.grpo = out / "sft", out / "eval", out / "blind", out / "grpo"
+
+    def build_arguments(self) -> list[str]:
+        """``sureon build sureon``'s frame options, the same for the raw and the curated build."""
+        # a world has no text or face to blur (blurring is for real frames); a real release keeps the default
+        blur = [] if self.args.release else ["--no-blur"]
+        frames = ["--max-frames", str(self.frames), "--min-frames", str(self.frames)]
+        return [*frames, *blur, "--cache-dir", str(self.out / "cache"), "--overwrite"]
+
+    def video_arguments(self) -> list[str]:
+        return ["--videos", str(self.videos)] if self.videos else []
+
+    def grpo_from(self) -> Path:
+        """The checkpoint of the curated SFT run that GRPO starts from (:func:`grpo_start`)."""
+        return grpo_start(self.sft / "curated", self.args.grpo_from_step)
+
+
+def make_world(mini: Miniature) -> None:
+    """1. A synthetic world, unless the run was given a release."""
+    from builders.sureon import world
+
+    if not mini.args.release:
+        mini.run.step(
+            "world", lambda: world.write_world(mini.out / "world", mini.world_settings)["counts"], what="world"
+        )
+
+
+def build(mini: Miniature) -> None:
+    """2. ``sureon build sureon`` of the release: the benchmark, the raw training split and the validation pool."""
+    configs = ["--configs", "bench", "train_all", "validation", "--on-missing-video", "skip"]
+    mini.run.step(
         "build",
-        lambda: run.command(
-            "build",
-            "sureon",
-            "--release",
-            str(release),
-            *video_args,
-            "--out",
-            str(build),
-            "--configs",
-            "bench",
-            "train_all",
-            "validation",
-            "--on-missing-video",
-            "skip",
-            *build_args,
+        lambda: mini.run.command(
+            "build", "sureon", "--release", str(mini.release), *mini.video_arguments(), "--out", str(mini.build),
+            *configs, *mini.build_arguments(),
         ),
-        what=f"sureon build sureon ({frames} frames a clip)",
-    )
+        what=f"sureon build sureon ({mini.frames} frames a clip)",
+    )  # fmt: skip
 
-    # -- tiny models whose tokenizers know the data's words
-    models = out / "models"
 
-    def make_models():
-        corpus = corpus_from_build(build, ["bench", "train_all", "validation"], models / "corpus.txt")
+def make_models(mini: Miniature) -> None:
+    """3. A tiny Qwen3-VL and a tiny text Qwen3 whose tokenizers know the build's words."""
+
+    def make():
+        corpus = corpus_from_build(mini.build, ["bench", "train_all", "validation"], mini.models / "corpus.txt")
         width = [f"--{k.replace('_', '-')}={v}" for k, v in GUESSER_WIDTH.items()]
-        run.python("-m", "recipes.training.tiny_models", "--out", str(models / "tiny-vlm"), "--corpus", str(corpus))
-        run.python(
-            "-m",
-            "recipes.training.tiny_models",
-            "--kind",
-            "causal-lm",
-            "--out",
-            str(models / "tiny-lm"),
-            "--corpus",
-            str(corpus),
-            *width,
+        tiny = ["-m", "recipes.training.tiny_models"]
+        mini.run.python(*tiny, "--out", str(mini.models / "tiny-vlm"), "--corpus", str(corpus))
+        mini.run.python(
+            *tiny, "--kind", "causal-lm", "--out", str(mini.models / "tiny-lm"), "--corpus", str(corpus), *width
         )
 
-    run.step("models", make_models, what="tiny models")
+    mini.run.step("models", make, what="tiny models")
 
-    def guesser(name: str, dataset: Path, config: str, *extra: str) -> Path:
-        target = out / "guessers" / name
-        mixture = [{"path": str(dataset), "name": config, "split": "train"}]
-        recipe = run.recipe(
-            Path(args.guesser_config),
-            f"guesser-{name}",
-            model_name_or_path=str(models / "tiny-lm"),
-            dataset_mixture=mixture,
-            output_dir=str(target),
-            seed=args.seed,
-        )
-        run.train("sft.py", recipe, *extra)
-        return target
 
-    folds = args.num_folds
-    for k in range(folds):
-        run.step(
+def train_guesser(mini: Miniature, name: str, dataset: Path, config: str, *extra: str) -> None:
+    """A blind guesser (the guesser recipe on the tiny text model) trained on ``dataset``'s ``config``."""
+    recipe = mini.run.recipe(
+        Path(mini.args.guesser_config),
+        f"guesser-{name}",
+        model_name_or_path=str(mini.models / "tiny-lm"),
+        dataset_mixture=[{"path": str(dataset), "name": config, "split": "train"}],
+        output_dir=str(mini.guessers / name),
+        seed=mini.args.seed,
+    )
+    mini.run.train("sft.py", recipe, *extra)
+
+
+def train_guessers(mini: Miniature) -> None:
+    """4. The fold guessers, a guesser on the whole raw training split, and an "off-the-shelf" one trained blind on
+    an independent world with the same kinds of shortcut."""
+    from builders.sureon import world
+
+    for k in range(mini.folds):
+        mini.run.step(
             f"guesser-fold{k}",
-            lambda k=k: guesser(f"fold{k}", build, "train_all", "--fold", str(k), "--num_folds", str(folds)) and None,
-            what=f"blind guesser holding out fold {k} of {folds}",
+            lambda k=k: train_guesser(
+                mini, f"fold{k}", mini.build, "train_all", "--fold", str(k), "--num_folds", str(mini.folds)
+            ),
+            what=f"blind guesser holding out fold {k} of {mini.folds}",
         )
-    run.step(
+    mini.run.step(
         "guesser-all-raw",
-        lambda: guesser("all-raw", build, "train_all") and None,
+        lambda: train_guesser(mini, "all-raw", mini.build, "train_all"),
         what="blind guesser on the whole raw training split",
     )
-
-    # -- an "off-the-shelf" guesser: trained blind on an independent world with the same kinds of shortcut
-    independent = out / "world-independent"
+    independent = mini.out / "world-independent"
 
     def off_the_shelf():
-        settings = world_settings.with_overrides(seed=world_settings.seed + INDEPENDENT_WORLD_SEED_OFFSET)
-        world_module.write_world(independent, settings, videos=False)
-        run.command(
-            "build",
-            "sureon",
-            "--release",
-            str(independent / "release"),
-            "--out",
-            str(independent / "build"),
-            "--configs",
-            "train_all",
-            "--overwrite",
-        )
-        guesser("off-the-shelf", independent / "build", "train_all")
+        settings = mini.world_settings.with_overrides(seed=mini.world_settings.seed + INDEPENDENT_WORLD_SEED_OFFSET)
+        world.write_world(independent, settings, videos=False)
+        mini.run.command(
+            "build", "sureon", "--release", str(independent / "release"), "--out", str(independent / "build"),
+            "--configs", "train_all", "--overwrite",
+        )  # fmt: skip
+        train_guesser(mini, "off-the-shelf", independent / "build", "train_all")
 
-    run.step("guesser-off-the-shelf", off_the_shelf, what="an off-the-shelf guesser (trained on another world)")
+    mini.run.step("guesser-off-the-shelf", off_the_shelf, what="an off-the-shelf guesser (trained on another world)")
 
-    # -- stage 3
-    curation = out / "curation"
+
+def curate(mini: Miniature) -> None:
+    """5. Stage 3: ``sureon curate --num-folds`` on the training split, ``sureon curate`` on the validation pool."""
     # stage 3 asks the fold guessers and the off-the-shelf one (the Sureon paper's B.4: any guesser reaching S >= tau
     # removes a question); measured, the folds alone found 70 % of the planted rows here, with the off-the-shelf
     # guesser 77 %
-    guesser_specs = [f"--guesser=model={out / 'guessers' / f'fold{k}'},name=fold{k}" for k in range(folds)]
-    guesser_specs.append(f"--guesser=model={out / 'guessers' / 'off-the-shelf'},name=off-the-shelf")
-    run.step(
+    specs = [f"--guesser=model={mini.guessers / f'fold{k}'},name=fold{k}" for k in range(mini.folds)]
+    specs.append(f"--guesser=model={mini.guessers / 'off-the-shelf'},name=off-the-shelf")
+    mini.run.step(
         "curate-train",
-        lambda: run.command(
-            "curate",
-            "--dataset",
-            str(build),
-            "--config",
-            "train_all",
-            "--split",
-            "train",
-            *guesser_specs,
-            "--num-folds",
-            str(folds),
-            "--out",
-            str(curation / "train"),
-            "--overwrite",
+        lambda: mini.run.command(
+            "curate", "--dataset", str(mini.build), "--config", "train_all", "--split", "train", *specs,
+            "--num-folds", str(mini.folds), "--out", str(mini.curation / "train"), "--overwrite",
         ),
-        what=f"sureon curate --num-folds {folds} (training split)",
-    )
-    run.step(
+        what=f"sureon curate --num-folds {mini.folds} (training split)",
+    )  # fmt: skip
+    mini.run.step(
         "curate-validation",
-        lambda: run.command(
-            "curate",
-            "--dataset",
-            str(build),
-            "--config",
-            "validation",
-            "--split",
-            "validation",
-            f"--guesser=model={out / 'guessers' / 'all-raw'},name=all-raw",
-            "--out",
-            str(curation / "validation"),
+        lambda: mini.run.command(
+            "curate", "--dataset", str(mini.build), "--config", "validation", "--split", "validation",
+            f"--guesser=model={mini.guessers / 'all-raw'},name=all-raw", "--out", str(mini.curation / "validation"),
             "--overwrite",
         ),
         what="sureon curate (validation pool)",
-    )
+    )  # fmt: skip
 
+
+def build_curated(mini: Miniature) -> None:
+    """6. The release with the curation's decisions, built (``db``, ``validation_curated``; the decoded clips come
+    from the raw build's cache), and a blind guesser on its training split."""
     from recipes.evaluation.sureon import miniature
 
-    curated, build_curated = out / "release-curated", out / "build-curated"
-
-    def make_curated():
-        decisions = miniature.read_decisions(curation / "train") | miniature.read_decisions(curation / "validation")
-        counts = curated_release(release, decisions, curated)
-        run.command(
-            "build",
-            "sureon",
-            "--release",
-            str(curated),
-            *video_args,
-            "--out",
-            str(build_curated),
-            "--configs",
-            "db",
-            "validation_curated",
-            "--on-missing-video",
-            "skip",
-            *build_args,
-        )
+    def make():
+        read = miniature.read_decisions
+        decisions = read(mini.curation / "train") | read(mini.curation / "validation")
+        counts = curated_release(mini.release, decisions, mini.out / "release-curated")
+        mini.run.command(
+            "build", "sureon", "--release", str(mini.out / "release-curated"), *mini.video_arguments(),
+            "--out", str(mini.build_curated), "--configs", "db", "validation_curated", "--on-missing-video", "skip",
+            *mini.build_arguments(),
+        )  # fmt: skip
         return counts
 
-    run.step("build-curated", make_curated, what="the curated release and its build (db, validation_curated)")
-    run.step(
+    mini.run.step("build-curated", make, what="the curated release and its build (db, validation_curated)")
+    mini.run.step(
         "guesser-all-curated",
-        lambda: guesser("all-curated", build_curated, "db") and None,
+        lambda: train_guesser(mini, "all-curated", mini.build_curated, "db"),
         what="blind guesser on the curated training split",
     )
 
-    # -- the recipe on raw and on curated data, the same steps
-    sft = out / "sft"
-    for name, dataset, config in (("raw", build, "train_all"), ("curated", build_curated, "db")):
-        recipe = run.recipe(
-            Path(args.sft_config),
+
+def train_sft(mini: Miniature) -> None:
+    """7. The SFT recipe on the raw training set and on the curated one, the same steps each."""
+    for name, dataset, config in (("raw", mini.build, "train_all"), ("curated", mini.build_curated, "db")):
+        recipe = mini.run.recipe(
+            Path(mini.args.sft_config),
             f"sft-{name}",
-            model_name_or_path=str(models / "tiny-vlm"),
+            model_name_or_path=str(mini.models / "tiny-vlm"),
             dataset_mixture=[{"path": str(dataset), "name": config, "split": "train"}],
-            output_dir=str(sft / name),
+            output_dir=str(mini.sft / name),
             save_total_limit=None,
-            seed=args.seed,
+            seed=mini.args.seed,
         )
-        run.step(f"sft-{name}", lambda recipe=recipe: run.train("sft.py", recipe), what=f"SFT on the {name} set")
-
-    evals = out / "eval"
-
-    def evaluate(model: Path, target: Path, *extra: str) -> None:
-        run.command(
-            "eval",
-            "sureon",
-            "--model",
-            str(model),
-            "--dataset",
-            str(build),
-            "--out",
-            str(target),
-            "--max-new-tokens",
-            "16",
-            *extra,
+        mini.run.step(
+            f"sft-{name}", lambda recipe=recipe: mini.run.train("sft.py", recipe), what=f"SFT on the {name} set"
         )
 
+
+def eval_sureon(mini: Miniature, model: Path, target: Path, *extra: str) -> None:
+    """``sureon eval sureon`` of ``model`` on the raw build's benchmark."""
+    mini.run.command(
+        "eval", "sureon", "--model", str(model), "--dataset", str(mini.build), "--out", str(target),
+        "--max-new-tokens", "16", *extra,
+    )  # fmt: skip
+
+
+def evaluate(mini: Miniature) -> None:
+    """8. The benchmark (``--mode both``) of both SFT runs and of each saved checkpoint; the blind accuracy of the
+    off-the-shelf (OS) and fine-tuned (FT) guessers on the raw and curated validation pools."""
     for name in ("raw", "curated"):
-        run.step(
+        mini.run.step(
             f"eval-{name}",
-            lambda name=name: evaluate(sft / name, evals / name, "--mode", "both"),
+            lambda name=name: eval_sureon(mini, mini.sft / name, mini.evals / name, "--mode", "both"),
             what=f"sureon eval sureon --mode both ({name})",
         )
-        for checkpoint in sorted((sft / name).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1])):
-            run.step(
+        for checkpoint in sorted((mini.sft / name).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1])):
+            mini.run.step(
                 f"eval-{name}-{checkpoint.name}",
-                lambda c=checkpoint, name=name: evaluate(
-                    c, evals / "checkpoints" / f"{name}-{c.name}", "--mode", "both"
+                lambda c=checkpoint, name=name: eval_sureon(
+                    mini, c, mini.evals / "checkpoints" / f"{name}-{c.name}", "--mode", "both"
                 ),
                 what=f"benchmark at {name}/{checkpoint.name}",
             )
-    blind = out / "blind"
-    pools = {"raw": (build, "validation"), "curated": (build_curated, "validation_curated")}
+    pools = {"raw": (mini.build, "validation"), "curated": (mini.build_curated, "validation_curated")}
     guessers_by_pool = {
         "OS": {"raw": "off-the-shelf", "curated": "off-the-shelf"},
         "FT": {"raw": "all-raw", "curated": "all-curated"},
@@ -412,69 +393,79 @@ def reproduce(args) -> Path:
     for column, by_pool in guessers_by_pool.items():
         for pool, name in by_pool.items():
             dataset, config = pools[pool]
-            run.step(
+            mini.run.step(
                 f"blind-{column}-{pool}",
-                lambda dataset=dataset, config=config, name=name, column=column, pool=pool: run.command(
-                    "eval",
-                    "sureon",
-                    "--model",
-                    str(out / "guessers" / name),
-                    "--dataset",
-                    str(dataset),
-                    "--config",
-                    config,
-                    "--split",
-                    "validation",
-                    "--mode",
-                    "blind",
-                    "--out",
-                    str(blind / f"{column}-{pool}"),
-                    "--max-new-tokens",
-                    "16",
+                lambda dataset=dataset, config=config, name=name, column=column, pool=pool: mini.run.command(
+                    "eval", "sureon", "--model", str(mini.guessers / name), "--dataset", str(dataset),
+                    "--config", config, "--split", "validation", "--mode", "blind",
+                    "--out", str(mini.blind / f"{column}-{pool}"), "--max-new-tokens", "16",
                 ),
                 what=f"blind accuracy of the {column} guesser on the {pool} validation pool",
-            )
+            )  # fmt: skip
 
-    # -- GRPO from a checkpoint of the curated SFT run
-    grpo = out / "grpo"
-    start = grpo_start(sft / "curated", args.grpo_from_step)
-    grpo_before = (
-        evals / "checkpoints" / f"curated-{start.name}" if args.grpo_from_step else evals / "curated"
-    ) / "predictions.jsonl"
-    grpo_recipe = run.recipe(
-        Path(args.grpo_config),
+
+def train_grpo(mini: Miniature) -> None:
+    """9. The GRPO recipe from an early checkpoint of the curated SFT run (see the module docstring), then the
+    benchmark of the policy."""
+    start = mini.grpo_from()
+    recipe = mini.run.recipe(
+        Path(mini.args.grpo_config),
         "grpo",
         model_name_or_path=str(start),
-        dataset_mixture=[{"path": str(build_curated), "name": "db", "split": "train"}],
-        output_dir=str(grpo),
-        seed=args.seed,
+        dataset_mixture=[{"path": str(mini.build_curated), "name": "db", "split": "train"}],
+        output_dir=str(mini.grpo),
+        seed=mini.args.seed,
     )
-    run.step("grpo", lambda: run.train("grpo.py", grpo_recipe), what=f"GRPO from {start.relative_to(out)}")
-    run.step("eval-grpo", lambda: evaluate(grpo, evals / "grpo", "--mode", "visual"), what="benchmark after GRPO")
+    mini.run.step("grpo", lambda: mini.run.train("grpo.py", recipe), what=f"GRPO from {start.relative_to(mini.out)}")
+    mini.run.step(
+        "eval-grpo",
+        lambda: eval_sureon(mini, mini.grpo, mini.evals / "grpo", "--mode", "visual"),
+        what="benchmark after GRPO",
+    )
 
-    report = out / "report"
-    run.step(
+
+def write_report(mini: Miniature) -> Path:
+    """10. ``sureon report sureon`` of the two SFT runs, and the miniature's report in the Sureon paper's shapes."""
+    from builders.sureon import world
+    from recipes.evaluation.sureon import miniature
+
+    predictions = {name: mini.evals / name / "predictions.jsonl" for name in ("raw", "curated")}
+    mini.run.step(
         "report-sureon",
-        lambda: run.command(
-            "report",
-            "sureon",
-            f"raw={evals / 'raw' / 'predictions.jsonl'}",
-            f"curated={evals / 'curated' / 'predictions.jsonl'}",
-            "--out",
-            str(out / "report-sureon"),
-            "--overwrite",
-            "--no-paper",
+        lambda: mini.run.command(
+            "report", "sureon", *(f"{name}={path}" for name, path in predictions.items()),
+            "--out", str(mini.out / "report-sureon"), "--overwrite", "--no-paper",
         ),
         what="sureon report sureon (raw vs curated)",
+    )  # fmt: skip
+    # the benchmark of the checkpoint GRPO started from: the first point of its curve
+    start = mini.grpo_from()
+    before = (
+        mini.evals / "checkpoints" / f"curated-{start.name}" if mini.args.grpo_from_step else mini.evals / "curated"
     )
-    truth = world_module.read_shortcuts(truth_path) if truth_path else None
-    kinds = world_module.row_kinds(truth_path) if truth_path else None
     data = miniature.assemble(
-        out, truth=truth, frames=frames, folds=folds, grpo_start=(args.grpo_from_step, grpo_before), row_kinds=kinds
+        mini.out,
+        truth=world.read_shortcuts(mini.truth) if mini.truth else None,
+        frames=mini.frames,
+        folds=mini.folds,
+        grpo_start=(mini.args.grpo_from_step, before / "predictions.jsonl"),
+        row_kinds=world.row_kinds(mini.truth) if mini.truth else None,
     )
+    report = mini.out / "report"
     miniature.write_report(data, report)
     print(f"[reproduce] report: {report / 'report.md'}")
     return report
+
+
+STEPS = (make_world, build, make_models, train_guessers, curate, build_curated, train_sft, evaluate, train_grpo)
+
+
+def reproduce(args) -> Path:
+    """Every step of the miniature in order (see the module docstring), then its report; returns the report folder."""
+    mini = Miniature(args)
+    for step in STEPS:
+        step(mini)
+    return write_report(mini)
 
 
 def add_arguments(parser) -> None:

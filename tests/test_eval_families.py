@@ -9,11 +9,12 @@ import math
 import re
 
 import pytest
+from tiny_families import FAMILIES, build_tiny_family
 
 from builders.prompt import format_messages
 from recipes.evaluation.answers import parse_answer
-from recipes.evaluation.inference import TransformersBackend, decode_generations
-from recipes.training.tiny_families import FAMILIES, build_tiny_family
+from recipes.evaluation.inference import TransformersBackend
+from recipes.evaluation.inference.transformers_backend import decode_generations
 from sureon.cli import main as cli_main
 
 

@@ -40,6 +40,13 @@ from builders.hub import DEFAULT_MAX_SHARD_BYTES, MEDIA_DIR, configs_metadata, w
 from builders.outputs import staged_output
 from builders.schema import video_qa_features
 from builders.sureon.availability import missing_reason, read_availability
+from builders.sureon.configs import (
+    BLURRED_BY_DEFAULT,
+    CONFIGS,
+    FRAMES_LAYOUTS,
+    MISSING_VIDEO_MODES,
+    ConfigSpec,
+)
 from builders.sureon.frames import (
     ClipFrames,
     FrameCache,
@@ -50,35 +57,6 @@ from builders.sureon.frames import (
     windows_outside,
 )
 from builders.sureon.release import ColumnMapping, Release, ReleaseError, check_leakage, read_release
-
-
-MISSING_VIDEO_MODES = ("error", "skip", "annotation-only")
-BLURRED_BY_DEFAULT = ("bench", "validation", "validation_curated")  # the configs models are evaluated on
-FRAMES_LAYOUTS = ("files", "embedded")
-
-
-@dataclass(frozen=True)
-class ConfigSpec:
-    name: str
-    split: str
-    curated_only: bool
-    description: str
-
-    def frames_layout(self, requested: str) -> str:
-        """``requested`` for the training configs; the others always embed (see the module docstring)."""
-        return requested if self.split == "train" else "embedded"
-
-
-CONFIGS: dict[str, ConfigSpec] = {
-    spec.name: spec
-    for spec in (
-        ConfigSpec("bench", "test", False, "the surgeon-verified benchmark (340 questions in the official release)"),
-        ConfigSpec("db", "train", True, "Sureon-DB: training questions that pass blind curation"),
-        ConfigSpec("train_all", "train", False, "every training question, before blind curation"),
-        ConfigSpec("validation", "validation", False, "every validation question, before blind curation"),
-        ConfigSpec("validation_curated", "validation", True, "validation questions that pass blind curation"),
-    )
-}
 
 
 def passes_curation(record: dict) -> bool:

@@ -18,12 +18,53 @@ from recipes.training.recipe_file import RecipeError, config_path, read_recipe
 
 
 @dataclass
-class SFTScriptArguments:
-    """Data, modality and freezing options of a run; every field maps onto a flat key of the recipe YAML."""
+class SharedScriptArguments:
+    """What both launch scripts read the same way, with the same recipe keys and defaults: the data mixture and how
+    clips reach the model, the vision-tower and CPU settings, the system prompt and the model card's facts."""
 
     dataset_mixture: list[dict[str, Any]] | None = field(
-        default=None, metadata={"help": "sources: [{path, name, split, weight, format, columns, max_samples}]"}
+        default=None,
+        metadata={"help": "sources: [{path, name, split, weight, format, columns, max_samples}] (GRPO: video QA)"},
     )
+    frames_as: str = field(
+        default="video",
+        metadata={"help": "clip frames as one 'video' or as tagged 'images'", "choices": ["video", "images"]},
+    )
+    max_frames: int | None = field(default=8, metadata={"help": "frames per clip (evenly subsampled above it)"})
+    image_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per image"})
+    video_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per clip (all its frames)"})
+    uniform_vision_calls: bool | None = field(
+        default=None,
+        metadata={
+            "help": "run the vision tower on every batch and log-probability pass (dummy inputs when a batch has "
+            "none); default: on for VLMs"
+        },
+    )
+    system_prompt: str | None = field(
+        default=None,
+        metadata={
+            "help": "system message of every example; recorded with the weights and applied by default by "
+            "`sureon eval sureon`, `sureon curate`, `sureon audit` and GRPO from the run (GRPO's default: the one "
+            "its starting SFT run was trained with)"
+        },
+    )
+    cpu_labelled_positions_only: bool = field(
+        default=False,
+        metadata={
+            "help": "on a CPU, score only the labelled positions through TRL's fused LM head, as on CUDA (~40 %% less "
+            "CPU a step on tiny models; float rounding differs: recipes.training.modeling)"
+        },
+    )
+    hardware: str | None = field(default=None, metadata={"help": "stated in the model card"})
+    eval_results: str | None = field(default=None, metadata={"help": "JSON of results for the card's model-index"})
+    hub_model_name: str | None = field(default=None, metadata={"help": "model name in the card"})
+
+
+@dataclass
+class SFTScriptArguments(SharedScriptArguments):
+    """SFT's own options (stages, blind mode, freezing, folds, the encoded-example cache) after the shared ones;
+    every field maps onto a flat key of the recipe YAML."""
+
     stages: list[dict[str, Any]] | None = field(
         default=None,
         metadata={
@@ -32,36 +73,11 @@ class SFTScriptArguments:
         },
     )
     blind: bool = field(default=False, metadata={"help": "drop every frame and image: question + options only"})
-    frames_as: str = field(
-        default="video",
-        metadata={"help": "clip frames as one 'video' or as tagged 'images'", "choices": ["video", "images"]},
-    )
-    max_frames: int | None = field(default=8, metadata={"help": "frames per clip (evenly subsampled above it)"})
-    image_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per image"})
-    video_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per clip (all its frames)"})
     freeze_vision_tower: bool = False
     freeze_projector: bool = False
     freeze_llm: bool = False
-    uniform_vision_calls: bool | None = field(
-        default=None,
-        metadata={"help": "run the vision tower on every batch (dummy inputs when absent); default: on for VLMs"},
-    )
     fold: int | None = field(default=None, metadata={"help": "hold out this fold (video-level, subject-stratified)"})
     num_folds: int = 4
-    system_prompt: str | None = field(
-        default=None,
-        metadata={
-            "help": "system message of every example; recorded with the weights and applied by default by "
-            "`sureon eval sureon`, `sureon curate` and `sureon audit`"
-        },
-    )
-    cpu_labelled_positions_only: bool = field(
-        default=False,
-        metadata={
-            "help": "on a CPU, score only the labelled positions through TRL's fused LM head, as on CUDA (~40 %% less "
-            "CPU a step on tiny models; float rounding differs: recipes.training.modeling)"
-        },
-    )
     encoded_cache_mb: float = field(
         default=0.0,
         metadata={
@@ -69,50 +85,19 @@ class SFTScriptArguments:
             "chat template and the image processor (recipes.training.collator); pays on small models and CPUs"
         },
     )
-    hardware: str | None = field(default=None, metadata={"help": "stated in the model card"})
-    eval_results: str | None = field(default=None, metadata={"help": "JSON of results for the card's model-index"})
-    hub_model_name: str | None = field(default=None, metadata={"help": "model name in the card"})
 
 
 DEFAULT_REWARDS = ["mcq_accuracy", "order_accuracy", "format"]
 
 
 @dataclass
-class GRPOScriptArguments:
-    """Data and reward options of a run; every field maps onto a flat key of the recipe YAML."""
+class GRPOScriptArguments(SharedScriptArguments):
+    """GRPO's own option (the rewards) after the shared ones; every field maps onto a flat key of the recipe YAML."""
 
-    dataset_mixture: list[dict[str, Any]] | None = field(
-        default=None, metadata={"help": "sources: [{path, name, split, weight, columns, max_samples}] (video QA)"}
-    )
     reward_funcs: list[str] = field(
         default_factory=lambda: list(DEFAULT_REWARDS),
         metadata={"help": "rewards (recipes.evaluation.rewards); weights: GRPOConfig's reward_weights"},
     )
-    frames_as: str = field(
-        default="video",
-        metadata={"help": "clip frames as one 'video' or as tagged 'images'", "choices": ["video", "images"]},
-    )
-    max_frames: int | None = field(default=8, metadata={"help": "frames per clip (evenly subsampled above it)"})
-    image_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per image"})
-    video_max_pixels: int | None = field(default=None, metadata={"help": "pixel cap per clip (all its frames)"})
-    uniform_vision_calls: bool | None = field(
-        default=None,
-        metadata={"help": "run the vision tower on every log-probability pass (masked dummies); default: on for VLMs"},
-    )
-    system_prompt: str | None = field(
-        default=None,
-        metadata={"help": "system message of every prompt; default: the one the starting SFT run was trained with"},
-    )
-    cpu_labelled_positions_only: bool = field(
-        default=False,
-        metadata={
-            "help": "on a CPU, score only the labelled positions through TRL's fused LM head, as on CUDA (~40 %% less "
-            "CPU a step on tiny models; float rounding differs: recipes.training.modeling)"
-        },
-    )
-    hardware: str | None = field(default=None, metadata={"help": "stated in the model card"})
-    eval_results: str | None = field(default=None, metadata={"help": "JSON of results for the card's model-index"})
-    hub_model_name: str | None = field(default=None, metadata={"help": "model name in the card"})
 
 
 class RecipeParser(TrlParser):

@@ -114,7 +114,8 @@ def train_tokenizer(corpus: list[str] | None = None, vocab_size: int = 640, chat
 
 
 def tiny_text_config(tokenizer, **overrides) -> dict:
-    """The tiny text tower every stand-in shares (here and in ``tiny_families``); callers state how it ties."""
+    """The tiny text tower every stand-in shares (here and in the tests' ``tiny_families``); callers state how
+    it ties."""
     config = {
         "vocab_size": len(tokenizer),
         "hidden_size": 32,

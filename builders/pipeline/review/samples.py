@@ -12,9 +12,9 @@ import yaml
 from datasets import Dataset, Features, Image, List, load_dataset
 
 from builders.errors import InputError
+from builders.pipeline.review import DEFAULT_CONFIG
 
 
-DEFAULT_CONFIG = "validation_curated"
 FRAME_COLUMNS = ("frames", "frame_timestamps")
 # what the review app shows and filters by, and the export writes back: a Sureon build has them all
 REVIEW_COLUMNS = (

@@ -1,21 +1,20 @@
-"""Tiny random stand-ins of the open vision-language families people evaluate (the paper's Table 3 and the two
-families users most often bring), built from each family's own config, processor and image processor with nothing
-downloaded, so the evaluation backend is proven on every family's image tokens, chat template and system role.
+"""Tiny random stand-ins of the open vision-language families people evaluate (the Sureon paper's Table 3 and the
+two families users most often bring), built from each family's own config, processor and image processor with
+nothing downloaded, so that the tests prove the evaluation backend on every family's image tokens, chat template and
+system role (``tests/test_eval_families.py``).
 
 ``build_tiny_family(name, out)`` writes one of :data:`FAMILIES` to ``out``: the family's native transformers model
 class (never remote code) with 2 text layers of width 32 and a 1-2 layer vision tower, its real processor and
 image processor sized for small frames, and a byte-level BPE tokenizer trained on the spot that carries the
 family's special tokens (as :mod:`recipes.training.tiny_models` does for Qwen3-VL). The chat template is the one the
 real checkpoints ship where an installed package stores it (TRL's ``trl/chat_templates/``: Qwen3-VL, Qwen2.5-VL,
-Gemma 3, Gemma 4); for Molmo2, InternVL and LLaVA-OneVision no installed package ships one, so a short template
-written here follows the layout of the one their checkpoints publish (placeholders, image placement, system role),
-not its every byte (marked ``[layout, not the published file]`` below).
-Per-family quirks are in ``docs/model_families.md``.
+Gemma 3, Gemma 4); for Molmo2, InternVL and LLaVA-OneVision no installed package ships one, so a short template in
+``tiny_family_templates/`` beside this file follows the layout of the one their checkpoints publish (placeholders,
+image placement, system role), not its every byte. Per-family quirks are in ``docs/model_families.md``.
 
-Usage: ``python -m recipes.training.tiny_families --family gemma3 --out build/tiny-gemma3``.
+Test code, not the package's: the demo and ``sureon reproduce`` need only :mod:`recipes.training.tiny_models`.
 """
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,56 +24,12 @@ from recipes.training.tiny_models import CORPUS, tiny_text_config, trl_chat_temp
 
 QWEN_CHAT_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
-# Molmo2 (allenai/Molmo2-*): every image of the conversation goes first, as ``<|image|>`` (one image) or
-# ``Image 1<|image|>Image 2<|image|>...``, then each video as ``<|video|>``, then ChatML user/assistant turns whose
-# text parts are joined by a space; roles must alternate from a user turn, so there is no system role. [layout, not
-# the published file]
-MOLMO2_TEMPLATE = (
-    "{%- set images = namespace(n=0, videos=0) -%}"
-    "{%- for message in messages -%}{%- if message['content'] is not string -%}{%- for part in message['content'] -%}"
-    "{%- if part['type'] == 'image' -%}{%- set images.n = images.n + 1 -%}"
-    "{%- elif part['type'] == 'video' -%}{%- set images.videos = images.videos + 1 -%}{%- endif -%}"
-    "{%- endfor -%}{%- endif -%}{%- endfor -%}"
-    "{%- if images.n == 1 -%}{{ '<|image|>' }}{%- elif images.n > 1 -%}"
-    "{%- for i in range(images.n) -%}{{ 'Image ' ~ (i + 1) ~ '<|image|>' }}{%- endfor -%}{%- endif -%}"
-    "{%- for i in range(images.videos) -%}{{ '<|video|>' }}{%- endfor -%}"
-    "{%- for message in messages -%}"
-    "{%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}"
-    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{%- endif -%}"
-    "{{ '<|im_start|>' + message['role'] + '\n' }}"
-    "{%- if message['content'] is string -%}{{ message['content'] }}{%- else -%}"
-    "{{ message['content'] | selectattr('type', 'equalto', 'text') | map(attribute='text') | join(' ') }}"
-    "{%- endif -%}{{ '<|im_end|>\n' }}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\n' }}{%- endif -%}"
-)
+TEMPLATES = Path(__file__).with_name("tiny_family_templates")
 
-# InternVL3-hf (OpenGVLab/InternVL3-*-hf): ChatML with a system turn, each image written where it stands as
-# ``<IMG_CONTEXT>`` (the processor wraps it in ``<img>...</img>`` and repeats it per patch). [layout, not the
-# published file]
-INTERNVL_TEMPLATE = (
-    "{%- for message in messages -%}{{ '<|im_start|>' + message['role'] + '\n' }}"
-    "{%- if message['content'] is string -%}{{ message['content'] }}{%- else -%}"
-    "{%- for part in message['content'] -%}"
-    "{%- if part['type'] == 'image' -%}{{ '<IMG_CONTEXT>\n' }}{%- elif part['type'] == 'video' -%}"
-    "{{ '<video>\n' }}{%- elif part['type'] == 'text' -%}{{ part['text'] }}{%- endif -%}"
-    "{%- endfor -%}{%- endif -%}{{ '<|im_end|>\n' }}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\n' }}{%- endif -%}"
-)
 
-# LLaVA-OneVision (llava-hf/llava-onevision-qwen2-*-ov-hf): ChatML whose user turn writes every ``<image>`` (then
-# every ``<video>``) first and the text parts after them. [layout, not the published file]
-LLAVA_ONEVISION_TEMPLATE = (
-    "{%- for message in messages -%}{{ '<|im_start|>' + message['role'] + ' ' }}"
-    "{%- if message['content'] is string -%}{{ '\n' + message['content'] }}{%- else -%}"
-    "{%- for part in message['content'] if part['type'] == 'image' -%}{{ '<image>' }}{%- endfor -%}"
-    "{%- for part in message['content'] if part['type'] == 'video' -%}{{ '<video>' }}{%- endfor -%}"
-    "{{ '\n' }}{%- for part in message['content'] if part['type'] == 'text' -%}{{ part['text'] }}{%- endfor -%}"
-    "{%- endif -%}{{ '<|im_end|>\n' }}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\n' }}{%- endif -%}"
-)
+def chat_template(name: str) -> str:
+    """``tiny_family_templates/<name>.jinja``: a template written here where no installed package ships one."""
+    return (TEMPLATES / f"{name}.jinja").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -378,7 +333,7 @@ def _molmo2():
         [*QWEN_CHAT_TOKENS, *image_tokens],
         eos="<|im_end|>",
         pad="<|endoftext|>",
-        template=MOLMO2_TEMPLATE,
+        template=chat_template("molmo2"),
         extra={"image_token": "<|image|>", "video_token": "<|video|>"},
     )
     token_id = tokenizer.convert_tokens_to_ids
@@ -417,7 +372,7 @@ def _molmo2():
         ),
         video_processor=Molmo2VideoProcessor(size={"height": 56, "width": 56}, patch_size=14, pooling_size=[2, 2]),
         tokenizer=tokenizer,
-        chat_template=MOLMO2_TEMPLATE,
+        chat_template=chat_template("molmo2"),
     )
     return model, processor
 
@@ -435,7 +390,7 @@ def _internvl():
         [*QWEN_CHAT_TOKENS, "<img>", "</img>", "<IMG_CONTEXT>", "<video>"],
         eos="<|im_end|>",
         pad="<|endoftext|>",
-        template=INTERNVL_TEMPLATE,
+        template=chat_template("internvl"),
         extra={
             "start_image_token": "<img>",
             "end_image_token": "</img>",
@@ -462,7 +417,7 @@ def _internvl():
         image_processor=GotOcr2ImageProcessor(size=image_size, max_patches=2),
         video_processor=InternVLVideoProcessor(size=image_size),
         tokenizer=tokenizer,
-        chat_template=INTERNVL_TEMPLATE,
+        chat_template=chat_template("internvl"),
         image_seq_length=4,
     )
     return model, processor
@@ -481,7 +436,7 @@ def _llava_onevision():
         [*QWEN_CHAT_TOKENS, "<image>", "<video>"],
         eos="<|im_end|>",
         pad="<|endoftext|>",
-        template=LLAVA_ONEVISION_TEMPLATE,
+        template=chat_template("llava_onevision"),
         extra={"image_token": "<image>", "video_token": "<video>"},
     )
     token_id = tokenizer.convert_tokens_to_ids
@@ -508,7 +463,7 @@ def _llava_onevision():
         ),
         video_processor=LlavaOnevisionVideoProcessor(size={"height": 32, "width": 32}),
         tokenizer=tokenizer,
-        chat_template=LLAVA_ONEVISION_TEMPLATE,
+        chat_template=chat_template("llava_onevision"),
         num_image_tokens=16,
         vision_feature_select_strategy="full",
     )
@@ -539,17 +494,3 @@ def build_tiny_family(name: str, out: Path, *, seed: int = 0) -> Path:
     model.save_pretrained(out)
     processor.save_pretrained(out)
     return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--family", required=True, choices=list(FAMILIES))
-    parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    print(build_tiny_family(args.family, args.out, seed=args.seed))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -8,14 +8,18 @@ The endpoint comes from ``--base-url`` or ``OPENAI_BASE_URL``, the key from ``OP
 so it stays out of shell history and process lists). Every LLM reply is cached in ``--cache`` (default
 ``<out>.llm_cache.sqlite``), and stage 2's embeddings in ``<out>.embeddings/``: a killed run, rerun, pays for
 nothing twice.
+
+The parser loads nothing heavy: the stages (LLM client, datasets, embeddings) load when one runs, and stage 2's
+generators and embedding model, when not given, are :class:`~builders.pipeline.radg.Stage2Config`'s own defaults.
 """
 
 from pathlib import Path
 
 from builders.arguments import fraction, positive_int, seed
+from builders.sureon.categories import BY_CODE, CATEGORIES
 
 
-def _transcript_arguments(parser) -> None:
+def add_transcript_arguments(parser) -> None:
     parser.add_argument("--transcripts", required=True, nargs="+", type=Path, help="JSON/JSONL/SRT/VTT/SQLite files")
     parser.add_argument("--metadata", type=Path, help="video metadata (JSON/JSONL/CSV keyed by source_id)")
     parser.add_argument("--split-file", required=True, type=Path, help="stored split; made here if absent")
@@ -23,7 +27,7 @@ def _transcript_arguments(parser) -> None:
     parser.add_argument("--seed", type=seed, default=42)
 
 
-def _client_arguments(parser) -> None:
+def add_client_arguments(parser) -> None:
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     parser.add_argument("--cache", type=Path, help="SQLite LLM cache (default: <out>.llm_cache.sqlite)")
     parser.add_argument("--max-concurrency", type=positive_int, default=64, help="requests in flight (seed: 128 / 64)")
@@ -32,7 +36,33 @@ def _client_arguments(parser) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
 
 
-def _client(args, model: str | None = None):
+def add_arguments(parser) -> None:
+    stages = parser.add_subparsers(dest="stage", required=True)
+    split = stages.add_parser("split", help="the seeded subject-stratified video split, stored once")
+    add_transcript_arguments(split)
+
+    stage1 = stages.add_parser("stage1", help="generator-validator agents: transcripts -> grounded QA (D_SGM)")
+    add_transcript_arguments(stage1)
+    stage1.add_argument("--model", required=True, help="endpoint model name of the agents")
+    stage1.add_argument("--out", required=True, type=Path, help="output folder (release layout)")
+    stage1.add_argument("--generator-calls", type=positive_int, default=3, help="R: generator calls per transcript")
+    stage1.add_argument("--categories", nargs="+", choices=list(BY_CODE), help="categories (default: all ten)")
+    add_client_arguments(stage1)
+
+    stage2 = stages.add_parser("stage2", help="retrieval-augmented multi-model distractors (D_ref) or resampled")
+    stage2.add_argument("--input", required=True, type=Path, help="a stage-1 output folder")
+    stage2.add_argument("--out", required=True, type=Path, help="output folder (release layout)")
+    stage2.add_argument("--method", choices=["radg", "resampled"], default="radg")
+    stage2.add_argument("--generators", nargs="+", help="M1..Mn endpoint names")
+    stage2.add_argument("--embedding-model", help="sentence-transformers model")
+    stage2.add_argument("--per-model", type=positive_int, default=6, help="N: distractors per generator")
+    stage2.add_argument("--num-distractors", type=positive_int, default=6, help="distractors drawn into the options")
+    stage2.add_argument("--top-k", type=positive_int, default=100, help="answers retrieved per pool")
+    stage2.add_argument("--exemplars", type=positive_int, default=100, help="K: exemplars after merging")
+    add_client_arguments(stage2)
+
+
+def client(args, model: str | None = None):
     from builders.llm import LLMClient
     from builders.yaml_file import load_yaml_mapping
 
@@ -44,7 +74,7 @@ def _client(args, model: str | None = None):
     )
 
 
-def _split(args):
+def transcripts_and_split(args):
     from builders.pipeline.splits import load_or_make_split
     from builders.pipeline.transcripts import read_transcripts
 
@@ -54,7 +84,7 @@ def _split(args):
 
 
 def run_split(args) -> int:
-    _, split = _split(args)
+    _, split = transcripts_and_split(args)
     counts = {name: sum(v == name for v in split.values()) for name in ("train", "validation")}
     print(f"{args.split_file}: {counts['train']} train and {counts['validation']} validation videos")
     return 0
@@ -62,18 +92,17 @@ def run_split(args) -> int:
 
 def run_stage1(args) -> int:
     from builders.pipeline.agents import Stage1Config, write_stage1
-    from builders.sureon.categories import CATEGORIES
 
-    client = _client(args, args.model)  # its settings (prices) are checked before the split file is written
-    transcripts, split = _split(args)
+    llm = client(args, args.model)  # its settings (prices) are checked before the split file is written
+    transcripts, split = transcripts_and_split(args)
     config = Stage1Config(
         model=args.model,
         generator_calls=args.generator_calls,
         categories=args.categories or [c.code for c in CATEGORIES],
         max_tokens=args.max_tokens,
     )
-    manifest = write_stage1(args.out, transcripts, split, client, config, args.overwrite)
-    print(client.ledger.summary())
+    manifest = write_stage1(args.out, transcripts, split, llm, config, args.overwrite)
+    print(llm.ledger.summary())
     print(f"Wrote {args.out}: {manifest['written']} samples, {manifest['skipped']} skipped (see skipped.jsonl)")
     return 0
 
@@ -81,54 +110,29 @@ def run_stage1(args) -> int:
 def run_stage2(args) -> int:
     from builders.pipeline.radg import Stage2Config, write_stage2
 
+    given = {"generators": args.generators, "embedding_model": args.embedding_model}
     config = Stage2Config(
-        generators=args.generators,
-        embedding_model=args.embedding_model,
         per_model=args.per_model,
         num_distractors=args.num_distractors,
         top_k=args.top_k,
         exemplars=args.exemplars,
         max_tokens=args.max_tokens,
+        **{name: value for name, value in given.items() if value is not None},
     )
-    client = _client(args) if args.method == "radg" else None
+    llm = client(args) if args.method == "radg" else None
     embeddings = args.out.with_name(f"{args.out.name}.embeddings")
     manifest = write_stage2(
-        args.input, args.out, args.method, config, client, overwrite=args.overwrite, embedding_cache=embeddings
+        args.input, args.out, args.method, config, llm, overwrite=args.overwrite, embedding_cache=embeddings
     )
-    if client is not None:
-        print(client.ledger.summary())
+    if llm is not None:
+        print(llm.ledger.summary())
     print(f"Wrote {args.out}: {manifest['written']} questions, {manifest['skipped']} skipped (see skipped.jsonl)")
     print(f"Build datasets with: sureon build sureon --release {args.out} --out DIR")
     return 0
 
 
-def add_subcommands(group) -> None:
-    from builders.pipeline.radg import DEFAULT_EMBEDDING_MODEL, DEFAULT_GENERATORS
-    from builders.sureon.categories import BY_CODE
+STAGES = {"split": run_split, "stage1": run_stage1, "stage2": run_stage2}
 
-    stages = group.add_subparsers(dest="stage", required=True)
-    split = stages.add_parser("split", help="the seeded subject-stratified video split, stored once")
-    _transcript_arguments(split)
-    split.set_defaults(handler=run_split)
 
-    stage1 = stages.add_parser("stage1", help="generator-validator agents: transcripts -> grounded QA (D_SGM)")
-    _transcript_arguments(stage1)
-    stage1.add_argument("--model", required=True, help="endpoint model name of the agents")
-    stage1.add_argument("--out", required=True, type=Path, help="output folder (release layout)")
-    stage1.add_argument("--generator-calls", type=positive_int, default=3, help="R: generator calls per transcript")
-    stage1.add_argument("--categories", nargs="+", choices=list(BY_CODE), help="categories (default: all ten)")
-    _client_arguments(stage1)
-    stage1.set_defaults(handler=run_stage1)
-
-    stage2 = stages.add_parser("stage2", help="retrieval-augmented multi-model distractors (D_ref) or resampled")
-    stage2.add_argument("--input", required=True, type=Path, help="a stage-1 output folder")
-    stage2.add_argument("--out", required=True, type=Path, help="output folder (release layout)")
-    stage2.add_argument("--method", choices=["radg", "resampled"], default="radg")
-    stage2.add_argument("--generators", nargs="+", default=list(DEFAULT_GENERATORS), help="M1..Mn endpoint names")
-    stage2.add_argument("--embedding-model", default=DEFAULT_EMBEDDING_MODEL, help="sentence-transformers model")
-    stage2.add_argument("--per-model", type=positive_int, default=6, help="N: distractors per generator")
-    stage2.add_argument("--num-distractors", type=positive_int, default=6, help="distractors drawn into the options")
-    stage2.add_argument("--top-k", type=positive_int, default=100, help="answers retrieved per pool")
-    stage2.add_argument("--exemplars", type=positive_int, default=100, help="K: exemplars after merging")
-    _client_arguments(stage2)
-    stage2.set_defaults(handler=run_stage2)
+def run(args) -> int:
+    return STAGES[args.stage](args)

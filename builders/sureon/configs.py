@@ -1,0 +1,34 @@
+"""The Sureon configs a build writes (names are part of the contract) and the build's other choices, kept apart from
+:mod:`builders.sureon.build` so that ``sureon build sureon --help`` and ``sureon videos fetch`` offer them without
+loading the builder (pyarrow, datasets)."""
+
+from dataclasses import dataclass
+
+
+MISSING_VIDEO_MODES = ("error", "skip", "annotation-only")
+BLURRED_BY_DEFAULT = ("bench", "validation", "validation_curated")  # the configs models are evaluated on
+FRAMES_LAYOUTS = ("files", "embedded")
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    name: str
+    split: str
+    curated_only: bool
+    description: str
+
+    def frames_layout(self, requested: str) -> str:
+        """``requested`` for the training configs; the others always embed (see :mod:`builders.sureon.build`)."""
+        return requested if self.split == "train" else "embedded"
+
+
+CONFIGS: dict[str, ConfigSpec] = {
+    spec.name: spec
+    for spec in (
+        ConfigSpec("bench", "test", False, "the surgeon-verified benchmark (340 questions in the official release)"),
+        ConfigSpec("db", "train", True, "Sureon-DB: training questions that pass blind curation"),
+        ConfigSpec("train_all", "train", False, "every training question, before blind curation"),
+        ConfigSpec("validation", "validation", False, "every validation question, before blind curation"),
+        ConfigSpec("validation_curated", "validation", True, "validation questions that pass blind curation"),
+    )
+}
