@@ -3,15 +3,17 @@
 import statistics
 from collections import Counter
 from pathlib import Path
-
-from datasets import DatasetInfo, Features, SplitDict, SplitInfo
-from datasets.info import DatasetInfosDict
-from huggingface_hub import DatasetCard, DatasetCardData
+from typing import TYPE_CHECKING
 
 from builders.options import LETTERS
 from builders.plots import pyplot, save_figure
 from builders.sureon.categories import BY_CODE, CATEGORIES, MCQ
 from model_cards import SUREON_CITATION, template_path
+
+
+if TYPE_CHECKING:  # datasets and huggingface_hub are imported where a card is rendered
+    from datasets import DatasetInfo, Features
+    from huggingface_hub import DatasetCardData
 
 
 STAT_ROWS = (
@@ -122,7 +124,7 @@ def plot_category_distribution(config_stats: dict[str, dict], path: Path) -> Non
 def render_card(
     configs: list[dict],
     config_metadata: list[dict],
-    dataset_infos: dict[str, DatasetInfo],
+    dataset_infos: dict[str, "DatasetInfo"],
     with_frames: bool,
     extra_columns: list[str],
     blur: dict | None = None,
@@ -149,6 +151,8 @@ def render_card(
         for code in sorted(seen - set(BY_CODE))
     ]
     letters = sorted({letter for c in configs for letter in c["stats"]["answer_position"]})
+    from huggingface_hub import DatasetCard
+
     card = DatasetCard.from_template(
         card_data,
         template_path=template_path("sureon_dataset_card.md"),
@@ -174,9 +178,12 @@ def _card_data(
     tags: list[str],
     largest: int,
     config_metadata: list[dict],
-    dataset_infos: dict[str, DatasetInfo],
-) -> DatasetCardData:
+    dataset_infos: dict[str, "DatasetInfo"],
+) -> "DatasetCardData":
     """The card's YAML header: metadata, the ``configs:`` shards and ``dataset_info`` (features and split sizes)."""
+    from datasets.info import DatasetInfosDict
+    from huggingface_hub import DatasetCardData
+
     card_data = DatasetCardData(
         language="en",
         license="other",
@@ -253,7 +260,7 @@ def plot_domain_type_distribution(stats: dict, domains: dict, question_types: di
 def render_mcq_card(
     configs: list[dict],
     config_metadata: list[dict],
-    dataset_infos: dict[str, DatasetInfo],
+    dataset_infos: dict[str, "DatasetInfo"],
     stats: dict[str, dict],
     *,
     vocabularies: dict[str, dict[str, str]],
@@ -285,6 +292,8 @@ def render_mcq_card(
             ("source_types", vocabularies["source_type"], "source_types"),
         )
     }
+    from huggingface_hub import DatasetCard
+
     card = DatasetCard.from_template(
         card_data,
         template_path=template_path("surgiq_dataset_card.md"),
@@ -302,13 +311,15 @@ def render_mcq_card(
     return str(card)
 
 
-def split_infos(features: Features, written: list) -> DatasetInfo:
+def split_infos(features: "Features", written: list) -> "DatasetInfo":
     """One config's ``dataset_info`` from its written splits (summed when a split spans several folders)."""
     splits: dict[str, list[int]] = {}
     for part in written:
         sizes = splits.setdefault(part.split, [0, 0])
         sizes[0] += part.num_bytes
         sizes[1] += part.num_examples
+    from datasets import DatasetInfo, SplitDict, SplitInfo
+
     return DatasetInfo(
         features=features,
         splits=SplitDict({name: SplitInfo(name, size, count) for name, (size, count) in splits.items()}),
@@ -321,7 +332,7 @@ def render_public_card(
     manifest: dict,
     licenses: dict[str, str],
     paper_table: dict[str, list[int]],
-    dataset_infos: dict[str, DatasetInfo],
+    dataset_infos: dict[str, "DatasetInfo"],
     repo_id: str = "ORG/sureon-public",
     pretty_name: str = "Sureon public corpus",
 ) -> str:
@@ -375,6 +386,8 @@ def render_public_card(
         manifest["configs"],
         dataset_infos,
     )
+    from huggingface_hub import DatasetCard
+
     card = DatasetCard.from_template(
         card_data,
         template_path=template_path("public_dataset_card.md"),

@@ -22,13 +22,16 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from datasets import DatasetInfo, Features, SplitDict, SplitInfo
-from datasets.features.features import require_decoding
 
 from builders.errors import InputError, UserError
+
+
+if TYPE_CHECKING:  # datasets is imported where a split is written, not by every command that imports this module
+    from datasets import DatasetInfo, Features
 
 
 DEFAULT_MAX_SHARD_BYTES = 500 * 1024 * 1024
@@ -52,9 +55,11 @@ class WrittenSplit:
     num_bytes: int  # Arrow size, as ``datasets`` reports it
     download_size: int  # parquet bytes on disk
 
-    def info(self, features: Features) -> DatasetInfo:
+    def info(self, features: "Features") -> "DatasetInfo":
         """The ``dataset_info`` entry of the card. It also keys ``datasets``' cache: without it, two local folders of
         the same name and configs would share cached data."""
+        from datasets import DatasetInfo, SplitDict, SplitInfo
+
         return DatasetInfo(
             features=features,
             splits=SplitDict({self.split: SplitInfo(self.split, self.num_bytes, self.num_examples)}),
@@ -65,7 +70,7 @@ class WrittenSplit:
 
 def write_split(
     rows: Iterable[dict],
-    features: Features,
+    features: "Features",
     config_dir: Path,
     split: str,
     max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
@@ -76,6 +81,8 @@ def write_split(
     schema = features.arrow_schema
     # only media features (images) need ``datasets``' encoding; plain rows go to Arrow as they are (it checks their
     # types against the schema), which spares ~0.5 ms a row on the millions of rows of the public corpus
+    from datasets.features.features import require_decoding
+
     encode = features.encode_example if any(require_decoding(f) for f in features.values()) else dict
     shard_paths: list[Path] = []
     writer: pq.ParquetWriter | None = None

@@ -78,7 +78,7 @@ COMMANDS = (
     ),
     Command(
         ("build", "public"),
-        "public_converters.build",
+        "public_converters.build_command",
         "the templated public corpus from local copies of the public surgical datasets (the Sureon paper, Appendix C)",
         "Build the public corpus: read each source natively, template image and clip QAs, write the Hub layout. See "
         "public_converters/build.py.",

@@ -26,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from datasets import Features
 from pydantic import BaseModel
 
 from builders.errors import InputError
@@ -36,7 +35,7 @@ from builders.outputs import atomic_file
 from builders.pipeline.agents import STAGE1_FIELDS, read_prompt
 from builders.pipeline.output import lettered, read_stage_output, write_stage_output
 from builders.sureon.categories import MCQ, resolve_category
-from builders.sureon.distractor_pool import POOL_FEATURE, clean_pool, draw_distractors
+from builders.sureon.distractor_pool import POOL_TYPE, clean_pool, draw_distractors
 
 
 DEFAULT_EMBEDDING_MODEL = "BAAI/bge-m3"
@@ -45,7 +44,7 @@ POOLS = ("procedure", "specialty", "subject", "broad")  # priority order
 STAGE2_FIELDS = [
     *STAGE1_FIELDS,
     ("stage1_distractors", pa.list_(pa.string())),
-    ("distractor_pool", Features({"pool": POOL_FEATURE}).arrow_schema.field("pool").type),
+    ("distractor_pool", POOL_TYPE),
 ]
 
 

@@ -45,7 +45,8 @@ from builders.sureon.configs import (
     CONFIGS,
     FRAMES_LAYOUTS,
     MISSING_VIDEO_MODES,
-    ConfigSpec,
+    passes_curation,
+    select_configs,
 )
 from builders.sureon.frames import (
     ClipFrames,
@@ -56,13 +57,7 @@ from builders.sureon.frames import (
     resolve_decode_device,
     windows_outside,
 )
-from builders.sureon.release import ColumnMapping, Release, ReleaseError, check_leakage, read_release
-
-
-def passes_curation(record: dict) -> bool:
-    return record["passes_blind_curation"] is True or (
-        record["passes_blind_curation"] is None and record["category"] == "SM"
-    )
+from builders.sureon.release import ColumnMapping, check_leakage, read_release
 
 
 def default_cache_dir() -> Path:
@@ -120,18 +115,6 @@ class BuildReport:
         if self.warnings:
             lines.append(f"{len(self.warnings)} warning(s) (see build_manifest.json), first: {self.warnings[0]}")
         return "\n".join(lines)
-
-
-def select_configs(release: Release, requested: list[str] | None) -> list[ConfigSpec]:
-    if requested:
-        unknown = [name for name in requested if name not in CONFIGS]
-        if unknown:
-            raise ReleaseError(f"unknown config(s) {unknown}; choose from {list(CONFIGS)}")
-        absent = [n for n in requested if CONFIGS[n].split not in release.splits]
-        if absent:
-            raise ReleaseError(f"config(s) {absent} need split(s) the release lacks (found {list(release.splits)})")
-        return [CONFIGS[n] for n in CONFIGS if n in requested]
-    return [spec for spec in CONFIGS.values() if spec.split in release.splits]
 
 
 @dataclass

@@ -4,6 +4,8 @@ loading the builder (pyarrow, datasets)."""
 
 from dataclasses import dataclass
 
+from builders.sureon.release import Release, ReleaseError
+
 
 MISSING_VIDEO_MODES = ("error", "skip", "annotation-only")
 BLURRED_BY_DEFAULT = ("bench", "validation", "validation_curated")  # the configs models are evaluated on
@@ -32,3 +34,22 @@ CONFIGS: dict[str, ConfigSpec] = {
         ConfigSpec("validation_curated", "validation", True, "validation questions that pass blind curation"),
     )
 }
+
+
+def passes_curation(record: dict) -> bool:
+    """In Sureon-DB and ``validation_curated``: passed blind curation; sequence summaries (flag null) pass through."""
+    return record["passes_blind_curation"] is True or (
+        record["passes_blind_curation"] is None and record["category"] == "SM"
+    )
+
+
+def select_configs(release: Release, requested: list[str] | None) -> list[ConfigSpec]:
+    if requested:
+        unknown = [name for name in requested if name not in CONFIGS]
+        if unknown:
+            raise ReleaseError(f"unknown config(s) {unknown}; choose from {list(CONFIGS)}")
+        absent = [n for n in requested if CONFIGS[n].split not in release.splits]
+        if absent:
+            raise ReleaseError(f"config(s) {absent} need split(s) the release lacks (found {list(release.splits)})")
+        return [CONFIGS[n] for n in CONFIGS if n in requested]
+    return [spec for spec in CONFIGS.values() if spec.split in release.splits]

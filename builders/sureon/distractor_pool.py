@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from itertools import combinations
 from math import comb
 
-from datasets import List, Value
+import pyarrow as pa
 
 from builders.errors import InputError
 from builders.options import normalise_option, stable_seed
 
 
-POOL_FEATURE = List({"text": Value("string"), "model": Value("string")})
+POOL_TYPE = pa.list_(pa.struct([("text", pa.string()), ("model", pa.string())]))
 
 
 def clean_pool(pool: Sequence[dict], answer: str) -> list[dict]:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from builders.errors import InputError
-from builders.sureon.build import passes_curation, select_configs
 from builders.sureon.clips import HASH_ID
+from builders.sureon.configs import passes_curation, select_configs
 from builders.sureon.release import read_release
 
 
