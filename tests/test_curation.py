@@ -10,19 +10,9 @@ import pytest
 
 from builders.sureon.distractor_pool import clean_pool, is_diverse
 from builders.sureon.folds import assign_folds
-from recipes.curation.curate import (
-    FoldLeakError,
-    Guesser,
-    Sampling,
-    ScoreCache,
-    apply_curation,
-    candidate_configurations,
-    check_fold_rule,
-    curate,
-    harden,
-    load_guesser,
-    survival_table,
-)
+from recipes.curation.curate import apply_curation, check_fold_rule, curate, survival_table
+from recipes.curation.guessers import FoldLeakError, Guesser, Sampling, ScoreCache, load_guesser
+from recipes.curation.hardening import candidate_configurations, harden
 
 
 SUBJECTS = ("Bariatric", "Colorectal", "Hernia")

@@ -17,7 +17,7 @@ from recipes.evaluation.presets import SETTINGS, load_all, load_preset
 from recipes.evaluation.public.evaluate import make_parser as public_parser
 from recipes.evaluation.runner import Default, backend_from_args, request_param, resolve_settings, run_settings
 from recipes.evaluation.sureon.evaluate import make_parser as sureon_parser
-from recipes.evaluation.sureon.report import PAPER_TABLE3, load_paper_table3
+from recipes.evaluation.sureon.report_statistics import PAPER_TABLE3, load_paper_table3
 from sureon.cli import main as cli_main
 
 
@@ -312,7 +312,8 @@ def test_table3_report_sets_each_run_beside_its_paper_row(bench, tmp_path, capsy
 
 
 def test_the_human_baseline_follows_the_papers_human_row(tmp_path):
-    from recipes.evaluation.sureon.report import build_report, load_models, table3
+    from recipes.evaluation.sureon.report_rendering import table3
+    from recipes.evaluation.sureon.report_statistics import build_report, load_models
 
     def rows(model, mode, flip):
         return [

@@ -9,11 +9,11 @@ import pytest
 from conftest import REPO
 
 from builders.surgiq.build import BuildOptions, build_surgiq
-from recipes.evaluation.surgiq.evaluate import (
+from recipes.evaluation.surgiq.evaluate import load_surgiq
+from recipes.evaluation.surgiq.scoring import (
     FEWSHOT_POOL_SIZE,
     LabelScorer,
     fewshot_pool,
-    load_surgiq,
     predictions_from_scores,
     render_prompts,
 )
@@ -170,7 +170,7 @@ def test_the_module_describes_multi_token_labels_as_our_scorer_treats_them(tiny_
     scores a multi-token continuation, so that is no longer a difference between the two."""
     from test_surgiq_eval import split_tokenizer
 
-    from recipes.evaluation.surgiq.evaluate import label_token_ids
+    from recipes.evaluation.surgiq.scoring import label_token_ids
 
     split = split_tokenizer(tokenizer_of(load_processor(str(tiny_causal_lm))))
     assert len(label_token_ids(split)["C"][" C"]) == 2  # kept, with both of its tokens

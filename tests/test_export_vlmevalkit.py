@@ -8,6 +8,7 @@ VLMEvalKit pulls ~170 packages (decord, opencv-python, an omegaconf pre-release)
 environment, so CI checks the export through its own functions and files; only the slow test meets the harness.
 """
 
+import ast
 import json
 import os
 import subprocess
@@ -24,7 +25,8 @@ from recipes.evaluation.prediction_tables import TableError, read_table, records
 from recipes.evaluation.public.evaluate import prediction_record
 from recipes.evaluation.sureon.evaluate import score_all, summarize
 from recipes.export import vlmevalkit as export
-from recipes.export.lmms_eval import metric_value
+from recipes.export import vlmevalkit_dataset
+from recipes.export.sureon_benchmark import metric_value
 from sureon.cli import main as cli_main
 
 
@@ -74,8 +76,9 @@ def test_every_question_once_per_condition_with_the_builds_frames_options_and_an
                 continue
             assert json.loads(row["frame_timestamps"]) == built["frame_timestamps"]
             assert [(root / f).read_bytes() for f in frames] == [f["bytes"] for f in built["frames"]]
-    written = sorted(p.name for p in (exported / export.FRAMES).rglob("*") if p.is_file())
-    assert len(written) == sum(len(r["frames"]) for r in build_rows)  # once, shared by the visual and both TSVs
+    written = [p.read_bytes() for p in (exported / export.FRAMES).rglob("*") if p.is_file()]
+    # each distinct frame once, shared by the questions that show it and by the visual and both TSVs
+    assert sorted(written) == sorted({f["bytes"] for r in build_rows for f in r["frames"]})
     assert {"SM", "TO", "AD"} <= {r["category"] for r in build_rows}  # the demo covers options, orders, summaries
 
 
@@ -100,7 +103,7 @@ def test_the_prompt_is_our_formatter_over_the_same_frames(exported):
     root = exported / "frames" / "Sureon"
     for row in tsv(exported, "Sureon"):
         record = json.loads(row[export.RECORD_COLUMN])
-        message = export.vlmevalkit_message(row, root)
+        message = vlmevalkit_dataset.vlmevalkit_message(row, root)
         blind = row["mode"] == "blind"
         paths = [str(root / f) for f in json.loads(row["image_path"])]
         (ours,) = format_messages(record | {"frames": paths}, blind=blind, frames_as="images")
@@ -151,7 +154,7 @@ def test_a_vlmevalkit_table_is_scored_as_sureon_eval_scores_it(exported, tmp_pat
     rows = tsv(exported, "Sureon")
     outputs = outputs_for(rows)
     table = write_prediction_table(rows, outputs, tmp_path / MODEL / f"{MODEL}_Sureon{suffix}")
-    metrics = export.score_predictions(table, "Sureon", manifest["datasets"]["Sureon"])
+    metrics = vlmevalkit_dataset.score_predictions(table, "Sureon", manifest["datasets"]["Sureon"])
 
     records = [json.loads(r[export.RECORD_COLUMN]) for r in rows if r["mode"] == "visual"]
     by_mode = {(r["question_id"], r["mode"]): outputs[r["index"]] for r in rows}
@@ -198,14 +201,24 @@ def test_tables_that_cannot_be_scored_name_the_file_and_the_fix(exported, tmp_pa
     manifest = json.loads((exported / export.MANIFEST).read_text())
     short = write_prediction_table(rows[:-1], outputs, tmp_path / MODEL / f"{MODEL}_Sureon_visual.tsv")
     with pytest.raises(ValueError, match=r"10 predictions for the 11 rows"):
-        export.score_predictions(short, "Sureon_visual", manifest["datasets"]["Sureon_visual"])
+        vlmevalkit_dataset.score_predictions(short, "Sureon_visual", manifest["datasets"]["Sureon_visual"])
 
 
-def test_the_launcher_registers_then_runs_vlmevalkit(exported):
+def test_the_launcher_is_the_dataset_module_and_registers_then_runs_vlmevalkit(exported):
     launcher = (exported / export.LAUNCHER).read_text()
-    compile(launcher, export.LAUNCHER, "exec")
-    assert launcher.index("register(Path(__file__).resolve().parent)") < launcher.index("from vlmeval.run import")
-    assert repr(str(REPO)) in launcher  # the checkout the datasets' code comes from
+    assert launcher == Path(vlmevalkit_dataset.__file__).read_text()  # a copy of the module, no generated code
+    main = launcher[launcher.index("def main(") :]
+    assert main.index("register(folder)") < main.index("from vlmeval.run import")
+    manifest = json.loads((exported / export.MANIFEST).read_text())
+    assert manifest["project_root"] == str(REPO)  # the checkout the datasets' code comes from
+
+
+def test_the_launcher_imports_only_the_standard_library_until_it_has_found_the_project():
+    """It starts in VLMEvalKit's environment, where the project is importable only once main() put it on sys.path."""
+    tree = ast.parse(Path(vlmevalkit_dataset.__file__).read_text())
+    imported = [alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names]
+    imported += [node.module for node in tree.body if isinstance(node, ast.ImportFrom)]
+    assert imported and all(name.split(".")[0] in sys.stdlib_module_names for name in imported)
 
 
 # --- the public benchmarks ----------------------------------------------------------------------------------------
@@ -237,7 +250,7 @@ def test_public_benchmarks_keep_the_builds_rows_frames_and_answers(public_export
         assert Path(entry["frames_root"]) == build.resolve()  # read in place: the build's own files
         for row, doc in zip(rows, docs, strict=True):
             assert json.loads(row["image_path"]) == doc["frames"] and row["answer"] == doc["answer"]
-            message = export.vlmevalkit_message(row, build)
+            message = vlmevalkit_dataset.vlmevalkit_message(row, build)
             (ours,) = format_messages(doc | {"frames": [str(build / f) for f in doc["frames"]]}, frames_as="images")
             assert [p["value"] for p in message if p["type"] == "image"] == [
                 p["image"] for p in ours["content"] if p["type"] == "image"
@@ -257,7 +270,7 @@ def test_a_public_table_is_scored_as_sureon_report_public_scores_the_runners_rec
         for k, (r, d) in enumerate(zip(rows, docs, strict=True))
     }
     table = write_prediction_table(rows, outputs, tmp_path / MODEL / f"{MODEL}_{name}.xlsx")
-    metrics = export.score_predictions(table, name, manifest["datasets"][name])
+    metrics = vlmevalkit_dataset.score_predictions(table, name, manifest["datasets"][name])
     records = [prediction_record(d, outputs[r["index"]], MODEL) for r, d in zip(rows, docs, strict=True)]
     written = [json.loads(line) for line in table.with_name(f"{table.stem}_sureon_predictions.jsonl").open()]
     assert written == records

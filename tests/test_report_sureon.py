@@ -13,14 +13,8 @@ from recipes.evaluation.sureon.metrics import (
     read_predictions,
     score_model,
 )
-from recipes.evaluation.sureon.report import (
-    PAPER_TABLE14,
-    accuracies_report,
-    build_report,
-    load_models,
-    render_accuracies,
-    render_markdown,
-)
+from recipes.evaluation.sureon.report_rendering import render_accuracies, render_markdown
+from recipes.evaluation.sureon.report_statistics import PAPER_TABLE14, accuracies_report, build_report, load_models
 from sureon.cli import main as cli
 
 

@@ -11,12 +11,12 @@ from conftest import REPO
 
 from builders.prompt import ANSWER_CUE, surgiq_prompt
 from builders.surgiq.build import BuildOptions, build_surgiq
-from recipes.evaluation.surgiq.evaluate import (
+from recipes.evaluation.surgiq.evaluate import load_surgiq
+from recipes.evaluation.surgiq.scoring import (
     FEWSHOT_POOL_SIZE,
     LabelScorer,
     ScoreCache,
     fewshot_pool,
-    load_surgiq,
     render_prompts,
     score_prompts,
 )

@@ -7,7 +7,7 @@ Reads Sureon builds and releases, SurgiQ builds, or any dataset with ``question`
 ``answer_index``) columns; options in any layout :func:`builders.options.read_options` accepts. It reports:
 
 - per guesser, the consistency S over R sampled blind answers (exactly the curation's scoring,
-  :func:`recipes.curation.curate.score_records`, cached and resumable), its distribution, and the questions with
+  :func:`recipes.curation.guessers.score_records`, cached and resumable), its distribution, and the questions with
   S >= tau;
 - the shortcut baselines of :mod:`recipes.evaluation.surgiq.shortcuts` (longest option, lexical overlap, unique
   tokens);
@@ -27,7 +27,7 @@ from builders.arguments import positive_float, positive_int, seed
 from builders.errors import InputError
 from builders.options import LETTERS, OptionError, parse_order, read_options, resolve_answer
 from builders.plots import pyplot, save_figure
-from recipes.curation.curate import (
+from recipes.curation.guessers import (
     DEFAULT_TAU,
     DEFAULT_TEMPERATURE,
     DEFAULT_TRIALS,
@@ -36,6 +36,8 @@ from recipes.curation.curate import (
     ScoreCache,
     check_guesser_spec,
     is_scored,
+    load_guesser,
+    score_records,
 )
 
 
@@ -197,7 +199,6 @@ def plot_positions(balance: dict, path: Path) -> None:
 
 def audit(records: list[dict], guessers: list, cache: ScoreCache, sampling: Sampling, tau: float) -> tuple[dict, list]:
     """The audit report and the flagged questions (one row per guesser and question with S >= tau)."""
-    from recipes.curation.curate import score_records
     from recipes.evaluation.surgiq.shortcuts import shortcut_accuracy
 
     audited = [r for r in records if is_scored(r)]
@@ -280,7 +281,6 @@ def report_markdown(report: dict, title: str) -> str:
 
 def run(args) -> int:
     from builders.outputs import staged_output
-    from recipes.curation.curate import load_guesser
 
     for spec in args.guesser:
         check_guesser_spec(spec)

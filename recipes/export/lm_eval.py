@@ -5,7 +5,7 @@
         --include_path lm_tasks
 
 One task per config and shot count (``surgiq_{default,shuffled}_{0..3}shot``). The protocol is ours
-(``recipes/evaluation/surgiq/evaluate.py``, the SurgiQ paper's 4.2), expressed in lm-eval's terms:
+(``recipes/evaluation/surgiq/scoring.py``, the SurgiQ paper's 4.2), expressed in lm-eval's terms:
 
 - the prompt is :func:`builders.prompt.surgiq_prompt` itself (``doc_to_text``), demonstrations included: each
   k-shot row carries the first k questions of our fixed pool (:func:`fewshot_pool`), and every k-shot task leaves the
@@ -14,12 +14,12 @@ One task per config and shot count (``surgiq_{default,shuffled}_{0..3}shot``). T
 - the choices are the labels in both variants, ``A``..``D`` and `` A``..`` D``, with ``target_delimiter: ""``: lm-eval
   scores each as a continuation of the prompt (which ends with ``Answer:``), and :func:`process_results` takes the
   max of the two variants per letter, the argmax (ties to the earlier letter) and the softmax confidence through the
-  same :func:`recipes.evaluation.surgiq.evaluate.predictions_from_scores` as our runner.
+  same :func:`recipes.evaluation.surgiq.scoring.predictions_from_scores` as our runner.
 - metrics: ``acc`` (ours), ``acc_space_only`` (what stock lm-eval MMLU-style scoring reports: the space-prefixed
   label only), ``brier`` and ``ece`` (10 equal-width bins), from ``recipes/evaluation/surgiq/calibration.py``.
 
 A label variant the tokenizer splits into several tokens is scored alike by both: the sum of its tokens'
-log-probabilities as the prompt's continuation (``recipes.evaluation.surgiq.evaluate.LabelScorer``). One known
+log-probabilities as the prompt's continuation (``recipes.evaluation.surgiq.scoring.LabelScorer``). One known
 difference, absent from the tokenizers we use: lm-eval prepends no BOS unless told (``add_bos_token=True``) while our
 scorer encodes with the tokenizer's special tokens, so for a tokenizer that adds a BOS (Llama, Gemma) pass
 ``add_bos_token=True``; Qwen's and our tiny models' add none.
@@ -33,12 +33,12 @@ import numpy as np
 from builders.errors import InputError
 from builders.options import LETTERS
 from builders.prompt import surgiq_prompt
-from recipes.evaluation.surgiq.evaluate import (
+from recipes.evaluation.surgiq.evaluate import load_surgiq
+from recipes.evaluation.surgiq.scoring import (
     LABEL_VARIANTS,
     MAX_SHOTS,
     NUM_OPTIONS,
     fewshot_pool,
-    load_surgiq,
     predictions_from_scores,
 )
 from recipes.export.task_files import FunctionTag, task_yaml, write_json, write_jsonl, write_utils_shim

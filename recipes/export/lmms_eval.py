@@ -44,12 +44,12 @@ import argparse
 from pathlib import Path
 
 from builders.arguments import positive_int
-from builders.errors import InputError
-from builders.hub import resolve_frames
 from builders.prompt import format_messages, frame_protocol, select_frames
 from builders.sureon.categories import BY_CODE, MCQ, OPEN, ORDERING
 from recipes.evaluation.runner import check_counts
 from recipes.evaluation.sureon.evaluate import score_all, summarize
+from recipes.export.frames import FrameStore
+from recipes.export.sureon_benchmark import accuracy_categories, load_sureon_split, metric_names, metric_value
 from recipes.export.task_files import FunctionTag, task_yaml, write_json, write_utils_shim
 
 
@@ -58,7 +58,6 @@ BASE = "_sureon_base.yaml"
 MODEL_NAME = "lmms-eval"
 DEFAULT_MAX_NEW_TOKENS = 512  # sureon eval sureon's default
 TASK_MODES = {"sureon_visual": ("visual",), "sureon_blind": ("blind",), "sureon": ("visual", "blind")}
-REQUIRED_COLUMNS = ("question_id", "category", "question", "answer_format", "frames", "frame_timestamps")
 
 
 # --- the task's functions (the exported utils.py re-exports them) ---------------------------------------------------
@@ -70,14 +69,17 @@ def _with_mode(docs, mode: str):
 
 def docs_in_modes(modes: tuple[str, ...], media_root: str | None = None, max_frames: int | None = None):
     """A task's ``process_docs``: every question once per condition; frames stored as files (a training config's
-    layout) are resolved against the build (:func:`builders.hub.resolve_frames`) and decoded like embedded ones; at
+    layout) are found in the build (:class:`recipes.export.frames.FrameStore`) and decoded like embedded ones; at
     most ``max_frames`` per clip (:func:`builders.prompt.select_frames`, as ``sureon eval sureon --max-frames``)."""
 
     def process_docs(docs):
         from datasets import Image, List, concatenate_datasets
 
-        if media_root is not None:
-            docs = docs.map(lambda doc: {"frames": resolve_frames(doc, Path(media_root))["frames"]})
+        from builders.hub import frames_are_files
+
+        if media_root is not None and frames_are_files(docs.features):
+            store = FrameStore(Path(media_root))
+            docs = docs.map(lambda doc: {"frames": store.paths(doc["frames"], doc["question_id"])})
             docs = docs.cast_column("frames", List(Image()))
         if max_frames:
             docs = docs.map(lambda doc: {k: select_frames(doc, max_frames)[k] for k in ("frames", "frame_timestamps")})
@@ -153,38 +155,7 @@ def aggregation(metric: str):
     return aggregate
 
 
-def metric_value(summary: dict, metric: str) -> float | None:
-    """One metric named as :func:`metric_names` names them, read from :func:`summarize`'s summary."""
-    kind, _, category = metric.partition("_")
-    if kind == "mg":
-        gain = summary["multimodal_gain"]
-        return gain["mu"] if not category else gain["per_category"].get(category)
-    if kind == "mu":
-        return summary["modes"][category]["mu"]
-    return summary["modes"][kind]["per_category"].get(category, {}).get("accuracy")
-
-
 # --- the export -----------------------------------------------------------------------------------------------------
-
-
-def metric_names(modes: tuple[str, ...], categories: list[str]) -> list[str]:
-    names = [f"mu_{mode}" for mode in modes] + [f"{mode}_{c}" for mode in modes for c in categories]
-    if len(modes) == 2:
-        names += ["mg"] + [f"mg_{c}" for c in categories]
-    return names
-
-
-def accuracy_categories(dataset) -> list[str]:
-    """The accuracy-scored categories present, in the paper's order (others after, alphabetically)."""
-    from recipes.evaluation.sureon.metrics import subset_order
-
-    scored = {
-        c for c, fmt in zip(dataset["category"], dataset["answer_format"], strict=True) if fmt in (MCQ, ORDERING)
-    }
-    unsafe = [c for c in scored if not c.replace("_", "").isalnum()]
-    if unsafe:
-        raise InputError(f"categories {unsafe} cannot name a metric (letters, digits and _ only)")
-    return subset_order(scored)
 
 
 def base_config(dataset: Path, config: str, split: str, max_new_tokens: int) -> dict:
@@ -277,36 +248,6 @@ def readme(dataset: str, config: str, tasks: dict[str, list[str]], rows: int, ma
             "",
         ]
     )
-
-
-def load_sureon_split(dataset: str, config: str, split: str, harness: str):
-    """``(absolute build folder, split)`` of a local Sureon build with frames for every question; anything else (a
-    Hub id, a public-corpus build, an annotation-only build) is refused with what to do instead."""
-    from builders.hub import check_build_path
-    from recipes.evaluation.inputs import load_build
-
-    check_build_path(dataset, "--dataset")
-    source = Path(dataset).expanduser().resolve()
-    if not source.is_dir():
-        what = "no such folder" if not source.exists() else "not a folder"
-        raise InputError(f"--dataset {dataset}: {what} ({harness} reads a local build by path): check the path")
-    docs = load_build(source, config, split, expected=f"{harness} tasks are exported from a Sureon build with frames")
-    missing = [column for column in REQUIRED_COLUMNS if column not in docs.column_names]
-    if "question_id" in missing or "category" in missing or "answer_format" in missing:
-        raise InputError(
-            f"{dataset} ({config}/{split}) is not a Sureon build (it lacks {', '.join(missing)}): export a folder "
-            "built by `sureon build sureon --videos ...`; a public-corpus build's benchmarks run with `sureon eval "
-            "public`"
-        )
-    if missing:
-        raise InputError(
-            f"{dataset} ({config}/{split}) has no frames (an annotation-only build): rebuild it with `sureon build "
-            "sureon --videos ...`"
-        )
-    empty = [qid for qid, ts in zip(docs["question_id"], docs["frame_timestamps"], strict=True) if not ts]
-    if empty:
-        raise InputError(f"{dataset}: {len(empty)} question(s) without frames, e.g. {empty[:3]}: rebuild with videos")
-    return source, docs
 
 
 def export_lmms_eval(

@@ -14,9 +14,10 @@ options and the instruction. Each image part becomes the framework's ``<image>``
 - ``llava`` (LLaVA and Qwen's qwen-vl-finetune; one JSON list): ``{"id": ..., "image": [paths], "conversations":
   [{"from": "human", "value": "...<image>..."}, {"from": "gpt", "value": "B"}]}``.
 
-Frames: a Sureon build stores them as JPEG bytes; they are written once each under ``<out stem>_frames/``, named by
-their content hash (the same frame in several questions is one file), and referenced by absolute path. A public
-corpus build already holds them as files under ``media/``; those are referenced where they are (absolute paths).
+Frames (:class:`recipes.export.frames.FrameStore`, as every export places them): a Sureon build's embedded JPEG bytes
+are written once each under ``<out stem>_frames/``, named by their content hash (the same frame in several questions
+is one file), and referenced by absolute path. Frames a build holds as files (a public corpus build's ``media/``, a
+``files``-layout config) are referenced where they are (absolute paths).
 Frames are not passed as a ``videos`` entry: the per-frame timestamps are then no longer in the text, and ms-swift's
 handling of frame-list videos for Qwen3-VL timestamps is a known open issue (modelscope/ms-swift#6523).
 
@@ -29,15 +30,15 @@ is an error naming it). The output is written atomically; two exports of the sam
 """
 
 import argparse
-import hashlib
 import json
 from pathlib import Path
 
 from builders.arguments import positive_int
 from builders.errors import InputError
-from builders.hub import check_build_path, media_root, resolve_frames
+from builders.hub import check_build_path, media_root
 from builders.outputs import write_atomic
 from builders.prompt import answer_target, format_messages
+from recipes.export.frames import FrameStore, undecoded
 
 
 COMMAND = "sureon export sft"
@@ -74,55 +75,14 @@ def llava_row(key: str, text: str, images: list[str], target: str) -> dict:
 ROW_WRITERS = {"swift": swift_row, "llava": llava_row}
 
 
-class FrameStore:
-    """Writes JPEG bytes once each, named by content hash; returns absolute paths."""
-
-    def __init__(self, folder: Path):
-        self.folder = folder
-        self.written = 0
-        self.paths: set[str] = set()
-
-    def path_of(self, data: bytes) -> str:
-        digest = hashlib.sha256(data).hexdigest()
-        path = self.folder / digest[:2] / f"{digest}.jpg"
-        self.paths.add(str(path))
-        if not path.is_file():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, data)
-            self.written += 1
-        return str(path)
-
-
-def frame_paths(frames: list, store: FrameStore, where: str) -> list[str]:
-    """Absolute paths of a row's frames (paths already resolved against the build by
-    :func:`builders.hub.resolve_frames`); bytes go to the store."""
-    paths = []
-    for position, frame in enumerate(frames):
-        if isinstance(frame, str):
-            paths.append(frame)
-        elif isinstance(frame, dict) and frame.get("bytes"):
-            paths.append(store.path_of(frame["bytes"]))
-        elif isinstance(frame, dict) and frame.get("path"):
-            paths.append(str(Path(frame["path"]).resolve()))
-        else:
-            raise InputError(f"{where}: frame {position} is neither a path nor JPEG bytes ({type(frame).__name__})")
-    return paths
-
-
 def load_rows(dataset: str, config: str | None, split: str):
     """The split with frames undecoded (JPEG bytes or paths), so they are written as stored, never re-encoded, and
     the folder relative frame paths resolve against (:func:`builders.hub.media_root`: a local build, or a Hub build's
     media/)."""
-    from datasets import Image, List
-
     from recipes.evaluation.inputs import load_build
 
     rows = load_build(dataset, config, split)
-    root = media_root(dataset, rows)
-    feature = rows.features.get("frames")
-    if isinstance(getattr(feature, "feature", None), Image):
-        rows = rows.cast_column("frames", List(Image(decode=False)))
-    return rows, root
+    return undecoded(rows), media_root(dataset, rows)
 
 
 def training_config(dataset: str, config: str | None, split: str, allow_evaluation_data: bool = False) -> str:
@@ -174,18 +134,14 @@ def export_sft(
     rows, media_root = load_rows(dataset, config, split)
     if "question" not in rows.column_names:
         raise InputError(f"{dataset} ({config}/{split}) is not a video-QA build: columns {rows.column_names}")
-    store = FrameStore(out.with_name(f"{out.stem}_frames"))
+    store = FrameStore(media_root, out.with_name(f"{out.stem}_frames"))
     write_row = ROW_WRITERS[fmt]
     exported, with_frames = [], 0
     for number, record in enumerate(tqdm(rows, desc=f"export {fmt}", unit="row")):
         key = str(record.get("question_id") or record.get("qa_id") or number)
         where = f"{dataset} ({config}/{split}) row {number} ({key})"
-        try:
-            record = resolve_frames(record, media_root)
-        except ValueError as err:
-            raise InputError(f"{where}: {err}") from None
         text, frames, target = render(record, where, max_frames)
-        images = frame_paths(frames, store, where)
+        images = store.paths(frames, where)
         with_frames += bool(images)
         exported.append(write_row(key, text, images, target))
     if len(exported) != len(rows):
@@ -207,7 +163,7 @@ def export_sft(
         "rows_with_frames": with_frames,
         "max_frames": max_frames,
         "frames_folder": str(store.folder),
-        "frame_files": len(store.paths),
+        "frame_files": len(store.written),
     }
     for path, text in ((out, body), (out.with_name(f"{out.name}.manifest.json"), json.dumps(manifest, indent=2))):
         write_atomic(path, text)

@@ -10,10 +10,10 @@ dataset from a TSV (``vlmeval/dataset/image_base.py``: ``index``, ``question``, 
 loaded as VLMEvalKit's custom MCQ dataset, with its own prompt and its own answer matching (an LLM judge that falls
 back to exact matching, with a warning, when unreachable: ``vlmeval/dataset/image_mcq.py``, VLMEvalKit issue 305):
 not the paper's protocol. So the export registers a dataset class of its own, the smallest registration VLMEvalKit
-has: ``run_vlmevalkit.py`` in the export folder (a generated shim) adds :func:`register`'s class to
-``vlmeval.dataset`` (its ``DATASET_CLASSES``, which ``build_dataset`` and ``--config``'s ``"class"`` look up) and then
-runs VLMEvalKit's own ``vlmeval.run.main`` with every argument it was given; nothing of VLMEvalKit is copied or
-changed.
+has: ``run_vlmevalkit.py`` in the export folder, a copy of :mod:`recipes.export.vlmevalkit_dataset` (the dataset
+class and its launcher, which run in VLMEvalKit's environment; this module is the host side that writes the export),
+adds the class to ``vlmeval.dataset`` and then runs VLMEvalKit's own ``vlmeval.run.main`` with every argument it was
+given; nothing of VLMEvalKit is copied or changed.
 
 The datasets (``--name`` prefixes them, default ``Sureon``):
 
@@ -29,12 +29,14 @@ The datasets (``--name`` prefixes them, default ``Sureon``):
 Frames are the build's own files, never re-sampled: a dataset is an image dataset whose rows hold the frames the
 build sampled (``image_path``, relative to the dataset's frame folder), not a video dataset (VLMEvalKit's video
 datasets sample ``nframe`` frames or ``fps`` themselves). Frames embedded in the build are written once, byte for
-byte, under ``frames/``; frames the build stores as files (a public build's ``media/``, a ``files``-layout config)
-are read from the build folder by absolute path (export again after moving it). The TSVs keep VLMEvalKit's columns
-for people who read them, and add ``question_id``, ``mode``, ``answer_format``, ``frame_timestamps`` and
-``sureon_record`` (the build's row as JSON, every field but the frames), which is what scoring reads.
+byte, under ``frames/`` (:class:`recipes.export.frames.FrameStore`: named by their content); frames the build stores
+as files (a public build's ``media/``, a ``files``-layout config) are read from the build folder by absolute path
+(export again after moving it). The TSVs keep VLMEvalKit's columns for people who read them, and add
+``question_id``, ``mode``, ``answer_format``, ``frame_timestamps`` and ``sureon_record`` (the build's row as JSON,
+every field but the frames), which is what scoring reads.
 
-Scoring is the project's: the dataset's ``evaluate`` reads VLMEvalKit's prediction table
+Scoring is the project's: the dataset's ``evaluate``
+(:func:`recipes.export.vlmevalkit_dataset.score_predictions`) reads VLMEvalKit's prediction table
 (:mod:`recipes.evaluation.prediction_tables`, the reader ``sureon report`` uses too) and scores each output as
 ``sureon eval`` does: Sureon answers by :func:`recipes.evaluation.sureon.evaluate.score_all` (option letter, exact
 temporal order) and :func:`summarize` (μ over the accuracy-scored questions, each category, MG = μ_visual − μ_blind in
@@ -55,91 +57,49 @@ build's 192x108 frames the slow test (``tests/test_export_vlmevalkit.py``) found
 """
 
 import argparse
-import io
 import json
+import os
+import shutil
 from pathlib import Path
 
 from builders.arguments import positive_int
 from builders.errors import InputError
 from builders.options import LETTERS
-from builders.prompt import answer_target, format_messages, question_text
+from builders.prompt import answer_target, question_text
 from builders.sureon.categories import BY_CODE, MCQ, OPEN, ORDERING
-from recipes.evaluation.prediction_tables import (
-    MODE_COLUMN,
-    RECORD_COLUMN,
-    public_records,
-    read_table,
-    sureon_records,
-    table_model_name,
-)
+from recipes.evaluation.prediction_tables import MODE_COLUMN, RECORD_COLUMN
+from recipes.export import vlmevalkit_dataset
+from recipes.export.frames import FrameStore, undecoded
 from recipes.export.task_files import PROJECT_ROOT, write_json
+from recipes.export.vlmevalkit_dataset import CLASS_NAME, MANIFEST, PUBLIC, SUREON
 
 
 COMMAND = "sureon export vlmevalkit"
-LAUNCHER = "run_vlmevalkit.py"
-MANIFEST = "manifest.json"
+LAUNCHER = "run_vlmevalkit.py"  # the copy of recipes/export/vlmevalkit_dataset.py in each export
 FRAMES = "frames"
-CLASS_NAME = "SureonDataset"
-SUREON, PUBLIC = "sureon", "public"
 CONDITIONS = {"visual": ("visual",), "blind": ("blind",), "": ("visual", "blind")}  # dataset name suffix -> modes
-IMAGE_EXTENSIONS = {"JPEG": ".jpg", "PNG": ".png", "WEBP": ".webp"}
 BASE_COLUMNS = ["index", "question"]
 TAIL_COLUMNS = ["answer", "category", "l2-category", "split", "question_id", MODE_COLUMN, "answer_format"]
 TAIL_COLUMNS += ["frame_timestamps", "image_path", RECORD_COLUMN]
 
 
-# --- frames ---------------------------------------------------------------------------------------------------------
-
-
-def _extension(data: bytes, where: str) -> str:
-    from PIL import Image
-
-    try:
-        kind = Image.open(io.BytesIO(data)).format
-    except (OSError, ValueError) as err:  # PIL's UnidentifiedImageError is an OSError
-        raise InputError(f"{where}: a frame is not a readable image ({err})") from None
-    if kind not in IMAGE_EXTENSIONS:
-        raise InputError(
-            f"{where}: frame format {kind} is not one VLMEvalKit's models read ({', '.join(IMAGE_EXTENSIONS)})"
-        )
-    return IMAGE_EXTENSIONS[kind]
-
-
 def frame_files(docs, build: Path, out: Path, folder: str) -> tuple[str, list[list[str]]]:
-    """Where each row's frames lie: ``(root, relative paths per row)``. Frames stored as files stay in the build
-    (root: its absolute path; a missing file is an error naming it); embedded frames are written, byte for byte, to
-    ``out/folder`` (root: ``folder``, relative to the export)."""
-    from datasets import Image, List
+    """Where each row's frames lie: ``(root, paths relative to it per row)``. Frames stored as files stay in the build
+    (root: its absolute path; a missing file is an error naming it); embedded frames are written once each to
+    ``out/folder`` (root: ``folder``, relative to the export, so the export moves with its frames)."""
+    from builders.hub import frames_are_files, media_root
 
-    from builders.hub import frames_are_files, resolve_frames
-
-    if frames_are_files(docs.features):
-        paths = docs["frames"]
-        for row in docs.select_columns(["question_id", "frames"]):
-            resolve_frames(row, build)
-        return str(build), [list(p) for p in paths]
-    docs = docs.select_columns(["question_id", "frames"]).cast_column("frames", List(Image(decode=False)))
-    written = []
-    for number, row in enumerate(docs):
-        names = []
-        for k, frame in enumerate(row["frames"]):
-            data = frame["bytes"] if frame.get("bytes") is not None else Path(frame["path"]).read_bytes()
-            name = f"{number:05d}-{k}{_extension(data, row['question_id'])}"
-            path = out / folder / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-            names.append(name)
-        written.append(names)
-    return folder, written
+    in_build = frames_are_files(docs.features)
+    root = build if in_build else out / folder
+    store = FrameStore(media_root(build, docs), out / folder)
+    names = [
+        [os.path.relpath(path, root) for path in store.paths(row["frames"], row["question_id"])]
+        for row in undecoded(docs.select_columns(["question_id", "frames"]))
+    ]
+    return (str(build) if in_build else folder), names
 
 
-def frames_root(export: Path, entry: dict) -> Path:
-    """A dataset's frame folder: absolute (the build's) or relative to the export folder."""
-    root = Path(entry["frames_root"])
-    return root if root.is_absolute() else export / root
-
-
-# --- rows and prompts -----------------------------------------------------------------------------------------------
+# --- rows ---------------------------------------------------------------------------------------------------------
 
 
 def _text_record(row: dict) -> dict:
@@ -183,182 +143,7 @@ def write_tsv(path: Path, rows: list[dict], columns: list[str]) -> None:
         writer.writerows([[row.get(column, "") for column in columns] for row in rows])
 
 
-def frame_paths(row: dict, root: Path) -> list[str]:
-    """A TSV row's frames as absolute paths (none for a blind row)."""
-    return [str(root / name) for name in json.loads(row["image_path"] or "[]")]
-
-
-def vlmevalkit_message(row: dict, root: Path) -> list[dict]:
-    """A TSV row's prompt in VLMEvalKit's message format (``[{"type": "text"|"image", "value": ...}]``, in order):
-    :func:`format_messages` of the build's record with the row's frames, blind for a blind row."""
-    record = json.loads(row[RECORD_COLUMN]) | {"frames": frame_paths(row, root)}
-    blind = row[MODE_COLUMN] == "blind"
-    (message,) = format_messages(record, blind=blind, frames_as="images")
-    return [
-        {"type": "image", "value": part["image"]}
-        if part["type"] == "image"
-        else {"type": "text", "value": part["text"]}
-        for part in message["content"]
-    ]
-
-
-# --- scoring (the dataset class's evaluate) --------------------------------------------------------------------------
-
-
-def _table_model(path: Path, dataset: str) -> str:
-    name = table_model_name(path)
-    if name is None:
-        stem = path.stem
-        name = stem[: -len(dataset) - 1] if stem.endswith(f"_{dataset}") else stem
-    return name
-
-
-def score_predictions(eval_file: str | Path, dataset: str, entry: dict) -> dict:
-    """Score VLMEvalKit's prediction table of one exported dataset with the project's parser and metrics; write the
-    prediction records (``*_sureon_predictions.jsonl``) and the returned metrics (``*_score.json``) beside it."""
-    from builders.outputs import write_atomic
-
-    path = Path(eval_file)
-    model = _table_model(path, dataset)
-    rows = read_table(path)
-    if len(rows) != entry["rows"]:
-        raise InputError(
-            f"{path}: {len(rows)} predictions for the {entry['rows']} rows of {dataset}; the scores need every row "
-            "(rerun VLMEvalKit without --limit)"
-        )
-    if entry["kind"] == SUREON:
-        records = [record for _, record in sureon_records(path, model, rows)]
-        metrics = sureon_metrics(records, entry)
-    else:
-        records = [record for _, record in public_records(path, model, rows)]
-        metrics = public_metrics(records, str(path))
-    lines = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
-    write_atomic(path.with_name(f"{path.stem}_sureon_predictions.jsonl"), lines)
-    write_atomic(path.with_name(f"{path.stem}_score.json"), json.dumps(metrics, indent=2) + "\n")
-    return metrics
-
-
-def sureon_metrics(records: list[dict], entry: dict) -> dict:
-    """μ per condition, accuracy per category and (both conditions) MG, as ``sureon eval sureon`` summarises them."""
-    from recipes.evaluation.sureon.evaluate import PREDICTION_FIELDS, summarize
-    from recipes.export.lmms_eval import metric_names, metric_value
-
-    modes = tuple(entry["modes"])
-    seen = {(r["question_id"], r["mode"]) for r in records}
-    if len(seen) != len(records) or {r["mode"] for r in records} != set(modes):
-        raise InputError(f"the predictions do not hold each question once per condition {', '.join(modes)}")
-    for record in records:
-        missing = [name for name in PREDICTION_FIELDS if name not in record]
-        if missing:
-            raise InputError(f"{record['question_id']}: prediction record without {', '.join(missing)}")
-    summary = summarize(records, list(modes))
-    return {name: metric_value(summary, name) for name in metric_names(modes, entry["categories"])}
-
-
-def public_metrics(records: list[dict], where: str) -> dict:
-    """The benchmark's Table 5 metrics (video-averaged F1 and the challenge convention, CVS accuracy, or mAP50)."""
-    from recipes.evaluation.public.report import CVS, LOCALISATION, score_group, validate
-
-    validated = [validate(record, f"{where}:{record['question_id']}") for record in records]
-    task = validated[0]["task"]
-    scores = score_group(task, validated)
-    if task == LOCALISATION:
-        return {key: scores[key] for key in ("map50", "images", "predicted_boxes", "misses")}
-    if task == CVS:
-        return scores["per_criterion"] | {"mean": scores["macro"], "misses": scores["misses"]}
-    flat = {key: scores[key] for key in ("f1", "accuracy", "precision", "recall", "videos", "frames", "misses")}
-    return flat | {f"challenge_{key}": scores["challenge"][key] for key in ("precision", "recall", "jaccard")}
-
-
-# --- registration (run inside VLMEvalKit's environment) --------------------------------------------------------------
-
-
-def register(folder: str | Path) -> type:
-    """Add the export's dataset class to ``vlmeval.dataset``: found by ``build_dataset`` (``--data NAME``) and by a
-    ``--config`` entry ``{"class": "SureonDataset", "dataset": NAME}``. Idempotent."""
-    import pandas as pd
-    import vlmeval.dataset as registry
-    from vlmeval.dataset.image_base import ImageBaseDataset
-
-    folder = Path(folder).resolve()
-    manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    entries = manifest["datasets"]
-
-    class SureonDataset(ImageBaseDataset):
-        """The datasets of one ``sureon export vlmevalkit`` folder; prompts and scores are the project's."""
-
-        TYPE = "VQA"  # free-form outputs, parsed by our own code (no VLMEvalKit MCQ matching or judge)
-        MODALITY = "IMAGE"
-        force_use_dataset_prompt = True  # VLMEvalKit's inference then never asks a model for its own prompt
-
-        def __init__(self, dataset: str = next(iter(entries)), **kwargs):
-            if dataset not in entries:
-                raise InputError(f"{dataset}: not a dataset of {folder} ({', '.join(entries)})")
-            self.dataset_name = dataset
-            self.entry = entries[dataset]
-            self.frames_root = frames_root(folder, self.entry)
-            self.img_root = str(self.frames_root)
-            self.data_path = str(folder / self.entry["tsv"])
-            data = pd.DataFrame(read_table(self.data_path), dtype=object)
-            data["index"] = [int(index) for index in data["index"]]
-            self.data = data
-            self.skip_noimg = False
-            self.meta_only = True
-            self.post_build(dataset)
-
-        @classmethod
-        def supported_datasets(cls):
-            return list(entries)
-
-        def dump_image(self, line):
-            return frame_paths(dict(line), self.frames_root)
-
-        def build_prompt(self, line):
-            if isinstance(line, int):
-                line = self.data.iloc[line]
-            return vlmevalkit_message(dict(line), self.frames_root)
-
-        def evaluate(self, eval_file, **judge_kwargs):
-            return score_predictions(eval_file, self.dataset_name, self.entry)
-
-        @classmethod
-        def report_primary_metric(cls, metrics):
-            """The first metric (μ of the first condition, a public benchmark's headline score) in VLMEvalKit's
-            run summary, rather than its name-based guess."""
-            first = next(iter(metrics or {}), None)
-            return {first: metrics[first]} if first is not None and metrics[first] is not None else {}
-
-    for old in [c for c in registry.DATASET_CLASSES if c.__name__ == CLASS_NAME]:
-        registry.DATASET_CLASSES.remove(old)
-    registry.DATASET_CLASSES.append(SureonDataset)
-    registry.SUPPORTED_DATASETS.extend(name for name in entries if name not in registry.SUPPORTED_DATASETS)
-    setattr(registry, CLASS_NAME, SureonDataset)
-    return SureonDataset
-
-
 # --- the export ------------------------------------------------------------------------------------------------------
-
-
-def launcher() -> str:
-    return (
-        f'"""Generated by `{COMMAND}`: VLMEvalKit\'s run.py with this folder\'s datasets registered.\n\n'
-        f"    python {LAUNCHER} --data Sureon --model MODEL          (any argument of VLMEvalKit's run.py)\n"
-        f"    python {LAUNCHER} --config config.json --work-dir outputs\n"
-        f"    torchrun --nproc-per-node 8 {LAUNCHER} --config config.json\n\n"
-        "The datasets' prompts and scoring are the project's (recipes/export/vlmevalkit.py). When the project is not\n"
-        'installed here, the checkout it was exported from is put on sys.path."""\n\n'
-        "import importlib.util\n"
-        "import sys\n"
-        "from pathlib import Path\n\n\n"
-        'if importlib.util.find_spec("recipes") is None:\n'
-        f"    sys.path.insert(0, {str(PROJECT_ROOT)!r})\n\n"
-        "from recipes.export.vlmevalkit import register  # noqa: E402\n\n\n"
-        "register(Path(__file__).resolve().parent)\n\n"
-        "from vlmeval.run import load_env, main  # noqa: E402\n\n\n"
-        'if __name__ == "__main__":\n'
-        "    load_env()\n"
-        "    main()\n"
-    )
 
 
 def export_sureon(
@@ -367,7 +152,7 @@ def export_sureon(
     """The three Sureon datasets (visual, blind, both); returns their manifest entries. ``max_frames``: the frames
     of each clip shown, chosen by the function training and ``sureon eval sureon --max-frames`` use."""
     from builders.prompt import frame_protocol, select_frames
-    from recipes.export.lmms_eval import accuracy_categories, load_sureon_split
+    from recipes.export.sureon_benchmark import accuracy_categories, load_sureon_split
 
     source, docs = load_sureon_split(dataset, config, split, "VLMEvalKit")
     root, frames = frame_files(docs, source, out, f"{FRAMES}/{name}")
@@ -522,9 +307,11 @@ def export_vlmevalkit(
         entries = export_sureon(dataset, staging, name, config, split, max_frames) if dataset is not None else {}
         if public is not None:
             entries |= export_public(public, staging, name, benchmarks)
-        manifest = {"command": COMMAND, "vlmevalkit": "ms-vlmeval 0.0.20", "datasets": entries}
+        # project_root: the checkout the launcher imports where the project is not installed
+        manifest = {"command": COMMAND, "vlmevalkit": "ms-vlmeval 0.0.20", "project_root": str(PROJECT_ROOT)}
+        manifest["datasets"] = entries
         write_json(staging / MANIFEST, manifest)
-        (staging / LAUNCHER).write_text(launcher(), encoding="utf-8")
+        shutil.copyfile(vlmevalkit_dataset.__file__, staging / LAUNCHER)
         (staging / "README.md").write_text(readme(manifest), encoding="utf-8")
     return manifest
 
