@@ -26,8 +26,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.timing import best_of, parse_with_quick  # noqa: E402
-from public_converters.build import BuildOptions, build_public, clip_items, context_for, image_items  # noqa: E402
+from public_converters.build import BuildOptions, build_public  # noqa: E402
 from public_converters.clips import SamplingConfig  # noqa: E402
+from public_converters.items import clip_items, context_for, image_items  # noqa: E402
 from public_converters.normalise import Normalised, convert_masks, normalise_source  # noqa: E402
 from public_converters.normalise import observed_capabilities as capabilities_of  # noqa: E402
 from public_converters.schema import Segment, SourceTables, Video  # noqa: E402

@@ -44,9 +44,6 @@ from public_converters.clips import SamplingConfig
 from public_converters.evaluation import write_evaluation_metadata
 from public_converters.items import (
     SPLITS,
-    clip_items,  # noqa: F401 (benchmarks/public_corpus.py imports it from here)
-    context_for,  # noqa: F401 (benchmarks/public_corpus.py imports it from here)
-    image_items,  # noqa: F401 (benchmarks/public_corpus.py imports it from here)
 )
 from public_converters.media import check_media, link_media, write_media
 from public_converters.normalise import normalise_source

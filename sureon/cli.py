@@ -146,7 +146,7 @@ COMMANDS = (
     ),
     Command(
         ("videos", "fetch"),
-        "builders.sureon.fetch",
+        "builders.sureon.fetch.command",
         "download the source videos a release needs (yt-dlp), verify them, write availability.json",
         "Fetch the Sureon source videos into the folder `sureon build sureon --videos` reads; resumable, see "
         "builders/sureon/fetch/.",
@@ -160,7 +160,7 @@ COMMANDS = (
     ),
     Command(
         ("world",),
-        "builders.sureon.world",
+        "builders.sureon.world.command",
         "a synthetic Sureon release whose answers lie in the frames, with planted language shortcuts",
         "Write a visually grounded synthetic world: a release in the official layout, its videos and the ground "
         "truth of its planted shortcuts. See builders/sureon/world/.",

@@ -8,8 +8,8 @@ import random
 import pytest
 from conftest import REPO
 
-from builders.surgiq.build import read_id_list, read_surgiq
 from builders.surgiq.near_duplicates import NgramIndex, find_near_duplicates, ngrams, normalise, read_external
+from builders.surgiq.reader import read_id_list, read_surgiq
 from sureon.cli import main as cli_main
 
 

@@ -33,14 +33,12 @@ from builders.surgiq.reader import (
     SurgiqColumns,
     SurgiqError,
     read_id_list,
-    read_source,  # noqa: F401 (the near-duplicate search imports it from here)
     read_surgiq,
 )
 from builders.surgiq.vocabulary import (
     DOMAINS,
     QUESTION_TYPES,
     VOCABULARIES,
-    in_vocabulary_order,  # noqa: F401 (the SurgiQ evaluation imports it from here)
 )
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from scipy import sparse
 
 from builders.errors import InputError
-from builders.surgiq.build import SurgiqError, read_source
+from builders.surgiq.reader import SurgiqError, read_source
 
 
 NGRAM = 5

@@ -10,5 +10,3 @@ downloads, the archive that makes a run resumable), ``error_classes.py`` (what a
 the session), ``rate_limit.py`` (spacing downloads, and what a rate limit or bot check does to the rest),
 ``integrity.py`` (whether a file covers its clips), ``report.py`` (the summary and exit status) and ``command.py``.
 """
-
-from builders.sureon.fetch.command import add_arguments, run  # noqa: F401 (`sureon videos fetch` mounts this package)

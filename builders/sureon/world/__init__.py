@@ -11,7 +11,6 @@ release rows), ``drawing.py`` and ``videos.py`` (the clips), ``write.py`` (the f
 ground truth back) and ``command.py``.
 """
 
-from builders.sureon.world.command import add_arguments, run  # noqa: F401 (`sureon world` mounts this package)
 from builders.sureon.world.config import WorldConfig, load_config  # noqa: F401 (`sureon reproduce`, tests)
 from builders.sureon.world.truth import read_shortcuts, row_kinds  # noqa: F401 (`sureon reproduce`, tests)
 from builders.sureon.world.write import write_world  # noqa: F401 (`sureon reproduce`, tests, benchmarks)

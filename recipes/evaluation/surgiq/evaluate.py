@@ -50,7 +50,7 @@ SURGIQ_BUILD = "SurgiQ is read from a build of `sureon build surgiq` (configs de
 
 
 def _accuracy_by(predictions: list[dict], key: str, vocabulary: dict) -> dict[str, dict]:
-    from builders.surgiq.build import in_vocabulary_order
+    from builders.surgiq.vocabulary import in_vocabulary_order
 
     groups: dict[str, list[bool]] = {}
     for p in predictions:
@@ -63,7 +63,7 @@ def _accuracy_by(predictions: list[dict], key: str, vocabulary: dict) -> dict[st
 
 def summarize(predictions: list[dict], n_bins: int = DEFAULT_BINS) -> dict:
     """Micro accuracy overall / per domain / per question type, calibration, and the letters predicted."""
-    from builders.surgiq.build import DOMAINS, QUESTION_TYPES
+    from builders.surgiq.vocabulary import DOMAINS, QUESTION_TYPES
     from recipes.evaluation.surgiq.calibration import calibration_summary
 
     letters = list(predictions[0]["probabilities"])

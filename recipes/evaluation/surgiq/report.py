@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from builders.errors import InputError
-from builders.surgiq.build import DOMAINS, QUESTION_TYPES, in_vocabulary_order
+from builders.surgiq.vocabulary import DOMAINS, QUESTION_TYPES, in_vocabulary_order
 from recipes.evaluation.surgiq.calibration import DEFAULT_BINS
 
 

@@ -61,7 +61,7 @@ def shortcut_accuracy(records: list[dict], group_key: str = "question_type") -> 
     """Accuracy of each baseline overall and per ``group_key`` (SurgiQ's question type, Sureon's category...), next
     to uniform guessing (the mean of 1 / number of options)."""
     from builders.sureon.categories import BY_CODE
-    from builders.surgiq.build import QUESTION_TYPES, in_vocabulary_order
+    from builders.surgiq.vocabulary import QUESTION_TYPES, in_vocabulary_order
 
     if not records:
         raise InputError("no questions to score")
