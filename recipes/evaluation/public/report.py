@@ -446,7 +446,8 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(args: argparse.Namespace) -> Path:
+def report_from_arguments(args: argparse.Namespace) -> Path:
+    """The report folder the command's arguments ask for, written; its path."""
     exclusions = parse_exclusions(args.exclude_videos)
     paper = None if getattr(args, "no_paper", False) else json.loads(Path(args.paper).read_text(encoding="utf-8"))
     runs = load_run_settings(args.predictions)
@@ -455,7 +456,7 @@ def main(args: argparse.Namespace) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    out = main(args)
+    out = report_from_arguments(args)
     data = json.loads((out / "report.json").read_text(encoding="utf-8"))
     print("\n\n".join(render_table5(data["table5"])))
     print(f"Wrote {out / 'report.md'}")

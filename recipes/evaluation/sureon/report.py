@@ -85,7 +85,8 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(args: argparse.Namespace) -> Path:
+def report_from_arguments(args: argparse.Namespace) -> Path:
+    """The report folder the command's arguments ask for, written; its path."""
     if bool(args.predictions or args.human) == bool(args.accuracies):
         raise InputError("give prediction files (and/or --human) or --accuracies, not both and not neither")
     if args.accuracies:
@@ -102,7 +103,7 @@ def main(args: argparse.Namespace) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    out = main(args)
+    out = report_from_arguments(args)
     if not args.accuracies:
         data = json.loads((out / "report.json").read_text(encoding="utf-8"))
         print("## Results (Table 3 layout)\n\n" + table3(data))
