@@ -40,10 +40,10 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 
-from recipes.sft import build_stage_trainer, make_parser  # noqa: E402
 from recipes.training.architectures import build_model, write_architecture  # noqa: E402
 from recipes.training.plan.flops import matmul_parameters, training_flops  # noqa: E402
 from recipes.training.plan.tokens import synthetic_clip_row  # noqa: E402
+from recipes.training.sft_stages import build_stage_trainer, sft_parser  # noqa: E402
 
 
 RECIPE = REPO / "recipes" / "qwen3-vl-8b" / "sft" / "config_sureon_vlm.yaml"
@@ -132,7 +132,7 @@ def peak_memory_bytes() -> int:
 
 
 def run_variant(name, overrides, *, model_dir, config, data, batch, steps, warmup, device, dtype, peak_tflops):
-    parser = make_parser()
+    parser = sft_parser()
     attn = "flash_attention_2" if device == "cuda" and importlib.util.find_spec("flash_attn") else "sdpa"
     liger = device == "cuda" and importlib.util.find_spec("liger_kernel") is not None
     script_args, training_args, model_args = parser.parse_dict(

@@ -14,9 +14,10 @@ import yaml
 from accelerate.commands.config.config_args import load_config_from_file
 from conftest import REPO
 
-from recipes.sft import make_parser, stage_plan
+from recipes.sft import make_parser
 from recipes.training.mixture import parse_mixture
 from recipes.training.scripts import SFTScriptArguments
+from recipes.training.sft_stages import stage_plan
 
 
 RECIPES = sorted((REPO / "recipes").glob("*/*/config_*.yaml"))

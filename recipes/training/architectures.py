@@ -15,6 +15,7 @@ the model's listings state (8.77B: the Hub page's safetensors metadata, LM Studi
 from the config must land within 1% of it (``tests/test_plan.py``).
 """
 
+import copy
 import json
 from pathlib import Path
 
@@ -150,12 +151,50 @@ def standin_processor(tokenizer=None, *, sizes: dict | None = None):
     )
 
 
-def write_architecture(name: str, out: Path, processor=None) -> Path:
+def cut_deepstack_indexes(indexes: list[int], depth: int, kept: int) -> list[int]:
+    """The deepstack taps of a vision tower of ``depth`` blocks placed on ``kept`` blocks: each at the same share of
+    the depth (rounded down), moved on where two would meet, so that every deepstack merger still runs once
+    ([8, 16, 24] of 27 -> [0, 1, 2] of 3, [1, 2, 3] of 4)."""
+    if kept < len(indexes):
+        raise InputError(
+            f"a vision tower cut to {kept} blocks cannot keep {len(indexes)} deepstack taps: keep at least "
+            f"{len(indexes)} blocks"
+        )
+    mapped: list[int] = []
+    for index in sorted(indexes):
+        mapped.append(max(index * kept // depth, mapped[-1] + 1 if mapped else 0))
+    if mapped and mapped[-1] >= kept:  # crowded at the top: the last blocks, in order
+        mapped = list(range(kept - len(indexes), kept))
+    return mapped
+
+
+def cut_depth_config(config, *, text_layers: int, vision_blocks: int | None = None):
+    """A copy of a Qwen3-VL ``config`` at every real width, vocabulary and vision setting, with only the depth cut:
+    ``text_layers`` decoder layers and ``vision_blocks`` vision blocks, the deepstack taps moved onto the kept blocks
+    (:func:`cut_deepstack_indexes`). What ``sureon plan --measure`` and the real-width tests build: the 8B at 1 text
+    layer and 3 vision blocks is 1.65 B parameters, 1.24 B of them the embedding and the LM head."""
+    config = copy.deepcopy(config)
+    text = getattr(config, "text_config", config)
+    if text_layers < 1:
+        raise InputError(f"keep at least one text layer, not {text_layers}")
+    text.num_hidden_layers = text_layers
+    if getattr(text, "layer_types", None):
+        text.layer_types = text.layer_types[:text_layers]
+    vision = getattr(config, "vision_config", None)
+    if vision is not None and vision_blocks is not None:
+        taps = list(getattr(vision, "deepstack_visual_indexes", None) or [])
+        vision.deepstack_visual_indexes = cut_deepstack_indexes(taps, vision.depth, vision_blocks)
+        vision.depth = vision_blocks
+    return config
+
+
+def write_architecture(name: str | None, out: Path, processor=None, *, config=None) -> Path:
     """A checkpoint folder without weights (config + processor) that ``load_processor`` and ``AutoConfig`` read;
-    token ids follow the processor's tokenizer, the sizes stay the published ones."""
+    token ids follow the processor's tokenizer, the sizes stay the published ones (or ``config``'s: a cut-depth copy
+    of the architecture ``name``, :func:`cut_depth_config`)."""
     processor = processor or standin_processor()
     tokenizer = processor.tokenizer
-    config = architecture_config(name)
+    config = copy.deepcopy(config) if config is not None else architecture_config(name)
     for key, token in (
         ("image_token_id", "<|image_pad|>"),
         ("video_token_id", "<|video_pad|>"),
@@ -170,3 +209,26 @@ def write_architecture(name: str, out: Path, processor=None) -> Path:
     config.save_pretrained(out)
     processor.save_pretrained(out)
     return out
+
+
+def write_cut_depth_checkpoint(
+    name: str, out: Path, *, text_layers: int, vision_blocks: int, processor=None, seed: int = 0
+) -> Path:
+    """A checkpoint folder the recipes and ``sureon eval`` load as ``model_name_or_path``: the shipped architecture
+    ``name`` at every real width, vocabulary and vision setting, its depth cut (:func:`cut_depth_config`), with
+    seeded random weights (its own initialisation, bf16) and a processor (the stand-in's tokenizer unless given: its
+    few hundred tokens index the first rows of the real 151,936-row embedding and LM head). Nothing is downloaded;
+    the 8B at 1 text layer and 3 vision blocks is a 3.3 GB folder."""
+    folder = write_architecture(
+        name,
+        out,
+        processor,
+        config=cut_depth_config(architecture_config(name), text_layers=text_layers, vision_blocks=vision_blocks),
+    )
+    from transformers import AutoConfig
+
+    torch.manual_seed(seed)
+    model = build_model(AutoConfig.from_pretrained(folder), device="cpu", dtype=torch.bfloat16)
+    model.save_pretrained(folder)
+    del model
+    return folder

@@ -6,8 +6,10 @@ from pathlib import Path
 
 from builders.arguments import float_range, int_range, positive_float, positive_int
 from builders.errors import InputError
+from recipes.training.plan.comparison import compare
 from recipes.training.plan.flops import matmul_parameters, training_flops
 from recipes.training.plan.grpo import grpo_plan
+from recipes.training.plan.measure import ARITHMETIC, MEASURE_BATCH, measure_stage
 from recipes.training.plan.memory import (
     GB,
     RESERVED_BYTES,
@@ -68,6 +70,30 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--seed", type=int_range(0, 2**32 - 1), default=42)
     parser.add_argument("--json", type=Path, help="also write the plan as JSON here")
+    measure = parser.add_argument_group(
+        "measurement",
+        "check the plan's FLOPs and memory against one training step of the recipe at its real widths, depth cut, "
+        "on this machine (docs/training/planning.md): about 5 minutes and 12 GB for Qwen3-VL-8B on 2 CPU cores",
+    )
+    measure.add_argument(
+        "--measure",
+        action="store_true",
+        help="measure each SFT stage's step here and print it beside the plan's figures (JSON: `measurement`)",
+    )
+    measure.add_argument(
+        "--measure-batch",
+        type=positive_int,
+        default=MEASURE_BATCH,
+        help=f"rows per measured step (default {MEASURE_BATCH}; the per-token figures do not depend on it, and each "
+        "8-frame clip adds about 2 GB at the 8B's widths)",
+    )
+    measure.add_argument(
+        "--measure-arithmetic",
+        choices=ARITHMETIC,
+        default="skip",
+        help="skip (default): matrix products answer zeros of their shape, FLOPs and bytes are unchanged and a step "
+        "takes seconds; compute: multiply for real (hours in bf16 on a CPU without bf16 instructions)",
+    )
 
 
 def run(args) -> int:
@@ -90,6 +116,9 @@ def run(args) -> int:
         peak_tflops=args.peak_tflops,
         assumed_mfu=args.assumed_mfu,
         seed=args.seed,
+        measure=args.measure,
+        measure_batch=args.measure_batch,
+        measure_arithmetic=args.measure_arithmetic,
     )
     print(render(plans))
     if args.json:
@@ -130,8 +159,12 @@ def plan_recipe(
     peak_tflops: float = 989.0,
     assumed_mfu: float = 0.4,
     seed: int = 42,
+    measure: bool = False,
+    measure_batch: int = MEASURE_BATCH,
+    measure_arithmetic: str = "skip",
 ) -> list[dict]:
-    """One plan per stage of the recipe (see the module docstring for what each figure is)."""
+    """One plan per stage of the recipe (see the module docstring for what each figure is); with ``measure``, each
+    SFT stage's figures beside one measured step (:mod:`recipes.training.plan.measure`)."""
     from recipes.training.architectures import local_config
 
     if num_gpus < 1:
@@ -154,11 +187,11 @@ def plan_recipe(
         # A GRPO stage's rows are its prompts as the GRPO trainer encodes them (the answers are generated).
         grpo_stage = is_grpo(settings)
         if synthetic_frames:
-            measure = measure_grpo_synthetic if grpo_stage else measure_synthetic
-            counts = measure(processor, settings, synthetic_frames)
+            count_tokens = measure_grpo_synthetic if grpo_stage else measure_synthetic
+            counts = count_tokens(processor, settings, synthetic_frames)
         else:
-            measure = measure_grpo_mixture if grpo_stage else measure_mixture
-            counts = measure(processor, stage["mixture"], settings, samples, seed)
+            count_tokens = measure_grpo_mixture if grpo_stage else measure_mixture
+            counts = count_tokens(processor, stage["mixture"], settings, samples, seed)
         parameters = parameter_counts(model, frozen, lora)
         trainable = sum(group["trainable"] for group in parameters.values())
         frozen_count = sum(group["frozen"] for group in parameters.values())
@@ -170,20 +203,18 @@ def plan_recipe(
         checkpointing = checkpointing_on(settings)
         # LoRA adapts the LLM only: the vision tower and projector keep no activations for backward.
         no_grad = frozen | ({"vision_tower", "projector"} if lora else set())
+        head_trains = "llm" not in frozen and lora is None
+
         activations = {
-            f"{label}, checkpointing {'on' if on else 'off'}": activation_bytes(
-                config, batch * row["tokens"], batch * row["vision_patches"], checkpointing=on, frozen=no_grad
+            f"{label}, checkpointing {'on' if on else 'off'}": micro_batch_activations(
+                config, row, batch, checkpointing=on, frozen=no_grad, head_trains=head_trains
             )
             for label, row in (("p99 rows", typical), ("longest row", longest))
             for on in (True, False)
         }
         recipe_activation = max(
-            activation_bytes(
-                config,
-                batch * row["tokens"],
-                batch * row["vision_patches"],
-                checkpointing=checkpointing,
-                frozen=no_grad,
+            micro_batch_activations(
+                config, row, batch, checkpointing=checkpointing, frozen=no_grad, head_trains=head_trains
             )
             for row in (typical, longest)
         )
@@ -228,9 +259,29 @@ def plan_recipe(
             )
             memory = grpo.pop("memory")
         median = sorted(counts, key=lambda c: c["tokens"])[len(counts) // 2]
+        if grpo_stage:  # trained on the prompt and its completion, the loss over the completion
+            completion = grpo["max_completion_length"]
+            median = {**median, "tokens": median["tokens"] + completion, "labelled": completion}
         adapters = parameters.get("adapters", {}).get("trainable", 0)
         flops = training_flops(config, matmuls, median, frozen=frozen, lora=lora is not None, adapters=adapters)
         samples_per_second = num_gpus * assumed_mfu * peak_tflops * 1e12 / flops
+        measurement = None
+        if measure and grpo_stage:
+            measurement = {
+                "skipped": "a GRPO stage's step is measured by the slow test (tests/test_plan_measure.py), not here"
+            }
+        elif measure:
+            raw = measure_stage(
+                recipe,
+                stage,
+                config,
+                processor=processor,
+                synthetic_frames=synthetic_frames,
+                batch=measure_batch,
+                arithmetic=measure_arithmetic,
+                seed=seed,
+            )
+            measurement = compare(raw, config, frozen=frozen, lora=lora is not None)
         plans.append(
             {
                 "recipe": str(recipe_path),
@@ -250,7 +301,10 @@ def plan_recipe(
                 "memory": memory,
                 "activations": activations,
                 "grpo": grpo,
+                "sources": figure_sources(measurement),
+                "measurement": measurement,
                 "throughput": {
+                    "median_labelled_tokens": median.get("labelled"),
                     "flops_per_median_sample": flops,
                     "median_tokens": median["tokens"],
                     "assumed_mfu": assumed_mfu,
@@ -261,3 +315,38 @@ def plan_recipe(
             }
         )
     return plans
+
+
+def micro_batch_activations(
+    config, row: dict, batch: int, *, checkpointing: bool, frozen: set[str], head_trains: bool
+) -> int:
+    """Activations of a micro-batch of ``batch`` rows like ``row`` (padded to it): the loss over their labelled
+    positions (every token for a count that does not say)."""
+    return activation_bytes(
+        config,
+        batch * row["tokens"],
+        batch * row["vision_patches"],
+        checkpointing=checkpointing,
+        frozen=frozen,
+        labelled=batch * row.get("labelled", row["tokens"]),
+        head_trains=head_trains,
+        sequence=row["tokens"],
+    )
+
+
+def figure_sources(measurement: dict | None) -> dict[str, str]:
+    """How each figure of a plan was obtained: measured here, a formula, or assumed (``sureon plan`` prints it)."""
+    checked = (
+        "measured here, in the table above"
+        if measurement and "figures" in measurement
+        else "checked against a measured step at the real widths (docs/training/planning.md)"
+    )
+    return {
+        "tokens": "measured here: the recipe's rows (or synthetic clips) through the training collator",
+        "parameters": "measured here: the architecture built on the meta device, frozen as training freezes it",
+        "model states": "formula: DeepSpeed's own estimator where the memory table says so, memory.py's elsewhere",
+        "reserved memory": "assumed: an allowance for the CUDA context, NCCL buffers and fragmentation",
+        "activations": f"formula, {checked}",
+        "FLOPs per sample": f"formula over the measured tokens, {checked}",
+        "throughput": "assumed: an MFU and the GPU's peak, not measured",
+    }

@@ -22,7 +22,7 @@ def grpo_plan(
       ZeRO-3 and FSDP as the trainer prepares it like the policy; none when ``beta`` is 0 (TRL then skips it) or
       with LoRA (the adapter is disabled instead);
     - **training activations**: a micro-batch of ``per_device_train_batch_size`` completions, each the p99 prompt
-      plus ``max_completion_length`` tokens (replaces the SFT figure);
+      plus ``max_completion_length`` tokens, the loss over the completions (replaces the SFT figure);
     - **generation** by transformers: the KV cache of the generation batch per GPU (``per_device_train_batch_size``
       x ``steps_per_generation`` sequences of prompt + completion), plus its prefill (one forward over every
       prompt of the batch at once: the vision tower over each clip's patches, as video or images, then the LLM;
@@ -41,7 +41,17 @@ def grpo_plan(
     beta = float(settings.get("beta", 0.0))
     sequence = prompt_row["tokens"] + completion
     patches = prompt_row["vision_patches"]
-    training = activation_bytes(config, batch * sequence, batch * patches, checkpointing=checkpointing, frozen=frozen)
+    # The loss scores the completions only (TRL's fused LM head over their positions).
+    training = activation_bytes(
+        config,
+        batch * sequence,
+        batch * patches,
+        checkpointing=checkpointing,
+        frozen=frozen,
+        labelled=batch * completion,
+        head_trains="llm" not in frozen and not lora,
+        sequence=sequence,
+    )
     generation_batch = batch * steps
     kv_cache = kv_cache_bytes_per_token(config) * generation_batch * sequence
     prefill = prefill_bytes(config, generation_batch * prompt_row["tokens"], generation_batch * patches)

@@ -52,6 +52,57 @@ def _gb(value: float) -> str:
     return f"{value / GB:.1f}"
 
 
+def _value(value: float | None, unit: str) -> str:
+    """A measured or predicted figure in the unit a reader compares it in."""
+    if value is None:
+        return "-"
+    if unit == "FLOPs":
+        return f"{value / 1e12:.3f} TFLOPs" if value >= 1e11 else f"{value / 1e9:.2f} GFLOPs"
+    if value >= 1e8:
+        return f"{value / GB:.3f} GB"
+    return f"{value:,.0f} B" if value >= 100 else f"{value:.2f} B"
+
+
+def render_measurement(measurement: dict) -> list[str]:
+    """The measured step beside the plan's formulas (``recipes.training.plan.measure.compare``)."""
+    if "figures" not in measurement:
+        return ["", f"measurement: {measurement.get('skipped', 'not run')}"]
+    machine = measurement["machine"]
+    depths = ", ".join(f"{name} {layers}+{blocks}" for name, (layers, blocks) in measurement["depths"].items())
+    lines = [
+        "",
+        (
+            f"measured here ({machine['cpu']}, {machine['cores']} cores, {machine['date']}; torch {machine['torch']}, "
+            f"transformers {machine['transformers']}, TRL {machine['trl']}): one step of {measurement['rows']} "
+            f"({measurement['tokens']} tokens, {measurement['labelled_tokens']} labelled, "
+            f"{measurement['vision_patches']} vision patches) at the real widths, depths (text layers + vision "
+            f"blocks) {depths}; arithmetic {measurement['arithmetic']}; {measurement['seconds']:.0f} s, "
+            f"peak resident memory {measurement['peak_resident_bytes'] / GB:.1f} GB"
+        ),
+        "",
+        "| figure | measured (CPU, sdpa) | predicted (same) | measured / predicted | plan on a GPU |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for name, figure in measurement["figures"].items():
+        ratio = f"{figure['ratio']:.3f}" if figure["ratio"] is not None else "-"
+        gpu = figure.get("plan_gpu", figure.get("model_flops"))
+        gpu_text = _value(gpu, figure["unit"]) if gpu is not None else ""
+        if "model_flops" in figure:
+            gpu_text += " (model FLOPs)"
+        lines.append(
+            f"| {name} | {_value(figure['measured'], figure['unit'])} | "
+            f"{_value(figure['predicted'], figure['unit'])} | {ratio} | {gpu_text} |"
+        )
+    lines += [
+        "",
+        (
+            "what a CPU cannot stand for (flash-attention's kernels, the CUDA allocator's slack, NCCL and DeepSpeed "
+            "buffers, time): docs/training/planning.md"
+        ),
+    ]
+    return lines
+
+
 def render(plans: list[dict]) -> str:
     lines = []
     for plan in plans:
@@ -97,6 +148,11 @@ def render(plans: list[dict]) -> str:
             lines.append(f"| {label} | {_gb(value)} |")
         if plan.get("grpo"):
             lines += render_grpo(plan["grpo"], plan["memory"])
+        if plan.get("measurement"):
+            lines += render_measurement(plan["measurement"])
+        if plan.get("sources"):
+            lines += ["", "| figure | how it was obtained |", "| --- | --- |"]
+            lines += [f"| {figure} | {how} |" for figure, how in plan["sources"].items()]
         throughput = plan["throughput"]
         lines += [
             "",
@@ -104,8 +160,8 @@ def render(plans: list[dict]) -> str:
                 f"throughput at an assumed {throughput['assumed_mfu']:.0%} MFU of {throughput['peak_tflops']:g} "
                 f"TFLOPS per GPU: {throughput['samples_per_second']:.1f} samples/s, "
                 f"{throughput['tokens_per_second']:,.0f} tokens/s ({throughput['flops_per_median_sample'] / 1e12:.1f} "
-                f"TFLOPs per median sample of {throughput['median_tokens']} tokens); measure it with "
-                "benchmarks/gpu_sft.py"
+                f"TFLOPs per median sample of {throughput['median_tokens']} tokens, the loss over "
+                f"{throughput.get('median_labelled_tokens')} of them); measure it with benchmarks/gpu_sft.py"
             ),
             "",
         ]

@@ -54,7 +54,8 @@ def collator_for(processor, sources, settings: dict):
 
 
 def encoded_counts(encoded, merge: int) -> dict:
-    """Tokens of one encoded example, its vision-tower patches and their attention windows (one per frame pair)."""
+    """Tokens of one encoded example, those the loss scores, its vision-tower patches and their attention windows
+    (one per frame pair)."""
     grids = [
         grid.tolist()
         for key in ("image_grid_thw", "video_grid_thw")
@@ -62,8 +63,11 @@ def encoded_counts(encoded, merge: int) -> dict:
         for grid in encoded.visual[key]
     ]
     patches = sum(t * h * w for t, h, w in grids)
+    labels = getattr(encoded, "labels", None) or []
     return {
         "tokens": len(encoded.input_ids),
+        # The positions the loss scores (TRL's fused LM head projects only these): the answer; a GRPO prompt has none
+        "labelled": sum(1 for label in labels[1:] if label != -100),
         "visual_tokens": patches // (merge * merge),
         "vision_patches": patches,
         "windows": [h * w for t, h, w in grids for _ in range(t)],

@@ -1,0 +1,162 @@
+"""One SFT stage made ready to train: the stages of a recipe, the trainer of each (processor with the pixel caps,
+model, freezing, mixture, collator). ``recipes/sft.py`` trains them; ``sureon plan --measure`` and
+``benchmarks/gpu_sft.py`` take single steps with the same trainer, so that what they measure is what the recipe runs.
+"""
+
+import dataclasses
+from pathlib import Path
+
+from trl import ModelConfig, SFTConfig, SFTTrainer, TrlParser, get_peft_config
+
+from builders.errors import InputError
+from recipes.training.collator import SFTCollator
+from recipes.training.freezing import apply_freezing
+from recipes.training.mixture import build_mixture, parse_mixture
+from recipes.training.modeling import apply_pixel_caps, load_model, load_processor
+from recipes.training.recipe_file import SFT, check_fields, settable_fields
+from recipes.training.scripts import RecipeParser, SFTScriptArguments, available_reporters, configure_reporting
+
+
+def sft_parser() -> TrlParser:
+    """``recipes/sft.py``'s parser: its script arguments, TRL's ``SFTConfig`` and ``ModelConfig``, from a recipe."""
+    return RecipeParser((SFTScriptArguments, SFTConfig, ModelConfig), SFT)
+
+
+def stage_plan(script_args: SFTScriptArguments, training_args: SFTConfig) -> list[dict]:
+    """``[{name, dataset_mixture, output_dir, overrides}]``: one stage, or the recipe's ``stages`` in order."""
+    if script_args.stages and script_args.dataset_mixture:
+        raise InputError("give either dataset_mixture (one stage) or stages (each with its dataset_mixture), not both")
+    if not script_args.stages:
+        return [{"name": None, "dataset_mixture": script_args.dataset_mixture, "output_dir": training_args.output_dir}]
+    fields = settable_fields(SFTScriptArguments, SFTConfig)
+    for nested in ("stages", "dataset_mixture"):
+        fields.pop(nested)
+    plan = []
+    for number, stage in enumerate(script_args.stages, start=1):
+        stage = dict(stage)
+        name = str(stage.pop("name", f"stage{number}"))
+        mixture = stage.pop("dataset_mixture", None)
+        # A stage's settings bypass argparse: converted here as the recipe reader converts them (`5e-6` is a string
+        # to YAML), an unknown key or a wrong value named.
+        problems: list[str] = []
+        stage = check_fields(stage, fields, problems, prefix=f"stage {name!r}: ", where_known="a stage")
+        if problems:
+            raise InputError("; ".join(problems))
+        plan.append(
+            {
+                "name": name,
+                "dataset_mixture": mixture,
+                "output_dir": str(Path(training_args.output_dir) / f"stage{number}-{name}"),
+                "overrides": stage,
+            }
+        )
+    return plan
+
+
+def check_lr_schedule(training_args: SFTConfig) -> None:
+    """``warmup_stable_decay`` counts its decay in steps (``lr_scheduler_kwargs.num_decay_steps``): in a run shorter
+    than warmup + decay, transformers makes the stable phase negative without a word and the rate drops to a point
+    of the decay as the warmup ends (the tiny guesser recipe decays over 100 steps after 20 of warmup)."""
+    steps = training_args.max_steps
+    if training_args.lr_scheduler_type != "warmup_stable_decay" or steps <= 0:
+        return
+    decay = int((training_args.lr_scheduler_kwargs or {}).get("num_decay_steps", 0))
+    warmup = training_args.get_warmup_steps(steps)
+    if warmup + decay > steps:
+        raise InputError(
+            f"max_steps {steps} is shorter than the warmup ({warmup}) and the decay (lr_scheduler_kwargs."
+            f"num_decay_steps {decay}) of warmup_stable_decay: lower num_decay_steps or warmup_steps with max_steps"
+        )
+
+
+def prepare_processor(processor, script_args: SFTScriptArguments):
+    """Apply the recipe's pixel caps (Qwen3-VL: per image, and per clip over all its frames, capped per frame)."""
+    return apply_pixel_caps(processor, script_args.image_max_pixels, script_args.video_max_pixels)
+
+
+def build_stage_trainer(
+    stage: dict, model_path: str, script_args, training_args: SFTConfig, model_args: ModelConfig, model=None
+) -> dict:
+    """The trainer of one stage, ready to train: processor with the pixel caps, model (``model`` when given, e.g.
+    random weights built in memory by ``benchmarks/gpu_sft.py``), freezing, the mixture and its collator."""
+    script_args = dataclasses.replace(
+        script_args, **{k: v for k, v in stage.get("overrides", {}).items() if hasattr(script_args, k)}
+    )
+    overrides = {k: v for k, v in stage.get("overrides", {}).items() if not hasattr(script_args, k)}
+    training_args = dataclasses.replace(
+        training_args,
+        **overrides,
+        output_dir=stage["output_dir"],
+        remove_unused_columns=False,
+        dataset_kwargs={"skip_prepare_dataset": True},
+        max_length=None,
+        report_to=available_reporters(training_args.report_to),
+    )
+    configure_reporting(training_args)
+    check_lr_schedule(training_args)
+    processor = prepare_processor(load_processor(model_path, revision=model_args.model_revision), script_args)
+    if model is None:
+        model = load_model(
+            model_path,
+            revision=model_args.model_revision,
+            dtype=model_args.dtype,
+            attn_implementation=model_args.attn_implementation,
+        )
+    vision_language = getattr(model.config, "vision_config", None) is not None
+    frozen = {
+        group
+        for group, flag in (
+            ("vision_tower", script_args.freeze_vision_tower),
+            ("projector", script_args.freeze_projector),
+            ("llm", script_args.freeze_llm),
+        )
+        if flag
+    }
+    peft_config = get_peft_config(model_args)
+    if peft_config is not None and frozen:
+        raise InputError("with LoRA only the adapters train: choose the adapted layers with lora_target_modules")
+    trainable = apply_freezing(model, frozen) if peft_config is None else {}
+
+    sources = parse_mixture(stage["dataset_mixture"])
+    loaded, index, folds = build_mixture(
+        sources, seed=training_args.seed, fold=script_args.fold, num_folds=script_args.num_folds
+    )
+    uniform = script_args.uniform_vision_calls
+    if uniform is None:
+        uniform = vision_language and not script_args.blind
+    if training_args.ddp_find_unused_parameters is None and (uniform or not vision_language):
+        # Every parameter takes part in every step, so DDP can skip its search for unused ones.
+        training_args = dataclasses.replace(training_args, ddp_find_unused_parameters=False)
+    collator = SFTCollator(
+        processor,
+        loaded,
+        blind=script_args.blind,
+        frames_as=script_args.frames_as,
+        max_frames=script_args.max_frames,
+        max_length=training_args.max_length,
+        uniform_vision_calls=uniform,
+        system_prompt=script_args.system_prompt,
+        encoded_cache_mb=script_args.encoded_cache_mb,
+    )
+    trainer = SFTTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=index,
+        data_collator=collator,
+        processing_class=processor,
+        peft_config=peft_config,
+    )
+    if peft_config is not None:
+        trainable = {"adapters": {"trainable": sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)}}
+    return {
+        "trainer": trainer,
+        "processor": processor,
+        "loaded": loaded,
+        "folds": folds,
+        "trainable": trainable,
+        "uniform": uniform,
+        "vision_language": vision_language,
+        "peft_config": peft_config,
+        "training_args": training_args,
+        "script_args": script_args,
+    }
