@@ -168,7 +168,7 @@ def saved_activation_bytes(model, **inputs) -> int:
 @pytest.mark.parametrize("frozen", [set(), {"vision_tower"}], ids=["full", "frozen-vision"])
 def test_activation_estimate_matches_what_a_forward_pass_saves(frozen):
     """The estimate against the bytes autograd really keeps, for the 8B's layer types scaled down (bf16, sdpa, no
-    checkpointing): a text-only batch, and a batch with a 640x448 image through the vision tower."""
+    checkpointing): a text-only batch, and a batch with a 320x224 image through the vision tower."""
     processor = standin_processor()
     tokenizer = processor.tokenizer
     text = {"num_hidden_layers": 2, "hidden_size": 256, "intermediate_size": 768, "vocab_size": 1024}
@@ -182,12 +182,12 @@ def test_activation_estimate_matches_what_a_forward_pass_saves(frozen):
     model = build_model(config, device="cpu", dtype=torch.bfloat16, attn_implementation="sdpa")
     parameter_counts(model, frozen)
 
-    input_ids = torch.randint(10, 1000, (1, 512))
+    input_ids = torch.randint(10, 1000, (1, 256))
     measured = saved_activation_bytes(model, input_ids=input_ids, labels=input_ids)
-    estimate = activation_bytes(config, 512, 0, checkpointing=False, frozen=frozen, transient=False, attention="sdpa")
+    estimate = activation_bytes(config, 256, 0, checkpointing=False, frozen=frozen, transient=False, attention="sdpa")
     assert 0.8 < estimate / measured < 1.25, ("text", estimate, measured)
 
-    image = Image.fromarray(np.random.default_rng(0).integers(0, 255, (448, 640, 3), dtype=np.uint8))
+    image = Image.fromarray(np.random.default_rng(0).integers(0, 255, (224, 320, 3), dtype=np.uint8))
     messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Which tool is visible?"}]}]
     prompt = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     encoded = processor(text=[prompt], images=[image], return_tensors="pt")
