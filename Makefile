@@ -84,6 +84,7 @@ demo: $(STAMP)
 	@echo "  sureon/                 the Sureon configs: datasets.load_dataset(\"$(DEMO_DIR)/sureon\", \"bench\"); build_manifest.json"
 	@echo "  public/                 the public corpus of the 22 sample sources (manifest.json, README.md card)"
 	@echo "  report/report.md        a tiny model that learned: SFT then GRPO, visual far above chance, blind at it"
+	@$(PY) -c "import json; from recipes.evaluation.sureon.report_rendering import headline; print(headline(json.load(open('$(DEMO_DIR)/report/report.json'))))" | sed 's/^/                            /'
 	@echo "  public_report/          Table 5 of the Sureon paper for the smoke model on Cholec80"
 	@echo "  surgiq_tables/          SurgiQ scored and tabulated (the SurgiQ paper's Tables 4-6)"
 	@echo "  validation_curated/     stage 3: blind-test curation (and surgiq_audit/, sureon_audit/)"

@@ -23,7 +23,6 @@ tokenizer is a stand-in (the real one needs the Hub), so text tokens differ slig
 import argparse
 import gc
 import importlib.util
-import io
 import json
 import os
 import resource
@@ -42,7 +41,7 @@ from transformers import TrainerCallback  # noqa: E402
 
 from recipes.training.architectures import build_model, write_architecture  # noqa: E402
 from recipes.training.plan.flops import matmul_parameters, training_flops  # noqa: E402
-from recipes.training.plan.tokens import synthetic_clip_row  # noqa: E402
+from recipes.training.plan.tokens import write_synthetic_clips  # noqa: E402
 from recipes.training.sft_stages import build_stage_trainer, sft_parser  # noqa: E402
 
 
@@ -52,26 +51,6 @@ VARIANTS = {
     "checkpointing off": {"activation_checkpointing": False},
     "frozen vision": {"activation_checkpointing": True, "freeze_vision_tower": True},
 }
-
-
-def write_clips(folder: Path, count: int, size: tuple[int, int], frames: int) -> Path:
-    """``count`` synthetic video-QA rows (the builders' schema, JPEG frames of ``size``) as one parquet file."""
-    from datasets import Dataset
-
-    from builders.schema import video_qa_features
-
-    rows = []
-    for number in range(count):
-        row = synthetic_clip_row(number, size, frames)
-        encoded = []
-        for frame in row["frames"]:
-            buffer = io.BytesIO()
-            frame.save(buffer, format="JPEG", quality=90)
-            encoded.append({"bytes": buffer.getvalue(), "path": None})
-        rows.append({**row, "frames": encoded})
-    path = folder / "clips.parquet"
-    Dataset.from_list(rows, features=video_qa_features(with_frames=True)).to_parquet(str(path))
-    return path
 
 
 def tiny_model_dir(work: Path) -> Path:
@@ -232,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         model_dir = write_architecture("Qwen/Qwen3-VL-8B-Instruct", work / "model")
     config = AutoConfig.from_pretrained(model_dir)
     clips = (args.warmup + args.steps) * args.batch_size * 2
-    data = write_clips(work, clips, size, 8)
+    data = write_synthetic_clips(work, clips, size, 8)
     device_name = torch.cuda.get_device_name() if device == "cuda" else "CPU"
     print(f"{'tiny Qwen3-VL' if args.tiny else 'Qwen3-VL-8B (random weights)'} on {device_name}, {args.steps} steps")
     print(f"8-frame clips of {size[0]}x{size[1]} frames, {args.warmup} warm-up step(s)")

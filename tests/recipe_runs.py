@@ -27,6 +27,23 @@ def one_thread():
         torch.set_num_threads(before)
 
 
+def tiny_recipe(tmp_path, model, build, **extra) -> str:
+    """A recipe YAML for a tiny vision-language ``model`` on the sample ``build``'s Sureon-DB: 8-frame clips at
+    48x48, batch 2, with ``extra`` fields; returns its path."""
+    recipe = {
+        "model_name_or_path": str(model),
+        "dataset_mixture": [{"path": str(build.out), "name": "db", "split": "train"}],
+        "frames_as": "video",
+        "max_frames": 8,
+        "video_max_pixels": 8 * 48 * 48,
+        "per_device_train_batch_size": 2,
+        **extra,
+    }
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    return str(path)
+
+
 def train(script: str, recipe: Path, out: Path, **overrides) -> Path:
     """The recipe YAML with ``overrides``, run through the script's own parser and ``main``."""
     import importlib.util

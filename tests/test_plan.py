@@ -12,6 +12,7 @@ import torch
 import yaml
 from conftest import REPO
 from PIL import Image
+from recipe_runs import tiny_recipe
 
 from recipes.training.architectures import (
     PUBLISHED_PARAMETERS,
@@ -115,21 +116,6 @@ def test_synthetic_clip_tokens_follow_qwen3_vl_patching(plan_8b):
     assert clip["visual_tokens"]["p100"] == 4 * 24 * 14
     assert clip["vision_patches"]["p100"] == 4 * 4 * 24 * 14
     assert clip["tokens"]["p100"] > clip["visual_tokens"]["p100"]
-
-
-def tiny_recipe(tmp_path, model, build, **extra) -> str:
-    recipe = {
-        "model_name_or_path": str(model),
-        "dataset_mixture": [{"path": str(build.out), "name": "db", "split": "train"}],
-        "frames_as": "video",
-        "max_frames": 8,
-        "video_max_pixels": 8 * 48 * 48,
-        "per_device_train_batch_size": 2,
-        **extra,
-    }
-    path = tmp_path / "recipe.yaml"
-    path.write_text(yaml.safe_dump(recipe))
-    return str(path)
 
 
 def test_plan_token_counts_equal_what_the_collator_produces(tmp_path, tiny_qwen3_vl, sureon_build):

@@ -3,7 +3,6 @@ architecture, and the plan's formulas against measured steps, at small widths in
 widths (1.65-2.2 B parameters on a CPU) in the slow tests, with ``recipes/sft.py``, ``recipes/grpo.py`` and
 ``sureon eval sureon`` taking a step or a few questions on the cut-depth 8B."""
 
-import contextlib
 import functools
 import json
 import os
@@ -15,6 +14,7 @@ import pytest
 import torch
 import yaml
 from conftest import REPO
+from recipe_runs import one_thread, tiny_recipe
 
 from recipes.training.architectures import (
     architecture_config,
@@ -103,18 +103,6 @@ def test_skipped_arithmetic_refuses_shapes_that_do_not_fit_and_answers_zeros():
     assert product.shape == (3, 5) and not product.any() and skipper.skipped >= 1
 
 
-@contextlib.contextmanager
-def one_thread():
-    """Torch on one thread: the figures do not depend on it, and on a shared machine a second thread spends its time
-    waiting at every small operation's barrier (three times the CPU seconds)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def small_measurements():
     """The 8B SFT recipe's settings on a small-width copy of its architecture and one synthetic 8-frame clip: every
@@ -149,18 +137,9 @@ def test_the_plans_formulas_match_the_measured_step(small_measurements):
 def test_sureon_plan_measure_prints_and_writes_the_measurement(tmp_path, tiny_qwen3_vl, sureon_build, capsys):
     """On the mixture's rows (the sample build) with a recipe's own small checkpoint: a table, how each figure was
     obtained, and ``measurement`` in the JSON with a measured and a predicted value for every figure."""
-    recipe = {
-        "model_name_or_path": str(tiny_qwen3_vl),
-        "dataset_mixture": [{"path": str(sureon_build.out), "name": "db", "split": "train"}],
-        "frames_as": "video",
-        "max_frames": 8,
-        "video_max_pixels": 8 * 48 * 48,
-        "per_device_train_batch_size": 2,
-    }
-    path = tmp_path / "recipe.yaml"
-    path.write_text(yaml.safe_dump(recipe))
+    path = tiny_recipe(tmp_path, tiny_qwen3_vl, sureon_build)
     out = tmp_path / "plan.json"
-    argv = ["plan", "--config", str(path), "--measure", "--measure-batch", "2", "--json", str(out), "--samples", "8"]
+    argv = ["plan", "--config", path, "--measure", "--measure-batch", "2", "--json", str(out), "--samples", "8"]
     with one_thread():
         assert cli_main(argv) == 0
     printed = capsys.readouterr().out
@@ -217,7 +196,7 @@ def cut_8b(tmp_path_factory):
 @pytest.fixture(scope="module")
 def synthetic_clips(tmp_path_factory):
     """Eight 8-frame 768x432 video-QA rows (multiple choice, so GRPO can check their answers)."""
-    from recipes.training.plan.measure import write_synthetic_clips
+    from recipes.training.plan.tokens import write_synthetic_clips
 
     return write_synthetic_clips(tmp_path_factory.mktemp("clips"), 8, (768, 432), 8)
 

@@ -232,7 +232,8 @@ def test_cli_writes_a_deterministic_report(tmp_path, capsys):
         args = ["report", "sureon", str(alpha), str(beta), "--out", str(out), "--resamples", "500"]
         assert cli(args) == 0
         outputs.append(out)
-    assert "report.md" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "report.md" in printed
     files = sorted(p.name for p in outputs[0].iterdir() if not p.name.startswith("."))  # not the output marker
     assert files == ["accuracy.png", "multimodal_gain.png", "report.json", "report.md"]
     for name in files:
@@ -241,6 +242,10 @@ def test_cli_writes_a_deterministic_report(tmp_path, capsys):
     data = json.loads((outputs[0] / "report.json").read_text())
     beta_visual = next(m for m in data["models"] if m["name"] == "beta")["modes"]["visual"]["estimates"]
     assert beta_visual["overall"]["correct"] == 8 + 2 - 1  # ad-4 and ee-2 turned right, ad-1 wrong
+    for model in data["models"]:  # the headline `make demo` ends with: each model's overall visual, blind and MG
+        visual, blind = (model["modes"][mode]["estimates"]["overall"]["accuracy"] for mode in ("visual", "blind"))
+        line = f"{model['name']}: visual {visual:.1f} %, blind {blind:.1f} %, MG {visual - blind:+.1f} points"
+        assert line in printed, printed
     assert cli(["report", "sureon", str(alpha), "--out", str(outputs[0])]) == 2  # exists, no --overwrite
     assert "--overwrite" in capsys.readouterr().err
     assert cli(["report", "sureon", "--out", str(tmp_path / "none")]) == 2

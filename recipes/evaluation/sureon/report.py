@@ -37,6 +37,7 @@ from builders.errors import InputError
 from recipes.evaluation.reporting import load_run_settings, write_report
 from recipes.evaluation.stats import N_RESAMPLES
 from recipes.evaluation.sureon.report_rendering import (
+    headline,
     plot_accuracy,
     plot_gain,
     render_accuracies,
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     out = report_from_arguments(args)
     if not args.accuracies:
         data = json.loads((out / "report.json").read_text(encoding="utf-8"))
-        print("## Results (Table 3 layout)\n\n" + table3(data))
+        print("## Results (Table 3 layout)\n\n" + table3(data) + "\n" + headline(data))
     print(f"Wrote {out / 'report.md'}")
     return 0
 

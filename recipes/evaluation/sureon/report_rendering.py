@@ -250,6 +250,22 @@ def render_markdown(data: dict) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def headline(data: dict) -> str:
+    """One line per model: overall accuracy with and without the visuals and the multimodal gain (MG = S_v - S_wv,
+    the Sureon paper's Table 3), what ``make demo`` ends with."""
+    lines = []
+    for model in data["models"]:
+        overall = {mode: run["estimates"]["overall"]["accuracy"] for mode, run in model["modes"].items()}
+        parts = [f"{mode} {overall[mode]:.1f} %" for mode in ("visual", "blind") if mode in overall]
+        gain = (model.get("multimodal_gain") or {}).get("overall")
+        parts += [f"MG {gain:+.1f} points"] if gain is not None else []
+        lines.append(f"{model['name']}: " + ", ".join(parts))
+    chance = data.get("random", {}).get("overall")
+    if chance is not None:
+        lines.append(f"chance: {chance:.1f} %")
+    return "\n".join(lines)
+
+
 def render_accuracies(data: dict) -> str:
     has_printed = any("printed_bootstrap_ci" in row for row in data["rows"])
     header = ["Model", "n", "correct", "Accuracy (%)"]

@@ -19,7 +19,6 @@ layer are extrapolated to the full depth. What a CPU cannot stand for is listed 
 
 import copy
 import gc
-import io
 import platform
 import resource
 import tempfile
@@ -78,27 +77,6 @@ def depths(config) -> dict[str, tuple[int, int]]:
     if vision is not None:
         cuts["vision block"] = (layers, blocks + 1)
     return cuts
-
-
-def write_synthetic_clips(folder: Path, count: int, size: tuple[int, int], frames: int) -> Path:
-    """``count`` synthetic video-QA rows (the builders' schema, JPEG frames of ``size``) as one parquet file."""
-    from datasets import Dataset
-
-    from builders.schema import video_qa_features
-    from recipes.training.plan.tokens import synthetic_clip_row
-
-    rows = []
-    for number in range(count):
-        row = synthetic_clip_row(number, size, frames)
-        encoded = []
-        for frame in row["frames"]:
-            buffer = io.BytesIO()
-            frame.save(buffer, format="JPEG", quality=90)
-            encoded.append({"bytes": buffer.getvalue(), "path": None})
-        rows.append({**row, "frames": encoded})
-    path = Path(folder) / "synthetic_clips.parquet"
-    Dataset.from_list(rows, features=video_qa_features(with_frames=True)).to_parquet(str(path))
-    return path
 
 
 def build_unset_model(config, *, compute: bool, seed: int):
@@ -277,6 +255,8 @@ def pick_rows(stage: dict, settings: dict, synthetic_frames, batch: int, seed: i
     stage's mixture drawn with ``seed``; returns (mixture entries, rows' description)."""
     if synthetic_frames:
         frames = settings.get("max_frames") or 8
+        from recipes.training.plan.tokens import write_synthetic_clips
+
         data = write_synthetic_clips(work, batch, synthetic_frames, frames)
         mixture = [{"path": "parquet", "data_files": str(data), "format": "video_qa"}]
         width, height = synthetic_frames

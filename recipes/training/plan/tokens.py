@@ -1,6 +1,7 @@
 """Tokens measured, not guessed: rows of the mixture (or synthetic clips) through the training collator, GRPO prompts
 through the GRPO trainer's own encoding, with the recipe's frame count and pixel caps."""
 
+import io
 import math
 from pathlib import Path
 
@@ -143,6 +144,26 @@ def synthetic_clip_row(number: int, size: tuple[int, int], frames: int) -> dict:
         "frame_timestamps": [start + 2.0 * k for k in range(frames)],
         "blurred_regions": [[] for _ in range(frames)],
     }
+
+
+def write_synthetic_clips(folder: Path, count: int, size: tuple[int, int], frames: int) -> Path:
+    """``count`` synthetic video-QA rows (the builders' schema, JPEG frames of ``size``) as one parquet file."""
+    from datasets import Dataset
+
+    from builders.schema import video_qa_features
+
+    rows = []
+    for number in range(count):
+        row = synthetic_clip_row(number, size, frames)
+        encoded = []
+        for frame in row["frames"]:
+            buffer = io.BytesIO()
+            frame.save(buffer, format="JPEG", quality=90)
+            encoded.append({"bytes": buffer.getvalue(), "path": None})
+        rows.append({**row, "frames": encoded})
+    path = Path(folder) / "synthetic_clips.parquet"
+    Dataset.from_list(rows, features=video_qa_features(with_frames=True)).to_parquet(str(path))
+    return path
 
 
 def measure_synthetic(processor, settings: dict, size: tuple[int, int]) -> list[dict]:
