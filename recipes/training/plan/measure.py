@@ -324,8 +324,15 @@ def measure_stage(
             head_trains = head.requires_grad
             # The models one layer or block apart are compared with the LM head frozen: at the real vocabulary its
             # gradient is a transient of 6 bytes per weight (3.7 GB) that would not fit beside the larger model's
-            # layers in a 16 GB machine, and it is the same in both models of a difference, so it cancels there.
-            heads = (True, False) if name == "base" and head_trains else (False,) if head_trains else (True,)
+            # layers in a 16 GB machine, and it is the same in both models of a difference, so it cancels there. The
+            # base alone (no difference to take) is measured as the recipe trains it.
+            paired = len(cuts) > 1
+            if not head_trains:
+                heads = (True,)
+            elif name == "base":
+                heads = (True, False) if paired else (True,)
+            else:
+                heads = (False,)
             for as_recipe in heads:
                 head.requires_grad_(head_trains and as_recipe)
                 for checkpointing in CHECKPOINTING_ORDER:
