@@ -184,3 +184,25 @@ def test_every_public_source_has_its_provenance_page():
         assert row, f"docs/sources/README.md has no row for {name}"
         page = (REPO / "docs" / "sources" / row.group(1)).read_text()
         assert "## " in page and "Reader:" in page, f"{row.group(1)} names no reader"
+
+
+# "seed" where a paper is meant ("seed Fig. 17", "Seed D.1", "the seed paper"), not a random seed ("seed 7").
+PAPER_CALLED_SEED = re.compile(
+    r"\bseed(?:'s)? (?:[A-Z]\.\d|fig|table|tab\.|§|section|sec\.|appendix|eq\.|algorithm|paper|stage \d)",
+    re.IGNORECASE,
+)
+
+
+def test_the_papers_are_called_papers():
+    """Users have the repository and the papers: "the Sureon paper" / "the SurgiQ paper", never "the seed"."""
+    paths = [REPO / "README.md", REPO / "Makefile"]
+    folders = ("sureon", "builders", "public_converters", "recipes", "docs", "model_cards", "benchmarks")
+    for folder in (*folders, "sample_data"):
+        paths += [p for p in (REPO / folder).rglob("*") if p.suffix in {".py", ".md", ".yaml", ".yml", ".jinja"}]
+    found = [
+        f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+        for path in paths
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if PAPER_CALLED_SEED.search(line)
+    ]
+    assert not found, "\n".join(found)
