@@ -17,6 +17,7 @@ from recipes.training.plan.memory import (
     activation_bytes,
     deepspeed_estimate,
     model_state_bytes,
+    parts_without_activations,
 )
 from recipes.training.plan.parameters import (
     block_parameters,
@@ -201,8 +202,7 @@ def plan_recipe(
         typical = by_tokens[min(len(by_tokens) - 1, int(0.99 * len(by_tokens)))]
         longest = by_tokens[-1]
         checkpointing = checkpointing_on(settings)
-        # LoRA adapts the LLM only: the vision tower and projector keep no activations for backward.
-        no_grad = frozen | ({"vision_tower", "projector"} if lora else set())
+        no_grad = parts_without_activations(frozen, lora is not None)
         head_trains = "llm" not in frozen and lora is None
 
         activations = {

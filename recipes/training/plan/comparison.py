@@ -21,6 +21,7 @@ def compare(raw: dict, config, *, frozen: set[str], lora: bool) -> dict:
     from recipes.training.plan.memory import (
         ATTENTION,
         loss_bytes,
+        parts_without_activations,
         recompute_bytes,
         retained_bytes,
         text_layer_bytes_per_token,
@@ -29,6 +30,7 @@ def compare(raw: dict, config, *, frozen: set[str], lora: bool) -> dict:
     from recipes.training.plan.parameters import meta_model
 
     runs, counts, batch = raw["runs"], raw["counts"], raw["batch"]
+    no_grad = parts_without_activations(frozen, lora)
     rows = [c for c in counts if c["tokens"]]
     tokens = sum(c["tokens"] for c in rows)
     sequence = rows[0]["tokens"] if rows else 0
@@ -45,7 +47,7 @@ def compare(raw: dict, config, *, frozen: set[str], lora: bool) -> dict:
             tokens,
             patches,
             checkpointing=checkpointing,
-            frozen=_no_grad(frozen, lora),
+            frozen=no_grad,
             attention=attention,
             sequence=sequence,
             labelled=labelled,
@@ -169,9 +171,7 @@ def compare(raw: dict, config, *, frozen: set[str], lora: bool) -> dict:
         predicted_retained = kept(base_cfg, checkpointing)
         weights = 2 * base["total_parameters"] + base.get("inputs", 0)
         recompute = (
-            recompute_bytes(base_cfg, tokens, patches, frozen=_no_grad(frozen, lora), attention="sdpa")
-            if checkpointing
-            else 0
+            recompute_bytes(base_cfg, tokens, patches, frozen=no_grad, attention="sdpa") if checkpointing else 0
         )
         gradients = 2 * base["trainable"]
         embedding = 2 * config.get_text_config().vocab_size * config.get_text_config().hidden_size
@@ -225,8 +225,3 @@ def compare(raw: dict, config, *, frozen: set[str], lora: bool) -> dict:
         "peak_resident_bytes": raw["peak_resident_bytes"],
         "figures": figures,
     }
-
-
-def _no_grad(frozen: set[str], lora: bool) -> set[str]:
-    """Parts that keep no activations for backward: the frozen ones, and with LoRA the vision tower and projector."""
-    return set(frozen) | ({"vision_tower", "projector"} if lora else set())

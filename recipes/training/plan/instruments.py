@@ -20,7 +20,7 @@ knows the CPU's attention kernels, and a mode that skips the arithmetic of the m
 """
 
 import weakref
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -183,16 +183,8 @@ class SkippedArithmetic(TorchDispatchMode):
 @contextmanager
 def instruments(skip_arithmetic: bool):
     """``(live_bytes, flops)`` active together, the arithmetic skipped underneath when asked."""
-    skipper = SkippedArithmetic() if skip_arithmetic else None
-    counter, tracker = FlopCount(), LiveBytes()
-    if skipper is not None:
-        skipper.__enter__()
-    try:
-        with counter, tracker:
-            yield tracker, counter
-    finally:
-        if skipper is not None:
-            skipper.__exit__(None, None, None)
+    with SkippedArithmetic() if skip_arithmetic else nullcontext(), FlopCount() as counter, LiveBytes() as tracker:
+        yield tracker, counter
 
 
 def main(argv: list[str] | None = None) -> int:

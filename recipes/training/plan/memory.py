@@ -142,6 +142,12 @@ def loss_bytes(config, labelled: int, *, head_trains: bool = True, device: str =
     return int(weight + other)
 
 
+def parts_without_activations(frozen: set[str], lora: bool) -> set[str]:
+    """Parts that keep no activations for backward: the frozen ones, and with LoRA (which adapts the LLM only) the
+    vision tower and projector."""
+    return set(frozen) | ({"vision_tower", "projector"} if lora else set())
+
+
 def retained_bytes(
     config,
     tokens: int,

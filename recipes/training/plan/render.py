@@ -64,7 +64,7 @@ def _value(value: float | None, unit: str) -> str:
 
 
 def render_measurement(measurement: dict) -> list[str]:
-    """The measured step beside the plan's formulas (``recipes.training.plan.measure.compare``)."""
+    """The measured step beside the plan's formulas (``recipes.training.plan.comparison.compare``)."""
     if "figures" not in measurement:
         return ["", f"measurement: {measurement.get('skipped', 'not run')}"]
     machine = measurement["machine"]
