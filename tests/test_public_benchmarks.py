@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from datasets import load_dataset
+from recipe_runs import one_thread
 
 from public_converters.build import BuildOptions, build_public
 from public_converters.clips import SamplingConfig
@@ -178,11 +179,17 @@ def env():
 @pytest.fixture(scope="module")
 def one_process(corpus, tiny, tmp_path_factory):
     out = tmp_path_factory.mktemp("eval") / "one"
-    done = subprocess.run(
-        [sys.executable, *eval_command(tiny, corpus[0], out)], env=env(), capture_output=True, check=False
-    )
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    evaluate_here(eval_command(tiny, corpus[0], out))
     return out
+
+
+def evaluate_here(command: list[str]) -> None:
+    """``python -m recipes.evaluation.public.evaluate ...`` in this process, on one thread as the ranks run."""
+    from recipes.evaluation.public.evaluate import main
+
+    assert command[:2] == ["-m", "recipes.evaluation.public.evaluate"]
+    with one_thread():
+        assert main(command[2:]) == 0
 
 
 def test_predictions_cover_every_row_in_the_report_format(corpus, one_process):
@@ -229,10 +236,7 @@ def test_a_sigkilled_run_resumes_and_ends_byte_identical(corpus, tiny, one_proce
     process.wait()
     cached = len(log.read_text().splitlines())
     assert 0 < cached and not (out / "predictions.jsonl").exists()
-    done = subprocess.run(
-        [sys.executable, *eval_command(tiny, corpus[0], out)], env=env(), capture_output=True, check=False
-    )
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    evaluate_here(eval_command(tiny, corpus[0], out))  # the rerun resumes from what the killed run cached
     assert (out / "predictions.jsonl").read_bytes() == (one_process / "predictions.jsonl").read_bytes()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["generation"]["ranks"][0]["cached"] == cached
