@@ -9,6 +9,12 @@ Per class, one of three policies, declared per source as data (``SourceSpec.mask
 - ``instances``: instance-id masks (HeiCo's ROBUST-MIS masks, one value per instrument): each value its own instance,
   in value order.
 
+A reader that knows more about one mask file than its labels' policies say hands seg-to-box a ``FileMask`` (a
+``SemanticMask`` with two more fields) rather than a second seg-to-box: ``policy`` overrides the labels' policies for
+that file (a file that shows one object, such as EndoVis2017's one mask per instrument, is ``single`` however its parts
+are cut apart), and ``max_gap`` joins the ``components`` of that file whose pixels are at most that many pixels apart
+(annotation seams: EndoVis2017's ground truth leaves 1-2 px unlabelled lines between the parts of one instrument).
+
 Components smaller than ``min_fraction`` of the image (annotation specks, 0.01 % by default; the Sureon paper gives no
 threshold) are not made instances; they are counted in the returned statistics, never dropped unseen.
 """
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,11 +32,32 @@ from pycocotools import mask as mask_utils
 from scipy import ndimage
 
 from builders.errors import InputError
-from public_converters.schema import Instance, SemanticMask, SourceError
+from public_converters.schema import SEG_POLICIES, Instance, SemanticMask, SourceError
 
 
 EIGHT_CONNECTED = np.ones((3, 3), dtype=bool)
 DEFAULT_MIN_FRACTION = 1e-4
+
+
+@dataclass(frozen=True)
+class FileMask(SemanticMask):
+    """A mask file whose reader knows how its pixels group into objects better than the labels' policies do.
+
+    ``policy`` (one of ``SEG_POLICIES``; None keeps each label's own) applies to every label of this file: a file
+    that holds one object whose label other files share (an EndoVis2017 instrument folder's mask, of a type two
+    instruments of a merged test mask may share) is ``single`` here and ``components`` there. ``max_gap`` > 0 makes
+    ``components`` join the pieces of a label whose pixels are at most ``max_gap`` pixels apart (8-connected: each
+    piece is grown by ``ceil(max_gap / 2)`` pixels before labelling, so an odd gap rounds up to the next even one);
+    the instances keep their own pixels, never the grown ones."""
+
+    policy: str | None = None
+    max_gap: int = 0
+
+    def __post_init__(self) -> None:
+        if self.policy is not None and self.policy not in SEG_POLICIES:
+            raise ValueError(f"{self.path}: seg-to-box policy {self.policy!r} is not one of {SEG_POLICIES}")
+        if self.max_gap < 0:
+            raise ValueError(f"{self.path}: max_gap {self.max_gap} is negative")
 
 
 def load_image(path: Path, mode: str | None = None) -> Image.Image:
@@ -103,12 +131,19 @@ def tight_box(mask: np.ndarray) -> list[float]:
     return [round(float(value) * 1000, 1) for value in corners]
 
 
-def components(mask: np.ndarray, min_pixels: int) -> tuple[list[np.ndarray], int]:
+def components(mask: np.ndarray, min_pixels: int, max_gap: int = 0) -> tuple[list[np.ndarray], int]:
     """8-connected components ordered top-to-bottom then left-to-right by centroid; and the count of specks.
 
-    Sizes and centroids come from one ``bincount`` pass over the labelled pixels (scipy's per-label statistics cost
-    several times more on full-size frames)."""
-    labelled, count = ndimage.label(mask, structure=EIGHT_CONNECTED)
+    With ``max_gap`` > 0, pieces at most ``max_gap`` pixels apart are one component (``FileMask``): the mask is grown
+    by ``ceil(max_gap / 2)`` pixels, labelled, and each label cut back to the mask's own pixels. Sizes and centroids
+    come from one ``bincount`` pass over the labelled pixels (scipy's per-label statistics cost several times more on
+    full-size frames)."""
+    if max_gap > 0:
+        grown = ndimage.binary_dilation(mask, structure=EIGHT_CONNECTED, iterations=-(-max_gap // 2))
+        labelled, count = ndimage.label(grown, structure=EIGHT_CONNECTED)
+        labelled[~mask] = 0  # every grown component holds pixels of the mask: no label is left empty
+    else:
+        labelled, count = ndimage.label(mask, structure=EIGHT_CONNECTED)
     if count == 0:
         return [], 0
     flat = labelled.ravel()
@@ -134,14 +169,16 @@ def instances_from_mask(
     canonical: dict[str, str],
     min_fraction: float = DEFAULT_MIN_FRACTION,
 ) -> tuple[list[Instance], Counter]:
-    """Pseudo-instances of one mask file; ``kinds`` / ``canonical`` map the native label to tool|anatomy / name."""
+    """Pseudo-instances of one mask file; ``kinds`` / ``canonical`` map the native label to tool|anatomy / name. A
+    ``FileMask``'s own policy and gap win over the labels' policies."""
     path = root / ref.path
+    own_policy, max_gap = getattr(ref, "policy", None), getattr(ref, "max_gap", 0)
     values = decode_mask(path, ref.palette, ref.size)
     stats: Counter = Counter()
     instances: list[Instance] = []
     min_pixels = max(1, math.ceil(min_fraction * values.size - 1e-9))
     for label, value_masks in sorted(class_masks(values, ref.palette, path).items()):
-        policy = policies[label]
+        policy = own_policy or policies[label]
         mask = np.logical_or.reduce(value_masks)
         kind, name = kinds[label], canonical[label]
         specks = 0
@@ -154,7 +191,7 @@ def instances_from_mask(
             parts = [mask] if mask.sum() >= min_pixels else []
             specks = 1 - len(parts)
         else:
-            parts, specks = components(mask, min_pixels)
+            parts, specks = components(mask, min_pixels, max_gap)
         if specks:
             stats["specks"] += specks
         for index, part in enumerate(parts):

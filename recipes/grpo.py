@@ -22,10 +22,8 @@ Clips reach the policy as SFT trained on them and ``sureon eval sureon`` shows t
 default, as in SFT) gives each prompt its clip as one video (the frames and timestamps the build stored, at most
 ``max_frames`` of them chosen as SFT and evaluation choose them, Qwen3-VL's ``<t seconds>`` markers and temporal
 patches), through ``recipes.training.grpo_trainer.VisualGRPOTrainer``, TRL's GRPOTrainer with three hooks; image and
-text-only rows mix in. Generation runs with transformers on any machine; vLLM (``use_vllm``) needs an environment
-built around a vLLM release TRL supports, and takes video rows in ``colocate`` mode only (the clip handed to vLLM
-as a pre-sampled video with the same frames and metadata, and every prompt vLLM tokenises checked against the
-trainer's; TRL 1.16's ``server`` mode sends image features only, so a video recipe with it is refused up front).
+text-only rows mix in. Transformers generates on any machine. vLLM (``use_vllm``) is refused for a vision-language
+policy before any weights load (:func:`check_vllm` says why), so the recipes generate with transformers.
 """
 
 import json
@@ -44,12 +42,14 @@ if str(REPO_ROOT) not in sys.path:  # `accelerate launch recipes/grpo.py` runs t
     sys.path.insert(0, str(REPO_ROOT))
 
 from recipes.evaluation.rewards import REWARDS, reward_functions  # noqa: E402
+from recipes.training.freezing import trainable_parameter_count  # noqa: E402
 from recipes.training.grpo_data import grpo_dataset  # noqa: E402
 from recipes.training.grpo_trainer import VisualGRPOTrainer  # noqa: E402
 from recipes.training.mixture import build_mixture, mixture_summary, parse_mixture  # noqa: E402
 from recipes.training.modeling import (  # noqa: E402
     COMPLETE_MARKER,
     apply_pixel_caps,
+    attention_implementation,
     is_vision_language,
     labelled_positions_only_on_cpu,
     load_model,
@@ -147,24 +147,29 @@ def reward_means(log_history: list[dict], names: list[str]) -> dict[str, float |
     return means
 
 
-def check_vllm(training_args: GRPOConfig, script_args: GRPOScriptArguments) -> None:
-    """Refuse ``use_vllm`` before any weights load when vLLM cannot be imported here, or in a mode that cannot take
-    the clips as video.
+def check_vllm(training_args: GRPOConfig, model_path: str, revision: str | None = None) -> None:
+    """Refuse ``use_vllm`` before any weights load for a vision-language policy, or where vLLM cannot be imported.
 
-    TRL 1.16 generates with vLLM 0.22-0.31 inside the training processes (``colocate``) or through ``trl vllm-serve``
-    (``server``; the trainer still imports vLLM to send it the weights), and each vLLM release pins its own torch and
-    transformers, so vLLM is not in the project's environment: such a run needs an environment built around a vLLM
-    release. In ``server`` mode TRL sends the server token ids and image features only
-    (``VLLMClient.image_features``), so a video would reach it as placeholder tokens without frames."""
+    With the pinned versions, vLLM cannot generate for prompts with frames. TRL 1.16 hands vLLM the prompt token ids
+    the processor expanded (every video and image token already in place) with the raw frames beside them. vLLM's
+    Qwen3-VL looks for the literal ``<|vision_start|><|video_pad|><|vision_end|>`` and fails on the first video row;
+    on an image row it expands the first ``<|image_pad|>`` again, so completions are sampled from another prompt than
+    the one scored, without an error (huggingface/trl issues 6294 and 6401; the fix, PR 6718, is in no TRL release
+    this project pins). Nor does any environment fit: TRL 1.16 accepts vLLM 0.22-0.31, and vLLM 0.31 pins
+    transformers below 5.18, whose TrainingArguments lack the recipes' ``activation_checkpointing`` and whose
+    Qwen3-VL video processor has no per-frame pixel cap. Text-only policies generate through TRL's own vLLM path."""
     import importlib.util
 
-    if training_args.use_vllm and training_args.vllm_mode == "server" and script_args.frames_as == "video":
+    if not training_args.use_vllm:
+        return
+    if is_vision_language(model_path, revision):
         raise InputError(
-            "use_vllm: true, vllm_mode: server with frames_as: video: TRL 1.16's vLLM server takes image features "
-            "only, so the clips would reach it without their frames; use vllm_mode: colocate, use_vllm: false "
-            "(transformers generates), or frames_as: images"
+            "use_vllm: true with a vision-language model: TRL 1.16 hands vLLM prompt ids whose image and video tokens "
+            "are already expanded, so vLLM fails on video rows and samples image rows from another prompt than the "
+            "one scored (huggingface/trl issues 6294 and 6401, fixed after 1.16); set use_vllm: false, and "
+            "transformers generates the same rollouts (docs/training/grpo.md)"
         )
-    if training_args.use_vllm and importlib.util.find_spec("vllm") is None:
+    if importlib.util.find_spec("vllm") is None:
         raise InputError(
             "use_vllm: true, but vLLM is not installed in this environment (TRL 1.16 supports vLLM 0.22-0.31, each "
             "pinning its own torch and transformers): set use_vllm: false to generate with transformers, or run "
@@ -178,7 +183,7 @@ def main(
     """Train (resuming from the last checkpoint), write the marker and card, push if asked; returns the folder."""
     if not model_args.model_name_or_path:
         raise InputError("model_name_or_path is required (an SFT run's folder or a base model)")
-    check_vllm(training_args, script_args)
+    check_vllm(training_args, model_args.model_name_or_path, model_args.model_revision)
     # As in recipes/sft.py: pushing is ours (once, with our card), and the token never reaches a pickled checkpoint.
     push, token = training_args.push_to_hub, training_args.hub_token
     set_fields(training_args, push_to_hub=False, hub_token=None)
@@ -216,14 +221,18 @@ def main(
         "frames_as": script_args.frames_as,
         "max_frames": script_args.max_frames,
         "uniform_vision_calls": trainer.uniform_vision_calls,
+        "attn_implementation": attention_implementation(trainer.model),
         "vision_language": built["vision_language"],
-        "trainable": {"all": {"trainable": sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)}},
+        "trainable": {"all": {"trainable": trainable_parameter_count(trainer.model)}},
         "resumed_from": resume,
         "global_step": trainer.state.global_step,
         "world_size": training_args.world_size,
         "train_loss": result.training_loss,
         "lora": model_args.lora_target_modules if model_args.use_peft else None,
     }
+    # Every rank is done before rank 0 writes and uploads: an upload takes as long as it takes, and a rank waiting
+    # for it in a barrier would hit the process group's timeout (30 minutes by default) and abort the run mid-push.
+    trainer.accelerator.wait_for_everyone()
     if trainer.is_world_process_zero():
         tokenizer_of(built["processor"]).padding_side = "left"  # what generation needs
         built["processor"].save_pretrained(str(output_dir))
@@ -239,7 +248,6 @@ def main(
                 output_dir, repo_id, private=bool(training_args.hub_private_repo), token=token, repo_type="model"
             )
             logger.info("pushed to %s", url)
-    trainer.accelerator.wait_for_everyone()
     return output_dir
 
 

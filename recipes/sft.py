@@ -36,7 +36,7 @@ from recipes.training.mixture import mixture_summary  # noqa: E402
 from recipes.training.modeling import COMPLETE_MARKER, labelled_positions_only_on_cpu, tokenizer_of  # noqa: E402
 from recipes.training.recipe_file import run_script  # noqa: E402
 from recipes.training.scripts import SFTScriptArguments, last_checkpoint, recipe_path  # noqa: E402
-from recipes.training.sft_stages import build_stage_trainer, sft_parser, stage_plan  # noqa: E402
+from recipes.training.sft_stages import build_stage_trainer, release_trainer, sft_parser, stage_plan  # noqa: E402
 
 
 logger = logging.getLogger("sureon.sft")
@@ -47,7 +47,11 @@ def make_parser() -> TrlParser:
 
 
 def train_stage(stage: dict, model_path: str, script_args, training_args: SFTConfig, model_args: ModelConfig) -> dict:
-    """Train one stage to ``stage['output_dir']``; returns its summary (written next to the weights)."""
+    """Train one stage to ``stage['output_dir']``; returns its summary (written next to the weights) and settings.
+
+    The stage's trainer is released before this returns (:func:`recipes.training.sft_stages.release_trainer`): the
+    next stage loads its own model, and under DeepSpeed the finished stage's engine, ZeRO hooks and optimizer states
+    would otherwise stay on the GPUs while it trains."""
     built = build_stage_trainer(stage, model_path, script_args, training_args, model_args)
     trainer, processor, folds = built["trainer"], built["processor"], built["folds"]
     training_args, script_args = built["training_args"], built["script_args"]
@@ -70,6 +74,7 @@ def train_stage(stage: dict, model_path: str, script_args, training_args: SFTCon
         "frames_as": script_args.frames_as,
         "max_frames": script_args.max_frames,  # `sureon eval sureon --max-frames` shows the same frames
         "trainable": built["trainable"],
+        "attn_implementation": built["attn_implementation"],
         "uniform_vision_calls": built["uniform"],
         "resumed_from": resume,
         "global_step": trainer.state.global_step,
@@ -77,14 +82,16 @@ def train_stage(stage: dict, model_path: str, script_args, training_args: SFTCon
         "train_loss": result.training_loss,
         "lora": model_args.lora_target_modules if built["peft_config"] is not None else None,
     }
-    if trainer.is_world_process_zero():
+    main_process = trainer.is_world_process_zero()
+    if main_process:
         tokenizer_of(processor).padding_side = "left"  # what generation needs
         processor.save_pretrained(training_args.output_dir)
         if folds is not None:
             (Path(training_args.output_dir) / "folds.json").write_text(json.dumps(folds, indent=1, sort_keys=True))
         (Path(training_args.output_dir) / COMPLETE_MARKER).write_text(json.dumps(summary, indent=1, default=str))
     trainer.accelerator.wait_for_everyone()
-    return {"trainer": trainer, "summary": summary, "training_args": training_args, "script_args": script_args}
+    release_trainer(trainer)
+    return {"summary": summary, "training_args": training_args, "script_args": script_args, "main": main_process}
 
 
 def write_card(final: dict, summaries: list[dict], base_model: str, recipe: str | None) -> Path:
@@ -135,7 +142,7 @@ def main(
             summaries.append(final["summary"])
         model_path = stage["output_dir"]
     output_dir = Path(plan[-1]["output_dir"])
-    if final["trainer"].is_world_process_zero():
+    if final["main"]:  # the other ranks are done: nothing waits on the upload (its time is unbounded)
         card = write_card(final, summaries, model_args.model_name_or_path, recipe)
         logger.info("model card: %s", card)
         if push:

@@ -3,7 +3,6 @@ exports, one function encodes a prompt for all three (token ids, ``pixel_values_
 off the benchmark's 8-frame protocol says so, the GRPO trainer's log-probabilities of a batch mixing video, image
 and text rows equal a direct forward of each row, and a tiny GRPO run mixes the three kinds of rows."""
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -258,65 +257,56 @@ def sft_folder(tiny_qwen3_vl, sureon_build, tmp_path_factory):
     return sft_main(*sft_parser().parse_args_and_config(["--config", str(path)]))
 
 
-def test_video_through_the_vllm_server_is_refused_before_any_weights_load(sureon_build, tmp_path):
-    """TRL 1.16's vLLM server takes image features only: a video recipe asking for it is refused up front."""
-    from recipes.grpo import main, make_parser
+@pytest.mark.parametrize("mode", ["colocate", "server"])
+def test_vllm_is_refused_for_a_vision_language_policy_before_any_weights_load(
+    mode, tiny_qwen3_vl, sureon_build, tmp_path
+):
+    """TRL 1.16 hands vLLM prompt ids whose visual tokens are expanded already: vLLM would fail on a video row and
+    score an image row's completions against another prompt. `use_vllm` with a vision-language model is one line
+    naming why and what works, before any weights or data load, whether vLLM is installed or not."""
+    from recipes.grpo import cli
 
-    path = mixed_config(tmp_path, tmp_path / "no-such-model", sureon_build, "vllm", use_vllm=True, vllm_mode="server")
-    with pytest.raises(ValueError, match="vllm_mode: server with frames_as: video"):
+    path = mixed_config(tmp_path, tiny_qwen3_vl, sureon_build, "vllm", use_vllm=True, vllm_mode=mode)
+    with pytest.raises(ValueError, match="use_vllm: true with a vision-language model") as err:
+        from recipes.grpo import main, make_parser
+
         main(*make_parser().parse_args_and_config(["--config", str(path)]))
+    assert "set use_vllm: false" in str(err.value) and "trl issues 6294 and 6401" in str(err.value)
+    assert cli(["--config", str(path)]) == 2
     assert not (tmp_path / "vllm").exists()
 
 
-def test_vllm_gets_the_clip_with_the_frames_and_metadata_of_training():
-    """What colocated vLLM is handed for a clip: the very frames, and the metadata the processor gets in SFT and
-    evaluation (millisecond ticks, so vLLM's <t seconds> markers are the frames' times), never re-sampled."""
-    import numpy as np
-    from PIL import Image
+def test_generation_bans_every_media_placeholder(sft_folder, sureon_build, tmp_path):
+    """A sampled <|image_pad|> or <|video_pad|> would leave the visual tokens and features out of step and stop the
+    log-probability pass. Here the recipe pushes the policy towards both (sequence bias +100) and replaces TRL's own
+    suppression list: the step still completes, and no completion holds a placeholder. vLLM gets the same ban as
+    `bad_words`."""
+    from recipes.grpo import build_trainer, make_parser
+    from recipes.training.grpo_trainer import ban_media_placeholders, media_placeholder_tokens
+    from recipes.training.modeling import load_processor, tokenizer_of
 
-    from recipes.training.chat_inputs import video_metadata
-    from recipes.training.grpo_trainer import videos_for_vllm, vllm_video
+    tokenizer = tokenizer_of(load_processor(str(sft_folder)))
+    placeholders = media_placeholder_tokens(tokenizer)
+    assert {"<|image_pad|>", "<|video_pad|>"} <= set(placeholders)
+    kept = {"bad_words": ["never"], "temperature": 0.7}
+    assert ban_media_placeholders(kept, tokenizer, "vllm") == {**kept, "bad_words": ["never", *placeholders]}
+    bias = [[[token_id], 100.0] for token_id in placeholders.values()]
+    path = mixed_config(tmp_path, sft_folder, sureon_build, "ban", max_steps=1, per_device_train_batch_size=6,
+                        generation_kwargs={"suppress_tokens": [], "sequence_bias": bias})  # fmt: skip
+    script_args, training_args, model_args = make_parser().parse_args_and_config(["--config", str(path)])
+    trainer = build_trainer(script_args, training_args, model_args)["trainer"]
+    assert set(placeholders.values()) <= set(trainer.generation_config.suppress_tokens)
+    completions = []
+    score = trainer._generate_and_score_completions
 
-    frames = [Image.new("RGB", (32, 24), (10 * i, 0, 0)) for i in range(4)]
-    clip = {"frames": frames, "timestamps": [12.5, 13.0, 14.25, 16.0]}
-    array, metadata = vllm_video(clip)
-    assert array.shape == (4, 24, 32, 3) and array.dtype == np.uint8 and array[2, 0, 0, 0] == 20
-    assert {k: metadata[k] for k in video_metadata(clip["timestamps"])} == video_metadata(clip["timestamps"])
-    assert metadata["frames_indices"] == [12500, 13000, 14250, 16000] and metadata["do_sample_frames"] is False
+    def recording(inputs):
+        output = score(inputs)
+        completions.extend(output["completion_ids"].flatten().tolist())
+        return output
 
-    class Output:
-        def __init__(self, ids):
-            self.prompt_token_ids = ids
-
-    class FakeLLM:  # stands in for vllm.LLM: echoes the ids, or drops one token of every video prompt
-        drop = False
-
-        def generate(self, prompts, sampling_params=None, use_tqdm=False):
-            self.prompts = prompts
-            return [Output(p["prompt_token_ids"][: -1 if self.drop and "multi_modal_data" in p else None])
-                    for p in prompts]  # fmt: skip
-
-    llm = FakeLLM()
-    with videos_for_vllm(llm, [[clip], []], [[1, 2, 3], [4, 5]]):
-        llm.generate([{"prompt_token_ids": [1, 2, 3]}, {"prompt_token_ids": [4, 5]}])
-    assert "multi_modal_data" not in llm.prompts[1] and len(llm.prompts[0]["multi_modal_data"]["video"]) == 1
-    assert llm.generate.__func__ is FakeLLM.generate  # restored
-    llm.drop = True
-    mismatch = "vLLM tokenised video prompt 0 into 2 tokens where the trainer has 3"
-    with pytest.raises(RuntimeError, match=mismatch), videos_for_vllm(llm, [[clip], []], [[1, 2, 3], [4, 5]]):
-        llm.generate([{"prompt_token_ids": [1, 2, 3]}, {"prompt_token_ids": [4, 5]}])
-
-
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="no vLLM here (TRL 1.16 takes 0.22-0.31)")
-def test_colocated_vllm_generates_from_the_trainers_video_tokens(sft_folder, sureon_build, tmp_path):
-    """One GRPO step with colocated vLLM on video rows: vLLM's prompt token ids are checked against the trainer's in
-    every generation (``videos_for_vllm``), so the step completing is the check."""
-    from recipes.grpo import main, make_parser
-
-    path = mixed_config(tmp_path, sft_folder, sureon_build, "colocate", use_vllm=True, vllm_mode="colocate",
-                        vllm_gpu_memory_utilization=0.2, max_steps=1, per_device_train_batch_size=6)  # fmt: skip
-    out = main(*make_parser().parse_args_and_config(["--config", str(path)]), recipe=str(path))
-    assert json.loads((out / "training_complete.json").read_text())["global_step"] == 1
+    trainer._generate_and_score_completions = recording
+    assert trainer.train().global_step == 1
+    assert completions and not set(completions) & set(placeholders.values())
 
 
 def test_the_exports_keep_the_frames_training_keeps(sureon_build, tmp_path):

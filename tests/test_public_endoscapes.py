@@ -1,5 +1,6 @@
 """Endoscapes2023: what a user checks on the normalised tables of the native-layout sample."""
 
+import json
 import shutil
 
 import pytest
@@ -105,3 +106,26 @@ def test_metadata_csv_must_agree_with_the_coco_cvs(root, tmp_path):
     path.write_text(path.read_text().replace("\n1,29500,0.556,0.667,1.000,", "\n1,29500,0.556,0.000,1.000,"))
     with pytest.raises(SourceError, match=r"all_metadata.csv, row 4: CVS \[0.0, 1.0, 0.0\] disagrees"):
         normalise_source(registry()["endoscapes"], copy)
+
+
+def test_split_lists_written_by_numpy_savetxt_are_read(root, tmp_path):
+    # the sample's train/val lists hold "1.000000000000000000e+00", as numpy savetxt writes them; test's hold "162"
+    assert (root / "train_vids.txt").read_text() == "1.000000000000000000e+00\n"
+    assert (root / "test_vids.txt").read_text() == "162\n"
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    (copy / "val_vids.txt").write_text("1.210000000000000000e+02\n1.500000000000000000e+00\n")
+    with pytest.raises(SourceError, match=r"val_vids.txt, row 2: '1.500000000000000000e\+00' is not a whole video"):
+        normalise_source(registry()["endoscapes"], copy)
+    (copy / "val_vids.txt").write_text("1.210000000000000000e+02\n1.220000000000000000e+02\n")  # 122: no images
+    normalise_source(registry()["endoscapes"], copy)
+    (copy / "val_vids.txt").write_text("1.220000000000000000e+02\n")  # 121 has images in val/ but is not listed
+    with pytest.raises(SourceError, match=r"val_vids.txt: videos \['121'\] are in val/ but not listed"):
+        normalise_source(registry()["endoscapes"], copy)
+
+
+def test_frames_are_keyed_by_file_name_not_by_the_coco_image_id(root, tables):
+    # the release's image id is int(f"{vid}0{frame}") (1_29375.jpg -> 1029375); the reader does not decode it
+    images = json.loads((root / "train" / "annotation_coco.json").read_text())["images"]
+    assert {image["file_name"]: image["id"] for image in images} == {"1_29375.jpg": 1029375, "1_29400.jpg": 1029400}
+    assert _frame(tables, "1", 29375).image_path == "all/1_29375.jpg"

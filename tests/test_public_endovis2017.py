@@ -1,9 +1,11 @@
 """EndoVis2017: one label folder per instrument (names vary per sequence), parts folded into the instrument type,
-merged type masks for the test set, split-keyed ids."""
+one box per instrument across the real masks' 1-2 px seams, merged type masks for the test set, split-keyed ids."""
 
+import numpy as np
 import pytest
 
 from public_converters.normalise import normalise_source
+from public_converters.seg_to_box import components
 from public_converters.sources.endovis2017 import instrument_type
 from public_converters.spec import registry, sample_module
 
@@ -62,6 +64,35 @@ def test_an_instrument_folder_gives_one_box_around_all_its_parts(tables):
     assert by_label["other instrument"].box == [0.0, 666.7, 687.5, 791.7]  # probe value 40 included
     drivers = [i for i in _instances(tables, "train_seq_4", 0) if i.label == "large needle driver"]
     assert len(drivers) == 2  # left and right folders of one type
+
+
+def test_a_frame_with_three_instruments_whose_parts_are_parted_by_seams_gives_three_boxes(tables):
+    # train_seq_1 frame 0: three instrument folders, each mask's shaft, wrist and tip parted by 1-2 px unlabelled
+    # lines (as in the real ground truth); boxing connected regions gave 9 boxes, one per part
+    found = _instances(tables, "train_seq_1", 0)
+    assert sorted((i.label, i.box) for i in found) == [
+        ("bipolar forceps", [0.0, 375.0, 687.5, 500.0]),
+        ("other instrument", [0.0, 666.7, 687.5, 791.7]),
+        ("prograsp forceps", [0.0, 83.3, 687.5, 208.3]),
+    ]
+    frame = next(f for f in tables.frames if (f.video_id, f.frame_index) == ("train_seq_1", 0))
+    assert len(frame.tools) == len(found) == 3
+
+
+def test_merged_test_masks_close_seams_but_keep_instruments_of_one_type_apart(tables):
+    found = _instances(tables, "test_seq_1", 225)  # two prograsp forceps and a bipolar forceps, each with seams
+    assert len(found) == 3
+    (bipolar,) = [i.box for i in found if i.label == "bipolar forceps"]
+    assert bipolar == [156.2, 333.3, 781.2, 500.0]  # columns 10-49 across both seams
+
+
+def test_seams_of_up_to_two_pixels_join_wider_gaps_do_not():
+    mask = np.zeros((5, 20), dtype=bool)
+    mask[1:4, 0:4] = mask[1:4, 6:9] = mask[1:4, 12:15] = True  # gaps of 2 and 3 columns
+    assert len(components(mask, 1)[0]) == 3
+    joined, specks = components(mask, 1, max_gap=2)
+    assert (len(joined), specks) == (2, 0)
+    assert joined[0].sum() == 12 + 9 and not joined[0][:, 4:6].any()  # the instance keeps its own pixels only
 
 
 def test_merged_test_type_masks_split_into_components(tables):

@@ -1,11 +1,13 @@
-"""HeiChole: 25-fps integer phases, category instruments and actions as segments, case-insensitive exact names."""
+"""HeiChole: integer phases per frame of each video at its own rate (25 or 50 fps, read from the video), category
+instruments (8- or 22-cell files) and actions as segments, case-insensitive exact names."""
 
 import shutil
 
 import pytest
 
 from public_converters.normalise import normalise_source
-from public_converters.schema import Segment
+from public_converters.schema import Segment, SourceError
+from public_converters.sources.heichole import SHAFT_ROWS, VideoMissing
 from public_converters.spec import registry, sample_module
 
 
@@ -41,16 +43,64 @@ def test_lower_case_copies_are_read_and_segment_videos_are_not_videos(root):
     assert [(v.video_id, v.video_path, v.total_frames, v.split) for v in videos] == [
         ("Hei-Chole1", "Videos/Full/Hei-Chole1.mp4", 75, "train"),
         ("Hei-Chole10", "Videos/Full/hei-chole10.mp4", 80, "train"),
+        ("Hei-Chole16", "Videos/Full/Hei-Chole16.mp4", 100, "train"),
     ]
 
 
-def test_an_instrument_file_with_another_column_layout_is_refused(root, tmp_path):
+def test_the_frame_rate_is_each_videos_own(root):
+    """Videos 16-20, 23 and 24 are 50 fps: the labels are per frame at that rate, so 25 must not be assumed."""
+    tables = normalise_source(registry()["heichole"], root).tables
+    assert {v.video_id: v.fps for v in tables.videos} == {"Hei-Chole1": 25, "Hei-Chole10": 25, "Hei-Chole16": 50}
+
+
+def test_the_releases_22_cell_instrument_file_reads_as_the_7_categories(root):
+    """Hei-Chole16's file: frame + 21 category slots (0-6 the categories, 7-19 reserved, 20 an undefined shaft)."""
+    normalised = normalise_source(registry()["heichole"], root)
+    assert (
+        (root / "Annotations/Instrument/Hei-Chole16_Annotation_Instrument.csv")
+        .read_text()
+        .startswith("0,1,0,0,0,0,0,0," + "0," * 13 + "0\n")
+    )
+    assert _segments(normalised.tables, "Hei-Chole16", "tool") == [
+        Segment("Hei-Chole16", "tool", "grasper", 0, 99),
+        Segment("Hei-Chole16", "tool", "clip applier", 40, 99),
+    ]
+    assert normalised.info()["read_counts"] == {SHAFT_ROWS: 10}  # frames 90-99: counted, no tool label
+
+
+@pytest.mark.parametrize(
+    ("cells", "message"),
+    [
+        (
+            ["1"] * 31,  # the _Instrument_Detailed.csv layout
+            r"Hei-Chole1_Annotation_Instrument.csv, row 1: instrument rows have 32 cells; the widths read are 8 "
+            + r"\(frame \+ the 7 categories\); 22 \(frame \+ 21 category slots",
+        ),
+        (
+            ["1", "0", "0", "0", "0", "0", "0", "1", *["0"] * 13],  # a 1 in reserved slot 7
+            r"Hei-Chole1_Annotation_Instrument.csv, row 1: column 9 \(category slot 7\) is '1'; slots 7-19 are res",
+        ),
+    ],
+)
+def test_an_instrument_file_of_another_layout_is_refused(root, tmp_path, cells, message):
     copy = tmp_path / "copy"
     shutil.copytree(root, copy)
     path = copy / "Annotations/Instrument/Hei-Chole1_Annotation_Instrument.csv"
-    path.write_text("".join(f"{frame}," + ",".join(["0"] * 21) + "\n" for frame in range(75)))
-    with pytest.raises(ValueError, match=r"Hei-Chole1_Annotation_Instrument.csv, row 1: .* 22 cells .*7 binary"):
+    path.write_text("".join(f"{frame}," + ",".join(cells) + "\n" for frame in range(75)))
+    with pytest.raises(SourceError, match=message):
         normalise_source(registry()["heichole"], copy)
+
+
+def test_labels_without_their_video_are_skipped_with_a_named_warning(root, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    (copy / "Videos/Full/Hei-Chole16.mp4").unlink()
+    with pytest.warns(VideoMissing, match=r"Hei-Chole16_Annotation_Phase.csv: no Hei-Chole16.mp4 .* skipped"):
+        normalised = normalise_source(registry()["heichole"], copy)
+    assert [v.video_id for v in normalised.tables.videos] == ["Hei-Chole1", "Hei-Chole10"]
+    assert normalised.info()["read_counts"] == {
+        "annotated videos without their video file (skipped: the frame rate is the video's)": 1
+    }
 
 
 def test_one_row_per_second_is_read_at_its_step_and_clipped_to_the_video(root, tmp_path):

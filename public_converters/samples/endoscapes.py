@@ -1,6 +1,7 @@
 """A tiny Endoscapes2023 in its native layout: real JPEGs in ``all/``, split folders of symlinks with the COCO files
 (BBox201 boxes, CVS ``ds`` with its causal fill on non-keyframes), a Seg50 folder with ``iscrowd: 0`` RLE masks,
-the ``*_vids.txt`` split lists and ``all_metadata.csv``."""
+the ``*_vids.txt`` split lists (numpy ``savetxt`` floats, as copies of the release hold them, for train and val;
+integers for test) and ``all_metadata.csv``; image ids by the release's rule, ``int(f"{vid}0{frame}")``."""
 
 import os
 from pathlib import Path
@@ -58,7 +59,7 @@ def _image_record(video: str, frame: int, det: bool, keyframe: bool, ds: list[fl
         "file_name": f"{video}_{frame}.jpg",
         "height": HEIGHT,
         "width": WIDTH,
-        "id": int(video) * 1_000_000 + frame,
+        "id": int(f"{video}0{frame}"),  # the release's rule: video, a literal 0, frame (1_29375 -> 1029375)
         "is_det_keyframe": det,
         "is_ds_keyframe": keyframe,
         "ds": [round(v, 3) for v in ds],
@@ -122,7 +123,8 @@ def write(root: Path) -> None:
                 cells = [f"{v:.3f}" for v in ds]
                 metadata.append(f"{video},{frame},{sum(ds) / 3:.3f},{','.join(cells)},True,,,")
         write_json(root / folder / "annotation_ds_coco.json", _coco(ds_images, {}, seg=False))
-        write_text(root / f"{folder}_vids.txt", "\n".join(VIDS[folder]) + "\n")
+        listed = VIDS[folder] if folder == "test" else [f"{int(video):.18e}" for video in VIDS[folder]]
+        write_text(root / f"{folder}_vids.txt", "\n".join(listed) + "\n")
     for folder, frames in SEG.items():
         images, boxes = [], {}
         for (video, frame), annotations in frames.items():

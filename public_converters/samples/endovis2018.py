@@ -1,6 +1,7 @@
 """A tiny EndoVis2018 in its native layout: release 1 extracted twice into itself, release 2, ``__MACOSX`` junk, a
 repaired mask, and a test sequence whose ``labels.json`` uses the RGBA schema and whose number repeats a training one.
-Release 1's masks use a colour only release 2's ``labels.json`` names (the palette is their union)."""
+Release 1's masks use a colour only release 2's ``labels.json`` names (the palette is their union), and release 2 names
+that colour ``intestine`` where the test ``labels.json`` says ``small-intestine``, as the real releases differ."""
 
 from pathlib import Path
 
@@ -56,8 +57,12 @@ def mask_for(sequence: str, frame: int) -> np.ndarray:
     )
 
 
-def _labels_list(names: list[str]) -> list[dict]:
-    return [{"name": name, "color": list(COLOURS[name]), "classid": i} for i, name in enumerate(names)]
+def _labels_list(names: list[str], spelled: dict[str, str] | None = None) -> list[dict]:
+    """A release's ``labels.json``; ``spelled`` gives a class the name this release uses for it."""
+    spelled = spelled or {}
+    return [
+        {"name": spelled.get(name, name), "color": list(COLOURS[name]), "classid": i} for i, name in enumerate(names)
+    ]
 
 
 def write(root: Path) -> None:
@@ -71,7 +76,8 @@ def write(root: Path) -> None:
         write_text(folder / "camera_calibration.txt", f"Width: {WIDTH}\n")
     shared = ["background-tissue", "instrument-shaft", "instrument-clasper", "kidney-parenchyma"]
     write_json(root / RELEASE_1 / "labels.json", _labels_list(shared))
-    write_json(root / "miccai_challenge_release_2/labels.json", _labels_list([*shared, "small-intestine", "clamps"]))
+    release_2 = _labels_list([*shared, "small-intestine", "clamps"], {"small-intestine": "intestine"})
+    write_json(root / "miccai_challenge_release_2/labels.json", release_2)
     test_classes = [
         {"name": name, "color": [*COLOURS[name], 128 if name == "background-tissue" else 255], "active": True}
         for name in COLOURS

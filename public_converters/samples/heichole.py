@@ -1,7 +1,9 @@
-"""A tiny HeiChole: Hei-Chole1 and Hei-Chole10 (a prefix trap), 3 s and 3.2 s at 25 fps, headerless phase CSVs with a
-row per frame, instrument / action CSVs with a row per frame (Hei-Chole1) or per second (Hei-Chole10); Hei-Chole10's
-files in the lower-case spelling some copies use; a skill-rated ``_Calot`` segment video and a skill CSV that the
-reader must not take for a video or an annotation."""
+"""A tiny HeiChole: Hei-Chole1 and Hei-Chole10 (a prefix trap), 3 s and 3.2 s at 25 fps, and Hei-Chole16, 2 s at 50
+fps (as videos 16-20, 23 and 24 are); headerless phase CSVs with a row per frame, instrument / action CSVs with a row
+per frame (Hei-Chole1, Hei-Chole16) or per second (Hei-Chole10); instrument files 8 cells wide (frame + 7
+categories) and, for Hei-Chole16, 22 wide as in the release (frame + 21 category slots: 0-6 the categories, 7-19
+reserved, 20 an undefined instrument shaft); Hei-Chole10's files in the lower-case spelling some copies use; a
+skill-rated ``_Calot`` segment video and a skill CSV that the reader must not take for a video or an annotation."""
 
 from pathlib import Path
 
@@ -9,17 +11,21 @@ from public_converters.samples._common import cut, cut_lines, not_utf8, remove, 
 
 
 FPS = 25
-# video -> (file stem as written, [(phase id, frames)], frame step of the instrument and action rows)
+# video -> (file stem as written, [(phase id, frames)], frame step of the instrument and action rows, fps, instrument
+# file width)
 VIDEOS = {
-    "Hei-Chole1": ("Hei-Chole1", [(0, 30), (1, 45)], 1),
+    "Hei-Chole1": ("Hei-Chole1", [(0, 30), (1, 45)], 1, FPS, 8),
     # 80 frames with one instrument/action row per second: the last row's second runs past the video's end
-    "Hei-Chole10": ("hei-chole10", [(1, 25), (2, 20), (3, 35)], FPS),
+    "Hei-Chole10": ("hei-chole10", [(1, 25), (2, 20), (3, 35)], FPS, FPS, 8),
+    "Hei-Chole16": ("Hei-Chole16", [(0, 40), (1, 60)], 1, 50, 22),
 }
 
 
-def _tools(frame: int) -> list[int]:
-    """Grasper throughout, clipper from frame 40, stapler never."""
-    return [1, int(frame >= 40), 0, 0, 0, 0, 0]
+def _tools(frame: int, width: int = 8) -> list[int]:
+    """Grasper throughout, clipper from frame 40, stapler never; in the 22-cell file the reserved slots 7-19 are 0
+    and the undefined instrument shaft (slot 20) is seen from frame 90."""
+    categories = [1, int(frame >= 40), 0, 0, 0, 0, 0]
+    return categories if width == 8 else [*categories, *[0] * 13, int(frame >= 90)]
 
 
 def _actions(frame: int) -> list[int]:
@@ -32,10 +38,10 @@ def _csv(rows) -> str:
 
 
 def write(root: Path) -> None:
-    for stem, phases, step in VIDEOS.values():
+    for stem, phases, step, fps, width in VIDEOS.values():
         lower = stem.islower()
         frames = sum(count for _, count in phases)
-        write_video(root / "Videos" / "Full" / f"{stem}.mp4", frames, FPS)
+        write_video(root / "Videos" / "Full" / f"{stem}.mp4", frames, fps)
         ids = [phase for phase, count in phases for _ in range(count)]
         names = {kind: f"{stem}_Annotation_{kind}.csv" for kind in ("Phase", "Instrument", "Action")}
         if lower:
@@ -43,7 +49,7 @@ def write(root: Path) -> None:
         notes = root / "Annotations"
         write_text(notes / "Phase" / names["Phase"], _csv((frame, phase) for frame, phase in enumerate(ids)))
         sampled = range(0, frames, step)
-        write_text(notes / "Instrument" / names["Instrument"], _csv((f, *_tools(f)) for f in sampled))
+        write_text(notes / "Instrument" / names["Instrument"], _csv((f, *_tools(f, width)) for f in sampled))
         write_text(notes / "Action" / names["Action"], _csv((f, *_actions(f)) for f in sampled))
     write_video(root / "Videos" / "Full" / "Hei-Chole1_Calot.mp4", 10, FPS)
     write_text(root / "Annotations" / "Skill" / "Hei-Chole1_Skill.csv", "3,4,3,4,2\n")

@@ -5,7 +5,7 @@ Layout read (``docs/sources/endoscapes.md``)::
     all/<vid>_<frame>.jpg                       the real JPEGs (frame = 25-fps frame number of the original video)
     train/ val/ test/                           symlinks to all/ + annotation_coco.json, annotation_ds_coco.json
     train_seg/ val_seg/ test_seg/               Seg50: symlinked JPEGs + annotation_coco.json with RLE masks
-    train_vids.txt val_vids.txt test_vids.txt   the official split (one video id per line)
+    train_vids.txt val_vids.txt test_vids.txt   the official split (one video id per line: 1 or 1.000...e+00)
     all_metadata.csv                            vid, frame, avg_cvs, C1, C2, C3, is_ds_keyframe, ... (cross-checked)
 
 Confirmed [official README, SurgLatentGraph]: the folders and JSON names, the extra image keys ``is_det_keyframe``,
@@ -17,7 +17,10 @@ link stubs), so images are read from ``all/`` when it holds them, else from the 
 
 Inferred: the file name's frame number is the 25-fps frame index (every known example is a multiple of 25), so
 ``Video.fps`` is 25 although no video ships; a frame in a Seg50 file takes its instances (box + mask) from there
-rather than from the BBox201 file; ``all_metadata.csv`` booleans are ``True``/``False`` or ``1``/``0``. Not read:
+rather than from the BBox201 file; ``all_metadata.csv`` booleans are ``True``/``False`` or ``1``/``0``. Frames are
+keyed by the file name, never by the COCO image id (``int(f"{vid}0{frame}")`` in the release: the video number, a
+literal 0, the frame number), which the reader does not need to decode. The ``*_vids.txt`` lists hold one number per
+line, written by numpy ``savetxt`` (``1.000000000000000000e+00``) or as integers; both are read. Not read:
 ``annotation_coco_vid.json`` (1-fps frames without labels), the semi-supervised ``12_5/`` and ``25/`` subsets,
 ``semseg/`` and ``insseg/`` (the same Seg50 masks as the COCO RLE).
 """
@@ -106,6 +109,20 @@ def _read_coco(path: Path, split: str, labels, state: dict, with_instances: bool
         instances.append(Instance(*annotation.key, kind, label, box, mask, instance_id=len(instances)))
 
 
+def _listed_video(path: Path, cell: str, row: int) -> str:
+    """The video id of one ``<split>_vids.txt`` line: ``1``, or numpy ``savetxt``'s ``1.000000000000000000e+00`` (the
+    release's lists are written that way): an integer-valued float is that integer; anything else is an error."""
+    try:
+        value = float(cell)
+    except ValueError:
+        value = None
+    if value is None or not value.is_integer():
+        raise SourceError(
+            path, f"{cell!r} is not a whole video number", row=row, fix="one video id per line, e.g. 1 or 1.0e+00"
+        )
+    return str(int(value))
+
+
 def _check_vids_file(root: Path, folder: str, state: dict) -> None:
     """``<split>_vids.txt``, where shipped, must agree with the official split table and the folder's videos."""
     path = root / f"{folder}_vids.txt"
@@ -114,9 +131,10 @@ def _check_vids_file(root: Path, folder: str, state: dict) -> None:
     listed = set()
     for number, line in enumerate(read_text(path).splitlines(), start=1):
         if line.strip():
-            if not line.strip().isdigit() or SPLITS["official"].get(line.strip()) != SPLIT_FOLDERS[folder]:
+            video = _listed_video(path, line.strip(), number)
+            if SPLITS["official"].get(video) != SPLIT_FOLDERS[folder]:
                 raise SourceError(path, f"{line.strip()!r} is not a {folder} video of the official split", row=number)
-            listed.add(line.strip())
+            listed.add(video)
     found = {vid for vid, video in state["videos"].items() if video["split"] == SPLIT_FOLDERS[folder]}
     if found - listed:
         raise SourceError(path, f"videos {sorted(found - listed, key=int)[:5]} are in {folder}/ but not listed")
@@ -224,6 +242,6 @@ SPEC = SourceSpec(
         "file-name frame numbers are 25-fps frame indices (fps 25 assumed; no video ships)",
         "Seg50 frames take their instances from the Seg50 file rather than BBox201",
         "all_metadata.csv column formats (booleans True/False or 1/0)",
-        "<split>_vids.txt: one integer video id per line",
+        "<split>_vids.txt: one video id per line (integers or numpy savetxt floats)",
     ),
 )

@@ -7,19 +7,29 @@ Layout read (``docs/sources/endovis2017.md``; third-party loaders agree)::
     instrument_5_8_training/...            instrument_{1_4,5_8,9_10}_testing/instrument_dataset_N/left_frames/
     instrument_2017_test/[instrument_2017_test/]instrument_dataset_N/[gt/]TypeSegmentation/frameNNN.png
 
-Training: each ``ground_truth`` folder is ONE instrument instance; its grey mask holds the instrument's parts (10
-shaft, 20 wrist, 30 claspers, 40 probe; 0 background; 3-channel copies read from channel 0). The folder names vary per
-sequence (``Left_Prograsp_Forceps_labels``, ``Large_Needle_Driver_Left_labels``, ``Prograsp_Forceps``,
-``Right_Vessel_Sealer``): the type is the name without ``Left``/``Right`` and ``_labels``; ``Maryland Bipolar
-Forceps`` is a bipolar forceps and ``Other`` the miscellaneous class (a drop-in ultrasound probe in sequence 1).
-Representation chosen: every part value maps to the folder's instrument type, so seg-to-box gives instrument-type
-boxes and masks (``components`` policy: left and right instruments of one type in a merged test mask come apart; an
-instrument cut in two by occlusion gives two boxes). The parts are not made labels here (EndoVis2018 has them).
+What the release holds (the challenge's Data page: frames "sampled from 30 Hz video at 2 Hz", each "hand labelled"
+into the articulated parts of the instruments, "a rigid shaft, an articulated wrist and claspers", plus a
+miscellaneous class for other instruments such as a drop-in ultrasound probe; Allan et al. 2019, "2017 Robotic
+Instrument Segmentation Challenge", arXiv 1902.06426): training: each ``ground_truth`` folder is ONE instrument
+instance; its grey mask holds the instrument's parts (10 shaft, 20 wrist, 30 claspers, 40 probe; 0 background;
+3-channel copies read from channel 0). The folder names vary per sequence (``Left_Prograsp_Forceps_labels``,
+``Large_Needle_Driver_Left_labels``, ``Prograsp_Forceps``, ``Right_Vessel_Sealer``): the type is the name without
+``Left``/``Right`` and ``_labels``; ``Maryland Bipolar Forceps`` is a bipolar forceps and ``Other`` the miscellaneous
+class (a drop-in ultrasound probe in sequence 1). Every part value maps to the folder's instrument type.
+
+One box per instrument: the real masks leave 1-2 px unlabelled lines between the parts of one instrument (shaft,
+wrist, claspers), so boxing each connected region gave 3-7 boxes for a frame that shows 3 instruments. A folder's
+mask IS one instrument, so it is boxed as one instance around all its pixels (``seg_to_box.FileMask`` with policy
+``single``), seams and occlusion splits included. The test labels are merged type maps (two instruments of one type
+share a value), so there the type keeps the ``components`` policy with pieces at most ``SEAM_PX`` (2) pixels apart
+joined (``FileMask.max_gap``): an instrument's seams close, while instruments further apart stay two boxes (two of
+one type within 2 px become one, the price of reading a merged map). The parts are not made labels here (EndoVis2018
+has them).
 
 Test: sequences 1-8 continue the training recordings (frames 225-299), 9-10 are new (frames 0-299); the labels are
 the later ``instrument_2017_test`` release, read from ``TypeSegmentation`` (type id 1-7 per pixel; its Parts masks
 use 30/100/255, a different code, and are not read). Video ids carry the split (``train_seq_1``, ``test_seq_1``).
-Frames are 2-Hz samples of 30-Hz video, kept with their file numbers and ``fps=None``.
+Frames are 2-Hz samples of 30-Hz video (the Data page), kept with their file numbers and ``fps=None``.
 Splits: ``official`` (train 1-8, test all ten test parts); ``unseen-9-10`` tests only on the two new recordings,
 since the test frames of 1-8 directly follow training frames of the same procedure.
 """
@@ -29,8 +39,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from public_converters.schema import Frame, SemanticMask, SourceError, SourceTables, Video
-from public_converters.seg_to_box import image_size
+from public_converters.schema import Frame, SourceError, SourceTables, Video
+from public_converters.seg_to_box import FileMask, image_size
 from public_converters.spec import SourceSpec
 
 
@@ -55,6 +65,9 @@ TOOLS = {
 }
 MASK_POLICIES = dict.fromkeys(TOOLS, "components")
 PART_VALUES = (10, 20, 30, 40)  # shaft, wrist, claspers, probe
+SEAM_PX = 2  # the widest unlabelled line between two parts of one instrument in the real masks
+INSTRUMENT_MASK = {"policy": "single"}  # a ground_truth folder's mask shows one instrument: one box
+MERGED_MASK = {"max_gap": SEAM_PX}  # a merged type map: components, seams closed
 TYPE_PALETTE = {0: None, **{number: name for number, name in enumerate(TYPE_IDS, start=1)}}
 SPLITS = {
     "official": {f"train_seq_{n}": "train" for n in range(1, 9)} | {f"test_seq_{n}": "test" for n in range(1, 11)},
@@ -92,9 +105,10 @@ def instrument_type(folder_name: str) -> str:
     return " ".join(word for word in words if word not in ("Left", "Right"))
 
 
-def _masks(root: Path, video_id: str, images: dict, gt: list[tuple[Path, dict]], size) -> list[SemanticMask]:
+def _masks(root: Path, video_id: str, images: dict, gt: list[tuple[Path, dict, dict]], size) -> list[FileMask]:
+    """Each label folder's mask of each left frame; ``grouping`` says how its pixels group into instruments."""
     masks = []
-    for folder, palette in gt:
+    for folder, palette, grouping in gt:
         found = _frames(folder)
         for frame in sorted(set(images) | set(found)):
             path = found.get(frame, folder / f"frame{frame:03d}.png")
@@ -102,11 +116,11 @@ def _masks(root: Path, video_id: str, images: dict, gt: list[tuple[Path, dict]],
                 raise SourceError(path, f"labels frame {frame}, which has no left_frames image")
             if frame not in found:
                 raise SourceError(path, "file not found", fix="every left frame needs a mask in each label folder")
-            masks.append(SemanticMask(video_id, frame, str(path.relative_to(root)), palette, size))
+            masks.append(FileMask(video_id, frame, str(path.relative_to(root)), palette, size, **grouping))
     return masks
 
 
-def read_sequence(root: Path, folder: Path, video_id: str, gt: list[tuple[Path, dict]]):
+def read_sequence(root: Path, folder: Path, video_id: str, gt: list[tuple[Path, dict, dict]]):
     images = _frames(folder / "left_frames")
     if not images:
         raise SourceError(folder / "left_frames", "no frameNNN.png images", fix="the sequence is incomplete")
@@ -116,7 +130,7 @@ def read_sequence(root: Path, folder: Path, video_id: str, gt: list[tuple[Path, 
     return Video(video_id, SPLITS["official"][video_id], None, None, width, height), frames, masks
 
 
-def _test_labels(root: Path, number: int) -> list[tuple[Path, dict]]:
+def _test_labels(root: Path, number: int) -> list[tuple[Path, dict, dict]]:
     """The merged type masks of one test sequence, if the test labels release is there."""
     release = root / "instrument_2017_test"
     if not release.is_dir():
@@ -124,7 +138,7 @@ def _test_labels(root: Path, number: int) -> list[tuple[Path, dict]]:
     sequence = _unnest(release) / f"instrument_dataset_{number}"
     for folder in (sequence / "gt" / "TypeSegmentation", sequence / "TypeSegmentation"):
         if folder.is_dir():
-            return [(folder, TYPE_PALETTE)]
+            return [(folder, TYPE_PALETTE, MERGED_MASK)]
     raise SourceError(sequence, "no [gt/]TypeSegmentation folder", fix="the test labels release is incomplete")
 
 
@@ -152,7 +166,7 @@ def read(root: Path, labels) -> SourceTables:
                 for path in instruments:
                     native = instrument_type(path.name)
                     labels.map("tool", native, path)
-                    gt.append((path, {0: None, **dict.fromkeys(PART_VALUES, native)}))
+                    gt.append((path, {0: None, **dict.fromkeys(PART_VALUES, native)}, INSTRUMENT_MASK))
             video, frames, masks = read_sequence(root, folder, video_id, gt)
             tables.videos.append(video)
             tables.frames += frames
@@ -181,5 +195,6 @@ SPEC = SourceSpec(
         "test label file names equal the test image names (frame225-299 for sequences 1-8)",
         "the part/type JSON files (mappings.json or parts_mapping.json; not read: values and types are data here)",
         "what 'Other' shows in test sequences 9-10 (mapped to 'other instrument')",
+        "merged test masks: seams between one instrument's parts are at most 2 px (wider ones give two boxes)",
     ),
 )

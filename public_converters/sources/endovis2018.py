@@ -17,6 +17,17 @@ are decoded by exact RGB; a colour no ``labels.json`` names is an error. Test ``
 ``seq_1..4``: video ids carry the split (``train_seq_1``, ``test_seq_1``). Frames are 0-based file numbers of a
 subsampled sequence (no video, ``fps=None``). A test sequence without ``labels/`` is read as unannotated frames.
 
+Class names differ between the releases' ``labels.json`` files: one names colour (124, 155, 5) ``intestine`` where
+the others say ``small-intestine`` (or ``small intestine``). Names are compared after folding case and separators
+(spaces, underscores -> hyphens) and the known aliases (``ALIASES``), so every spelling is the one vocabulary label
+and the same colour is not a conflict between two files; an unknown name is still an error naming its file.
+
+A ``labels/`` folder that ends before its ``left_frames/`` (test sequence 3: 250 frames, 249 labels) is a named
+warning (``LabelsEndEarly``: the folder, both counts, the unlabelled frames), not an error: the labelled frames are
+right. The frames past the last mask are kept as unlabelled frames (no mask, no presence: the build counts each as
+"frame without annotations"), and ``read_counts`` records how many, per folder, so frames in = labelled +
+unlabelled. A mask missing before the last one is still an error (a gap is damage, not a shorter annotation).
+
 Seg-to-box policies (choices): kidney parenchyma and covered kidney ``single``; small intestine ``semantic``;
 instrument parts, clamps, suturing needle, thread, suction instrument and ultrasound probe ``components``.
 Splits: official (15 training, 4 test sequences); ``validation-2-5-9-15`` holds out the community's validation.
@@ -25,6 +36,7 @@ Splits: official (15 training, 4 test sequences); ``validation-2-5-9-15`` holds 
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 from public_converters.coco import read_json
@@ -49,6 +61,7 @@ ANATOMY = {
     "small-intestine": "small intestine",
 }
 BACKGROUND = "background-tissue"
+ALIASES = {"intestine": "small-intestine"}  # folded name in some release's labels.json -> the name in TOOLS/ANATOMY
 MASK_POLICIES = {
     **dict.fromkeys(TOOLS, "components"),
     "kidney-parenchyma": "single",
@@ -71,6 +84,17 @@ FRAME = re.compile(r"^frame(\d{3})\.png$")
 REPAIR = re.compile(r"^(seq_\d+)_frame(\d{3})\.png$")
 
 
+class LabelsEndEarly(UserWarning):
+    """A sequence's ``labels/`` ends before its ``left_frames/``: the frames after the last mask are unlabelled."""
+
+
+def native_name(name: str) -> str:
+    """The one spelling of a ``labels.json`` class name: ``Small Intestine`` / ``small_intestine`` ->
+    ``small-intestine``; ``intestine`` -> ``small-intestine`` (``ALIASES``)."""
+    folded = re.sub(r"[\s_-]+", "-", name.strip().lower())
+    return ALIASES.get(folded, folded)
+
+
 def _unnest(folder: Path) -> Path:
     """Releases are sometimes extracted twice into themselves: descend to the folder holding ``labels.json``."""
     while not (folder / "labels.json").is_file() and (folder / folder.name).is_dir():
@@ -88,7 +112,7 @@ def _palette(path: Path, labels, palette: dict) -> None:
             raise SourceError(
                 path, f"malformed class {entry!r}", row=row, fix="expected {name, color: [R, G, B(, A)]}"
             )
-        name, rgb = entry["name"].strip(), tuple(int(value) for value in color[:3])
+        name, rgb = native_name(entry["name"]), tuple(int(value) for value in color[:3])
         if name != BACKGROUND:
             labels.map(labels.kind_of(name) or "anatomy", name, path, row)
         known = palette.setdefault(rgb, None if name == BACKGROUND else name)
@@ -107,7 +131,25 @@ def _sequences(folder: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+def _unlabelled_tail(root: Path, folder: Path, images: list[str], labels: list[str]) -> list[str]:
+    """The left frames after the last label mask (warned about, kept unlabelled); [] when labels cover them all."""
+    last = labels[-1] if labels else ""
+    tail = [name for name in images if name > last]
+    if tail:
+        relative = (folder / "labels").relative_to(root)
+        warnings.warn(
+            LabelsEndEarly(
+                f"{folder / 'labels'}: {len(labels)} label masks for {len(images)} left frames; "
+                f"{tail[0][:-4]}..{tail[-1][:-4]} have no mask and are kept as unlabelled frames "
+                f"(read_counts: 'left frames after the last label mask: {relative}')"
+            ),
+            stacklevel=3,
+        )
+    return tail
+
+
 def read_sequence(root: Path, folder: Path, video_id: str, split: str, palette: dict, repairs: dict):
+    """Video, frames and masks of one ``seq_N`` folder, and how many left frames come after its last label mask."""
     names = {
         name: sorted(p.name for p in (folder / name).glob("frame*.png") if FRAME.match(p.name))
         for name in ("left_frames", "labels")
@@ -116,18 +158,20 @@ def read_sequence(root: Path, folder: Path, video_id: str, split: str, palette: 
     if not names["left_frames"]:
         raise SourceError(folder / "left_frames", "no frameNNN.png images", fix="the sequence is incomplete")
     width, height = image_size(folder / "left_frames" / names["left_frames"][0])
+    tail = set(_unlabelled_tail(root, folder, names["left_frames"], names["labels"]) if labelled else ())
     frames, masks = [], []
     for name in sorted(set(names["left_frames"]) | set(names["labels"])):
         number = int(FRAME.match(name).group(1))
         image, label = folder / "left_frames" / name, folder / "labels" / name
-        for path in (image, label) if labelled else (image,):
+        with_label = labelled and name not in tail
+        for path in (image, label) if with_label else (image,):
             if not path.is_file():
                 raise SourceError(path, "file not found", fix="every frame needs its left image and its label mask")
         frames.append(Frame(video_id, number, image_path=str(image.relative_to(root))))
-        if labelled:
+        if with_label:
             mask = repairs.pop((folder.name, number), label) if split == "train" else label
             masks.append(SemanticMask(video_id, number, str(mask.relative_to(root)), palette, (height, width)))
-    return Video(video_id, split, None, len(frames), width, height), frames, masks
+    return Video(video_id, split, None, len(frames), width, height), frames, masks, len(tail)
 
 
 def read(root: Path, labels) -> SourceTables:
@@ -154,7 +198,10 @@ def read(root: Path, labels) -> SourceTables:
             video_id = f"{split}_seq_{number}"
             if video_id not in SPLITS["official"]:
                 raise SourceError(folder, f"{split} sequence {number} is not in the release", fix="check the folder")
-            video, frames, masks = read_sequence(root, folder, video_id, split, palette, repairs)
+            video, frames, masks, unlabelled = read_sequence(root, folder, video_id, split, palette, repairs)
+            if unlabelled:
+                key = f"left frames after the last label mask: {(folder / 'labels').relative_to(root)}"
+                tables.read_counts[key] = unlabelled
             tables.videos.append(video)
             tables.frames += frames
             tables.masks += masks
@@ -183,5 +230,6 @@ SPEC = SourceSpec(
         "license",
         "test_data nesting seq_N-<timestamp>-001/seq_N (third-party audit) and whether test labels ship with it",
         "validation split 2, 5, 9, 15 is community practice, not official",
+        "class-name spellings beyond case/separators and the 'intestine' alias",
     ),
 )

@@ -2,31 +2,49 @@
 
 Layout read (``docs/sources/heichole.md``; third-party loaders, no official listing)::
 
-    Videos/Full/Hei-Chole1.mp4                                  25 fps (also accepted: Videos/ or the root)
+    Videos/Full/Hei-Chole1.mp4                                  25 or 50 fps (also accepted: Videos/ or the root)
     Annotations/Phase/Hei-Chole1_Annotation_Phase.csv           no header, "frame,phase_id", one row per frame
-    Annotations/Instrument/Hei-Chole1_Annotation_Instrument.csv no header, frame + 7 binary category columns
+    Annotations/Instrument/Hei-Chole1_Annotation_Instrument.csv no header, frame + 7 or 21 category columns
     Annotations/Action/Hei-Chole1_Annotation_Action.csv         no header, frame + 4 binary columns
     (annotation files directly under Annotations/ or the root are accepted too)
 
 Names are matched case-insensitively (copies differ: ``hei-chole1_annotation_phase.csv``) and exactly (``Hei-Chole1``
 never matches ``Hei-Chole10`` or the skill-rated ``Hei-Chole1_Calot.mp4`` segment videos, which are not read).
 
-Confirmed by several loaders: headerless phase rows at 25 fps, phase ids 0-6 in the Cholec80 order. Uncertain
-(sources conflict): the instrument CSV's columns. We read the 7-category file (Grasper, Clipper, Coagulation
-instruments, Scissors, Suction-irrigation, Specimen bag, Stapler) and refuse any other column count with an error
-naming it, rather than guess (one loader claims 21 columns in left/right/in-field triples). The action columns
-(Grasp, Hold, Cut, Clip) are checked the same way. Instrument and action rows are read at whatever uniform frame
-step the file has (one row per frame is inferred); a non-uniform step is an error.
+Frame rate: the annotations label every frame of the video at the video's own rate, and the rates differ (videos
+16-20, 23 and 24 are 50 fps, the others 25), so the rate is read from each video's header (``_itec.probe_clip``),
+never assumed; an annotated video whose file is absent is skipped, with a ``VideoMissing`` warning naming the
+phase file and a count in ``read_counts`` (without the video nothing can be timed or shown).
+
+Confirmed by several loaders: headerless phase rows, phase ids 0-6 in the Cholec80 order. The instrument CSV comes in
+two widths, told apart by the first row; any other width is an error naming the file, the count and the widths read:
+
+- 8 cells: frame + the 7 categories (Grasper, Clipper, Coagulation instruments, Scissors, Suction-irrigation,
+  Specimen bag, Stapler);
+- 22 cells (the release's ``_Annotation_Instrument.csv``, per a third-party audit of a full copy): frame + 21
+  category slots: 0-6 the same 7 categories, 7-19 reserved (always 0), 20 "undefined instrument shaft". The audit's
+  category counts equal the sums of the ``_Instrument_Detailed.csv`` types per category (e.g. clipper = metal +
+  Hem-O-Lok clip appliers), so the slots are categories, not the paper's 21 instrument types in order (reading
+  them as types would turn the clipper column into a toothed grasper). A 1 in a reserved slot is an error naming the
+  file, row and column (a file of that shape is not the layout read here); rows with the undefined shaft are
+  counted in ``read_counts`` and give no tool label (no category says which instrument it is).
+
+The paper's 21 instrument types and their categories (``docs/sources/heichole.md``) belong to the
+``_Instrument_Detailed.csv`` files, which are not read. The action columns (Grasp, Hold, Cut, Clip) are checked by
+their count too. Instrument and action rows are read at whatever uniform frame step the file has (one row per frame is
+inferred); a non-uniform step is an error.
 
 Branches: both, as in the Sureon paper. The release has videos only, so the image branch takes one frame every
-``IMAGE_EVERY_SECONDS`` (25 s: about the Sureon paper's 2,064 items over 24 videos), labelled from the segments, and
-the builder decodes those frames from the video.
+``IMAGE_EVERY_SECONDS`` (25 s of the video's own rate: about the Sureon paper's 2,064 items over 24 videos), labelled
+from the segments, and the builder decodes those frames from the video.
 Splits: videos 1-24 are the public training set; 25-33 are the challenge test set (labels withheld).
 """
 
 from __future__ import annotations
 
 import re
+import warnings
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -39,10 +57,10 @@ from public_converters.schema import (
     read_text,
     segments_from_labels,
 )
+from public_converters.sources._itec import probe_clip
 from public_converters.spec import SourceSpec
 
 
-FPS = 25
 IMAGE_EVERY_SECONDS = 25  # image-branch sampling of the videos (one frame every 25 s)
 PHASE_IDS = (
     "Preparation",
@@ -80,11 +98,24 @@ TOOLS = {
     "Specimen bag": "specimen bag",
     "Stapler": "stapler",
 }
+CATEGORY_SLOTS = 21  # the release's category file: frame + 21 slots (0-6 categories, 7-19 reserved, 20 shaft)
+UNDEFINED_SHAFT = 20
+INSTRUMENT_WIDTHS = {
+    1 + len(INSTRUMENT_COLUMNS): "frame + the 7 categories",
+    1 + CATEGORY_SLOTS: "frame + 21 category slots: 0-6 the categories, 7-19 reserved, 20 undefined instrument shaft",
+}
+SHAFT_ROWS = "instrument rows with an undefined instrument shaft (slot 20; no tool label)"
+NO_VIDEO = "annotated videos without their video file (skipped: the frame rate is the video's)"
 ACTION_COLUMNS = ("Grasp", "Hold", "Cut", "Clip")
 ACTIONS = {"Grasp": "grasp", "Hold": "hold", "Cut": "cut", "Clip": "clip"}
 KINDS = ("Phase", "Instrument", "Action")
 VIDEO_NAME = re.compile(r"^hei-chole(\d+)\.mp4$")
+PHASE_NAME = re.compile(r"^hei-chole(\d+)_annotation_phase\.csv$")
 SPLITS = {"public": {f"Hei-Chole{n}": "train" if n <= 24 else "test" for n in range(1, 34)}}
+
+
+class VideoMissing(UserWarning):
+    """Annotation files whose video is not there: skipped, since the video's frame rate times its labels."""
 
 
 def _index(*folders: Path) -> dict[str, Path]:
@@ -118,8 +149,45 @@ def _rows(path: Path, width: int, what: str) -> list[tuple[int, int, list[str]]]
     return rows
 
 
-def _presence_segments(path, video_id, kind, columns, last, labels, phase_path) -> list:
-    rows = _rows(path, len(columns) + 1, f"frame + {len(columns)} binary columns ({', '.join(columns)})")
+def _instrument_rows(path: Path, counts: Counter) -> list[tuple[int, int, list[str]]]:
+    """The instrument CSV's rows as (line, frame, the 7 category cells), from either width (``INSTRUMENT_WIDTHS``)."""
+    first = next(((n, line) for n, line in enumerate(read_text(path).splitlines(), start=1) if line.strip()), None)
+    width = len(first[1].split(",")) if first else 1 + len(INSTRUMENT_COLUMNS)
+    if width not in INSTRUMENT_WIDTHS:
+        accepted = "; ".join(f"{count} ({what})" for count, what in INSTRUMENT_WIDTHS.items())
+        raise SourceError(
+            path,
+            f"instrument rows have {width} cells; the widths read are {accepted}",
+            row=first[0],
+            fix="_Instrument_Detailed.csv has 32 cells: the reader wants the _Annotation_Instrument.csv",
+        )
+    rows = _rows(path, width, f"rows of {INSTRUMENT_WIDTHS[width]} (the first row's width)")
+    if width == 1 + len(INSTRUMENT_COLUMNS):
+        return rows
+    categories = []
+    for number, frame, cells in rows:
+        reserved = next((slot for slot in range(len(INSTRUMENT_COLUMNS), UNDEFINED_SHAFT) if cells[slot] != "0"), None)
+        if reserved is not None:
+            raise SourceError(
+                path,
+                f"column {reserved + 2} (category slot {reserved}) is {cells[reserved]!r}; slots 7-19 are reserved "
+                "and empty in the release's category file",
+                row=number,
+                fix="a file that lists 21 instrument types, not categories, is not a layout this reader knows",
+            )
+        if cells[UNDEFINED_SHAFT] not in ("0", "1"):
+            raise SourceError(
+                path, f"undefined instrument shaft is {cells[UNDEFINED_SHAFT]!r}, expected 0 or 1", row=number
+            )
+        counts[SHAFT_ROWS] += cells[UNDEFINED_SHAFT] == "1"
+        categories.append((number, frame, cells[: len(INSTRUMENT_COLUMNS)]))
+    return categories
+
+
+def _presence_segments(path, video_id, kind, columns, last, labels, phase_path, rows=None) -> list:
+    """Presence segments of a binary-column CSV (``rows``: already read, else read with ``len(columns)`` columns)."""
+    if rows is None:
+        rows = _rows(path, len(columns) + 1, f"frame + {len(columns)} binary columns ({', '.join(columns)})")
     frames = [frame for _, frame, _ in rows]
     step = frames[1] - frames[0] if len(frames) > 1 else 1
     for (number, frame, _), previous in zip(rows[1:], frames, strict=False):
@@ -145,10 +213,27 @@ def _presence_segments(path, video_id, kind, columns, last, labels, phase_path) 
     return [replace(s, end_frame=min(s.end_frame, last)) for s in segments]  # a 1-fps sample covers its second
 
 
+def _skip_unshipped_videos(videos: dict[str, Path], phases: dict[str, Path], counts: Counter) -> None:
+    """Warn about (and count) phase files whose video is not there: without it nothing can be timed or shown."""
+    shipped = {int(m.group(1)) for m in map(VIDEO_NAME.match, videos) if m}
+    for name, path in sorted(phases.items()):
+        match = PHASE_NAME.match(name)
+        if match and int(match.group(1)) not in shipped:
+            counts[NO_VIDEO] += 1
+            warnings.warn(
+                VideoMissing(
+                    f"{path}: no Hei-Chole{int(match.group(1))}.mp4 in Videos/Full, Videos/ or the root; its labels "
+                    "are skipped (the frame rate comes from the video); add the video to read them"
+                ),
+                stacklevel=3,
+            )
+
+
 def read(root: Path, labels) -> SourceTables:
     videos = _index(root / "Videos" / "Full", root / "Videos", root)
     notes = {kind: _index(root / "Annotations" / kind, root / "Annotations", root) for kind in KINDS}
-    tables = SourceTables()
+    tables, counts = SourceTables(), Counter()
+    _skip_unshipped_videos(videos, notes["Phase"], counts)
     for name, video_path in sorted(videos.items()):
         match = VIDEO_NAME.match(name)
         if not match:
@@ -171,22 +256,26 @@ def read(root: Path, labels) -> SourceTables:
             raise SourceError(phase_path, "frame indices are not contiguous from 0", fix="the file is incomplete")
         last = len(phases) - 1
         tables.segments += segments_from_labels(video_id, "phase", phases)
-        for kind, label_kind, columns in (
-            ("Instrument", "tool", INSTRUMENT_COLUMNS),
-            ("Action", "action", ACTION_COLUMNS),
-        ):
-            tables.segments += _presence_segments(files[kind], video_id, label_kind, columns, last, labels, phase_path)
-        sampled = range(0, last + 1, IMAGE_EVERY_SECONDS * FPS)
+        rows = _instrument_rows(files["Instrument"], counts)
+        tables.segments += _presence_segments(
+            files["Instrument"], video_id, "tool", INSTRUMENT_COLUMNS, last, labels, phase_path, rows
+        )
+        tables.segments += _presence_segments(
+            files["Action"], video_id, "action", ACTION_COLUMNS, last, labels, phase_path
+        )
+        fps = probe_clip(video_path)[0]  # 25 or 50: the labels are per frame of the video at its own rate
+        sampled = range(0, last + 1, max(1, round(IMAGE_EVERY_SECONDS * fps)))
         tables.frames += frames_from_segments(video_id, tables.segments, sampled)
         split = SPLITS["public"].get(video_id)
         if split is None:
             raise SourceError(video_path, "video number outside 1-33", fix="HeiChole has Hei-Chole1..Hei-Chole33")
         relative = video_path.relative_to(root).as_posix()
-        tables.videos.append(Video(video_id, split, FPS, len(phases), video_path=relative))
+        tables.videos.append(Video(video_id, split, fps, len(phases), video_path=relative))
         # one phase row per frame: a file that ends before the video is short (a warning of the media check)
         tables.coverage[video_id] = Coverage(len(phases), phase_path.relative_to(root).as_posix(), "phase labels")
     if not tables.videos:
         raise SourceError(root / "Videos" / "Full", "no Hei-Chole<N>.mp4 videos", fix="point the source at HeiChole/")
+    tables.read_counts = {key: count for key, count in sorted(counts.items()) if count}
     return tables
 
 
@@ -205,8 +294,8 @@ SPEC = SourceSpec(
     license="unknown",
     unconfirmed=(
         "folder layout (Videos/Full, Annotations/<Kind>; from third-party loaders)",
-        "instrument CSV columns (7 categories; sources conflict)",
-        "instrument/action rows at every 25-fps frame",
+        "instrument CSV columns (8 or 22 cells; the 22-cell slots read as categories after a third-party audit)",
+        "instrument/action rows at every frame of the video (25 or 50 fps, read from the video)",
         "license",
     ),
 )

@@ -24,28 +24,23 @@ subclass changes three hooks and nothing else of TRL's loop (sampling, rewards, 
   vision tower the same number of times in every pass and ZeRO-3's parameter gathers never wait on a rank that
   drew other modalities; the dummy columns are cut off the log-probabilities.
 
-The video pad token is suppressed in generation as TRL suppresses the image pad token: a sampled one would leave
-the video tokens and features out of step. Generation under ZeRO-3 gathers the whole model first (TRL's
+Generation never samples a media placeholder (``<|image_pad|>``, ``<|video_pad|>``): one in a completion would leave
+the visual tokens and features out of step and stop the log-probability pass. TRL 1.16 suppresses the image pad
+token with transformers only; :func:`ban_media_placeholders` bans both, as ``suppress_tokens`` for transformers and
+as ``bad_words`` for vLLM. Generation under ZeRO-3 gathers the whole model first (TRL's
 ``ds3_gather_for_generation``, on by default), so it needs no dummy.
 
-vLLM generation (``use_vllm``), a fourth hook, ``_generate_single_turn``: image rows go to TRL's own vLLM path with
-their images; in ``colocate`` mode each video row's ``multi_modal_data`` gets its clip as vLLM takes a pre-sampled
-video, ``(frames as a T x H x W x 3 array, metadata)`` with the same millisecond ``frames_indices`` and ``fps`` as
-the processor's ``video_metadata`` and ``do_sample_frames: False`` (:func:`vllm_video`), added to the prompts TRL
-hands ``LLM.generate``. Whether vLLM expands the video as transformers does is not assumed: every prompt vLLM
-returns must hold exactly the trainer's token ids (the same ``<t seconds>`` markers and video tokens), else the run
-stops with the row named. TRL 1.16's ``server`` mode sends the server image features only, so video rows are refused
-there (``recipes/grpo.py``'s ``check_vllm``).
+vLLM generation (``use_vllm``) takes text-only policies only: ``recipes/grpo.py`` refuses it for a vision-language
+model before any weights load (``check_vllm`` says why: TRL 1.16 hands vLLM prompt ids whose visual tokens are
+already expanded).
 """
 
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
 from trl import GRPOTrainer
 
-from builders.errors import InputError
-from recipes.training.chat_inputs import VISUAL_KEYS, processor_inputs, video_metadata
+from recipes.training.chat_inputs import VISUAL_KEYS, processor_inputs
 from recipes.training.collator import append_dummy_visual
 from recipes.training.grpo_data import VISUALS_COLUMN
 
@@ -96,49 +91,34 @@ def token_types_for(prompts: list[EncodedPrompt], input_ids: torch.Tensor, promp
     return types
 
 
-def vllm_video(video: dict) -> tuple:
-    """A clip (``{"frames", "timestamps"}``, as :func:`recipes.training.chat_inputs.split_visuals` gives it) as vLLM's
-    Qwen3-VL takes a pre-sampled video: ``(frames, metadata)``, the metadata the processor gets in training and
-    evaluation (:func:`recipes.training.chat_inputs.video_metadata`) plus the keys vLLM's own dummy videos carry."""
-    import numpy as np
-
-    metadata = video_metadata(video["timestamps"])
-    metadata |= {
-        "duration": metadata["total_num_frames"] / metadata["fps"],
-        "video_backend": "opencv",  # what vLLM's dummy videos name; the frames are decoded already
-        "do_sample_frames": False,
-    }
-    return np.stack([np.asarray(frame.convert("RGB")) for frame in video["frames"]]), metadata
+MEDIA_PLACEHOLDERS = ("<|image_pad|>", "<|video_pad|>", "<|image|>", "<|video|>")
 
 
-@contextmanager
-def videos_for_vllm(llm, videos: list[list[dict]], expected_ids: list[list[int]]):
-    """While active, ``llm.generate`` adds each prompt's videos to its ``multi_modal_data`` and checks that vLLM
-    tokenised every video prompt exactly as the trainer did (``videos`` and ``expected_ids``: one entry per prompt,
-    in the order TRL builds them)."""
-    original = llm.generate
+def media_placeholder_tokens(tokenizer) -> dict[str, int]:
+    """``{token: id}`` of the media placeholders ``tokenizer`` knows (Qwen-VL: ``<|image_pad|>``,
+    ``<|video_pad|>``)."""
+    found = {}
+    for token in MEDIA_PLACEHOLDERS:
+        token_id = tokenizer.convert_tokens_to_ids(token)
+        if token_id is not None and token_id != tokenizer.unk_token_id:
+            found[token] = token_id
+    return found
 
-    def generate(prompts, *args, **kwargs):
-        if len(prompts) != len(videos):
-            raise RuntimeError(f"vLLM got {len(prompts)} prompts for {len(videos)} rows")
-        for prompt, clips in zip(prompts, videos, strict=True):
-            if clips:
-                prompt.setdefault("multi_modal_data", {})["video"] = [vllm_video(clip) for clip in clips]
-        outputs = original(prompts, *args, **kwargs)
-        for row, (output, clips, ids) in enumerate(zip(outputs, videos, expected_ids, strict=True)):
-            if clips and list(output.prompt_token_ids) != list(ids):
-                raise RuntimeError(
-                    f"vLLM tokenised video prompt {row} into {len(output.prompt_token_ids)} tokens where the trainer "
-                    f"has {len(ids)}: its video expansion (frames, timestamps or pixel caps) differs from the one SFT "
-                    "and evaluation use; generate with transformers (use_vllm: false) or with frames_as: images"
-                )
-        return outputs
 
-    llm.generate = generate
-    try:
-        yield
-    finally:
-        del llm.generate  # the bound method of the class again
+def ban_media_placeholders(generation_kwargs: dict | None, tokenizer, backend: str) -> dict:
+    """``generation_kwargs`` plus a ban on every media placeholder: ``suppress_tokens`` (ids) for transformers,
+    ``bad_words`` (strings; vLLM's ``SamplingParams`` tokenises them) for vLLM; what the recipe set is kept."""
+    placeholders = media_placeholder_tokens(tokenizer)
+    banned = dict(generation_kwargs or {})
+    if backend == "transformers":
+        key, values = "suppress_tokens", list(placeholders.values())
+    elif backend == "vllm":
+        key, values = "bad_words", list(placeholders)
+    else:
+        raise ValueError(f"unknown generation backend {backend!r}: transformers or vllm")
+    if values:
+        banned[key] = list(dict.fromkeys([*(banned.get(key) or []), *values]))
+    return banned
 
 
 class VisualGRPOTrainer(GRPOTrainer):
@@ -149,15 +129,14 @@ class VisualGRPOTrainer(GRPOTrainer):
         self.uniform_vision_calls = uniform_vision_calls
         self._batch_prompts: list[EncodedPrompt] | None = None  # the rows being generated for, in order
         self._forward_prompts: list[EncodedPrompt] | None = None  # the rows of the next log-probability pass
-        self._batch_visuals: list[dict] | None = None  # the frames of the rows being generated for (vLLM)
-        video_token = getattr(self.processing_class, "video_token", None)
-        if not self.use_vllm and video_token is not None and self.generation_config is not None:
-            video_id = self._tokenizer.convert_tokens_to_ids(video_token)
-            suppressed = list(self.generation_config.suppress_tokens or [])
-            if video_id not in suppressed:
-                suppressed.append(video_id)
-            self.generation_config.suppress_tokens = suppressed
-            self.generation_kwargs["suppress_tokens"] = suppressed
+        if self.use_vllm:
+            generation = self.vllm_generation
+            generation.generation_kwargs = ban_media_placeholders(
+                generation.generation_kwargs, self._tokenizer, "vllm"
+            )
+        elif self.generation_config is not None:
+            self.generation_kwargs = ban_media_placeholders(self.generation_kwargs, self._tokenizer, "transformers")
+            self.generation_config.suppress_tokens = self.generation_kwargs.get("suppress_tokens")
 
     def encode_batch(self, inputs: list[dict]) -> list[EncodedPrompt]:
         """Each row's encoded prompt; copies of one prompt (the group of ``num_generations``) share one encoding."""
@@ -172,11 +151,10 @@ class VisualGRPOTrainer(GRPOTrainer):
     def _generate_and_score_completions(self, inputs):
         prompts = self.encode_batch(inputs)
         self._batch_prompts = self._forward_prompts = prompts
-        self._batch_visuals = [row.get(VISUALS_COLUMN) or {} for row in inputs]
         try:
             output = super()._generate_and_score_completions(inputs)
         finally:
-            self._batch_prompts = self._forward_prompts = self._batch_visuals = None
+            self._batch_prompts = self._forward_prompts = None
         output[BATCH_VISUALS] = prompts
         return output
 
@@ -188,37 +166,6 @@ class VisualGRPOTrainer(GRPOTrainer):
         if any(prompt.token_types for prompt in encoded):
             fields["mm_token_type_ids"] = [prompt.token_types or [0] * len(prompt.input_ids) for prompt in encoded]
         return [prompt.input_ids for prompt in encoded], None, fields
-
-    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
-        def turn(images):
-            return super(VisualGRPOTrainer, self)._generate_single_turn(
-                prompt_ids, images, multimodal_fields, num_generations, has_tool_images
-            )
-
-        visuals = self._batch_visuals
-        if not self.use_vllm or not visuals:
-            return turn(images)
-        row_images = [v.get("images") or None for v in visuals]
-        images = row_images if any(row_images) else None  # TRL's own vLLM path for the images
-        videos = [v.get("videos") or [] for v in visuals]
-        expected = list(prompt_ids)
-        generation = self.vllm_generation
-        if generation.mode == "colocate" and generation.tensor_parallel_size > 1:  # TRL gathers the group's prompts
-            videos, expected = (self._gather_in_tp_group(values) for values in (videos, expected))
-        if not any(videos):
-            return turn(images)
-        if generation.mode != "colocate":
-            raise InputError(
-                "vllm_mode: server takes image features only in TRL 1.16: generate video rows with vllm_mode: "
-                "colocate or with transformers (use_vllm: false)"
-            )
-        with videos_for_vllm(generation.llm, videos, expected):
-            return turn(images)
-
-    def _gather_in_tp_group(self, values: list) -> list:
-        gathered = [None] * self.vllm_generation.tensor_parallel_size
-        torch.distributed.all_gather_object(gathered, values, group=self.vllm_generation.tp_group)
-        return [value for part in gathered for value in part]
 
     def _compute_loss(self, model, inputs):
         self._forward_prompts = inputs.get(BATCH_VISUALS)

@@ -2,7 +2,9 @@
 
 A checkpoint with a ``vision_config`` loads as ``AutoModelForImageTextToText`` + ``AutoProcessor``; anything else as
 ``AutoModelForCausalLM`` + ``AutoTokenizer``. Remote code is never trusted. Attention defaults to flash-attn 2 when
-it is installed and a GPU is present, ``sdpa`` otherwise; dtype to bf16 on GPU, float32 on CPU.
+it is installed and a GPU is present, ``sdpa`` otherwise (with a warning on a GPU: flash-attn is the ``gpu`` install's,
+``make gpu_setup``); dtype to bf16 on GPU, float32 on CPU. The implementation that runs is logged at load and
+recorded by the recipes in ``training_complete.json`` and the model card (:func:`attention_implementation`).
 """
 
 import importlib.util
@@ -23,12 +25,25 @@ logger = logging.getLogger(__name__)
 COMPLETE_MARKER = "training_complete.json"
 
 
-def has_flash_attn() -> bool:
-    return torch.cuda.is_available() and importlib.util.find_spec("flash_attn") is not None
-
-
 def default_attn_implementation() -> str:
-    return "flash_attention_2" if has_flash_attn() else "sdpa"
+    """``flash_attention_2`` on a CUDA GPU with flash-attn installed, else ``sdpa``; on a GPU without flash-attn the
+    fallback is a warning, since it trains slower and keeps more activation memory than ``sureon plan`` counts."""
+    if not torch.cuda.is_available():
+        return "sdpa"
+    if importlib.util.find_spec("flash_attn") is None:
+        logger.warning(
+            "flash-attn is not installed: attention falls back to sdpa on the GPU (slower, and more activation memory "
+            "than `sureon plan` counts for flash-attention). Install it with `make gpu_setup`, or set "
+            "attn_implementation: sdpa in the recipe to choose sdpa and silence this warning"
+        )
+        return "sdpa"
+    return "flash_attention_2"
+
+
+def attention_implementation(model) -> str:
+    """The attention implementation ``model`` runs (transformers resolves ``None`` to its own default at load)."""
+    config = getattr(model, "config", None)
+    return str(getattr(config, "_attn_implementation", None) or "unknown")
 
 
 def default_dtype() -> torch.dtype:
@@ -79,9 +94,10 @@ def load_model(
 ):
     """The model for ``name_or_path`` with the project's defaults (see module docstring)."""
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+    from transformers.integrations import is_deepspeed_zero3_enabled
 
     auto_class = AutoModelForImageTextToText if is_vision_language(name_or_path, revision) else AutoModelForCausalLM
-    return auto_class.from_pretrained(
+    model = auto_class.from_pretrained(
         name_or_path,
         revision=revision,
         dtype=resolve_dtype(dtype),
@@ -89,6 +105,15 @@ def load_model(
         device_map=device_map,
         trust_remote_code=False,
     )
+    logger.info("%s loaded with %s attention", name_or_path, attention_implementation(model))
+    if is_deepspeed_zero3_enabled():
+        # transformers 5.25 keeps, on the model, the key renamings its loader applied, and reverts them when saving.
+        # Loading into a ZeRO-3 partitioned model (zero3_init_flag) records every renaming it knows instead of the
+        # ones used, so a Qwen3-VL saved after training got the legacy names (model.language_model.model.layers...):
+        # transformers reads them back, vLLM and other readers of the base model's layout do not. No renaming was
+        # needed for a checkpoint in the current layout, and the current layout is what is saved.
+        model._weight_conversions = []
+    return model
 
 
 def apply_pixel_caps(processor, image_max_pixels: int | None, video_max_pixels: int | None):
