@@ -167,11 +167,30 @@ def build_stage_trainer(
 
 def release_trainer(trainer) -> None:
     """Free what a trained stage holds before the next stage loads its model: accelerate's ``free_memory`` destroys
-    the DeepSpeed engine (its ZeRO-3 hooks and partitioned optimizer states) and drops its references to the model,
-    optimizer, scheduler and data loaders; the trainer's own references go too, and the CUDA cache is emptied. Without
-    this, the two-stage recipe kept stage 1's engine and AdamW states on every GPU while stage 2 trained: for the 8B
-    model on 4 GPUs, some 35-40 GB per GPU more than one stage needs."""
+    the DeepSpeed engine and drops its references to the model, optimizer, scheduler and data loaders; the trainer's
+    own references go too, and the CUDA cache is emptied. Without this, the two-stage recipe kept stage 1's engine and
+    AdamW states on every GPU while stage 2 trained: for the 8B model on 4 GPUs, some 35-40 GB per GPU more than one
+    stage needs.
+
+    DeepSpeed 0.19.8 keeps a ZeRO-3 model alive after its engine is destroyed: ``DeepSpeedZeRoOffload`` appends the
+    top module to a module-level list (``deepspeed.runtime.zero.parameter_offload.FWD_MODULE_STACK``) that nothing
+    empties, and its hooks on the parameters keep the module reachable after that. So the model is taken off that
+    list, and each partitioned parameter's shard (``ds_tensor``) is emptied: what may stay behind is Python objects,
+    not the weights."""
+    model = trainer.model
     trainer.accelerator.free_memory()
+    try:
+        from deepspeed.runtime.zero import parameter_offload
+    except ImportError:
+        parameter_offload = None
+    if parameter_offload is not None:
+        parameter_offload.FWD_MODULE_STACK[:] = [m for m in parameter_offload.FWD_MODULE_STACK if m is not model]
+    for parameter in model.parameters() if model is not None else ():
+        shard = getattr(parameter, "ds_tensor", None)
+        if shard is not None:
+            shard.data = torch.empty(0, dtype=shard.dtype, device=shard.device)
+            parameter.data = torch.empty(0, dtype=parameter.dtype, device=parameter.device)
+    del model
     for name in ("model", "model_wrapped", "deepspeed", "optimizer", "lr_scheduler", "ref_model"):
         if getattr(trainer, name, None) is not None:
             setattr(trainer, name, None)
