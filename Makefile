@@ -11,7 +11,7 @@ DEMO_DIR := build/demo
 SURGIQ_SAMPLE := sample_data/surgiq
 CHECK_DIRS := sureon builders public_converters recipes model_cards tests benchmarks sample_data
 
-.PHONY: setup system-deps demo test reproduce slow_test vllm_venv vlmevalkit_venv quality style bench clean
+.PHONY: setup system-deps demo test reproduce slow_test launch_test gpu_setup vllm_venv vlmevalkit_venv quality style bench clean
 
 setup: $(STAMP)
 
@@ -107,6 +107,27 @@ reproduce: $(STAMP)
 
 slow_test: $(STAMP)
 	$(PY) -m pytest -m "slow" -q
+
+# The README's launch lines with the real accelerate configs on two CPU ranks (DeepSpeed's CPU accelerator, gloo):
+# ZeRO-3, ZeRO-2 and FSDP2 through recipes/sft.py and recipes/grpo.py (about 4 minutes on two cores; CI runs it).
+launch_test: $(STAMP)
+	$(PY) -m pytest -m slow -q -p no:xdist tests/test_launch_configs.py
+
+# The GPU extras on a CUDA machine, one command: DeepSpeed and Liger with the project (the `gpu` extra), then
+# flash-attn, whose build imports torch. pip's build isolation hides the installed torch from it, so it is built with
+# --no-build-isolation once torch is in place: flash-attn's setup takes a prebuilt wheel for this torch, CUDA and
+# Python where its project publishes one, and compiles otherwise (MAX_JOBS bounds the compiler's memory).
+# FLASH_ATTN_PIP_FLAGS=--dry-run resolves it without building: what CI checks on a machine without CUDA.
+FLASH_ATTN := flash-attn==2.8.3.post2
+FLASH_ATTN_PIP_FLAGS ?=
+MAX_JOBS ?= 4
+
+gpu_setup: $(STAMP)
+	$(PIP) install -q -e ".[gpu]" $(TORCH_PINS)
+	$(PIP) install -q ninja packaging wheel psutil
+	MAX_JOBS=$(MAX_JOBS) $(PIP) install --no-build-isolation $(FLASH_ATTN_PIP_FLAGS) $(FLASH_ATTN) $(TORCH_PINS)
+	$(PY) -c "import deepspeed, liger_kernel; print('deepspeed', deepspeed.__version__, '/ liger-kernel: installed')"
+	@if [ -z "$(FLASH_ATTN_PIP_FLAGS)" ]; then $(PY) -c "import flash_attn; print('flash-attn', flash_attn.__version__)"; fi
 
 # vLLM for CPUs in an environment of its own (never in .venv: vLLM pins its own torch and transformers); built once,
 # reused while its pins are current. tests/test_vllm.py builds it too.

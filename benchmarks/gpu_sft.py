@@ -13,7 +13,8 @@ setting (checkpointing on, full fine-tune) measured in the same run:
 - ``checkpointing off`` (halving the batch until it fits; the batch used is printed);
 - ``frozen vision``     ``freeze_vision_tower: true``, checkpointing on.
 
-Attention is sdpa, or flash-attn 2 when installed; Liger kernels are used when ``liger-kernel`` is installed. The
+Attention is sdpa, or flash-attn 2 when installed (what the recipe loads by default); Liger kernels only when the
+recipe sets ``use_liger_kernel: true`` (none does: turned on whenever installed, they would overstate the recipe). The
 tokenizer is a stand-in (the real one needs the Hub), so text tokens differ slightly from the real run's.
 
     python benchmarks/gpu_sft.py                       # one H200: a few minutes
@@ -104,6 +105,17 @@ def record_batches(trainer, merge: int) -> list[list[dict]]:
     return batches
 
 
+def recipe_uses_liger() -> bool:
+    """Whether the measured recipe asks for Liger kernels (``use_liger_kernel``); asked for but not installed is an
+    error, so that a figure never silently measures another setting."""
+    from recipes.training.recipe_file import SFT, read_recipe
+
+    wanted = bool(read_recipe(RECIPE, SFT).get("use_liger_kernel", False))
+    if wanted and importlib.util.find_spec("liger_kernel") is None:
+        raise SystemExit(f"error: {RECIPE.relative_to(REPO)} sets use_liger_kernel, but liger-kernel is not installed")
+    return wanted
+
+
 def peak_memory_bytes() -> int:
     if torch.cuda.is_available():
         return torch.cuda.max_memory_allocated()
@@ -113,7 +125,7 @@ def peak_memory_bytes() -> int:
 def run_variant(name, overrides, *, model_dir, config, data, batch, steps, warmup, device, dtype, peak_tflops):
     parser = sft_parser()
     attn = "flash_attention_2" if device == "cuda" and importlib.util.find_spec("flash_attn") else "sdpa"
-    liger = device == "cuda" and importlib.util.find_spec("liger_kernel") is not None
+    liger = device == "cuda" and recipe_uses_liger()
     script_args, training_args, model_args = parser.parse_dict(
         {
             "model_name_or_path": str(model_dir),

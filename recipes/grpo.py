@@ -155,9 +155,10 @@ def check_vllm(training_args: GRPOConfig, model_path: str, revision: str | None 
     Qwen3-VL looks for the literal ``<|vision_start|><|video_pad|><|vision_end|>`` and fails on the first video row;
     on an image row it expands the first ``<|image_pad|>`` again, so completions are sampled from another prompt than
     the one scored, without an error (huggingface/trl issues 6294 and 6401; the fix, PR 6718, is in no TRL release
-    this project pins). Nor does any environment fit: TRL 1.16 accepts vLLM 0.22-0.31, and vLLM 0.31 pins
-    transformers below 5.18, whose TrainingArguments lack the recipes' ``activation_checkpointing`` and whose
-    Qwen3-VL video processor has no per-frame pixel cap. Text-only policies generate through TRL's own vLLM path."""
+    this project pins). Nor does one environment hold both: TRL 1.16 accepts vLLM 0.22-0.31; vLLM 0.31.0 requires
+    torch 2.13.0 and transformers below 5.18 (its published requirements), and transformers 5.17's
+    TrainingArguments have no ``activation_checkpointing``, which every recipe sets. Text-only policies generate
+    through TRL's own vLLM path."""
     import importlib.util
 
     if not training_args.use_vllm:

@@ -41,7 +41,9 @@ def main() -> None:
     def watched(*args, **kwargs):
         if held:
             gc.collect()
-            report["alive_when_the_next_stage_started"].append(sorted(k for k, ref in held.items() if ref() is not None))
+            report["alive_when_the_next_stage_started"].append(
+                sorted(k for k, ref in held.items() if ref() is not None)
+            )
             model = held["model"]()
             report["weights_left"].append(0 if model is None else weight_elements(model))
             del model

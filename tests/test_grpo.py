@@ -396,8 +396,10 @@ def test_two_ranks_give_the_same_rewards_as_one_process(sft_folder, sureon_build
 
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")
-def test_use_vllm_without_vllm_is_refused_before_any_weights_load(sureon_build, tmp_path):
-    path = tiny_config(tmp_path, tmp_path / "no-such-model", sureon_build, "vllm", use_vllm=True)
+def test_use_vllm_without_vllm_is_refused_before_any_weights_load(tiny_causal_lm, sureon_build, tmp_path):
+    """A text-only policy may generate with vLLM (a vision-language one may not: tests/test_grpo_video.py), where
+    vLLM is installed; here it is not, and that is one line before anything loads."""
+    path = tiny_config(tmp_path, tiny_causal_lm, sureon_build, "vllm", use_vllm=True)
     with pytest.raises(ValueError, match="use_vllm: true, but vLLM is not installed"):
         run_grpo(path)
     assert not (tmp_path / "vllm").exists()

@@ -175,6 +175,10 @@ def run_settings(args, stored_frames: int | None = None) -> dict:
         "unconfirmed_id": preset["unconfirmed"] if preset else None,
     }
     settings |= {dest: getattr(args, dest) for dest in SETTINGS}
+    if settings.get("backend") in ("vllm", "openai"):
+        # Both take OpenAI chat messages: a clip reaches the model as separate images, never as the one video SFT
+        # trains on and the transformers backend shows by default; the record says what the model saw.
+        settings["frames_as"] = "images"
     settings["request_params"] = args.request_params
     settings["overrides"] = args.overrides
     if stored_frames is not None:
