@@ -59,6 +59,7 @@ def main() -> None:
             engine = getattr(trainer, "deepspeed", None)
             if engine is not None:
                 held["deepspeed_engine"] = weakref.ref(engine)
+                held["zero_optimizer"] = weakref.ref(engine.optimizer)  # fp32 master weights and AdamW states
             return result
 
         trainer.train = train_and_watch

@@ -395,6 +395,25 @@ def test_two_ranks_give_the_same_rewards_as_one_process(sft_folder, sureon_build
     assert single["rewards/format/mean"] == 1.0 and single["rewards/order_accuracy/mean"] is None
 
 
+def test_rank_zero_pushes_after_every_rank_is_done(sft_folder, sureon_build, tmp_path, monkeypatch):
+    """The upload comes after the last barrier: a rank that waited in one for an upload of any length would hit the
+    process group's timeout (30 minutes by default) and abort the run mid-push."""
+    import huggingface_hub
+    from huggingface_hub import HfApi
+    from test_sft import record_barriers
+
+    calls = []
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # offline tests: the fake Hub is all
+    monkeypatch.setattr(HfApi, "create_repo", lambda self, repo_id, **kw: calls.append(("create", repo_id)))
+    monkeypatch.setattr(HfApi, "upload_folder", lambda self, **kw: calls.append(("upload", kw["repo_id"])))
+    record_barriers(monkeypatch, calls)
+    path = tiny_config(tmp_path, sft_folder, sureon_build, "push", max_steps=1, save_strategy="no")
+    out, summary = run_grpo(path, "--push_to_hub", "true", "--hub_model_id", "org/grpo", "--hub_token", "hf_x")
+    kinds = [call[0] for call in calls]
+    assert "barrier" in kinds and kinds[-2:] == ["create", "upload"], kinds
+    assert calls[-1] == ("upload", "org/grpo") and summary["global_step"] == 1 and (out / "README.md").is_file()
+
+
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")
 def test_use_vllm_without_vllm_is_refused_before_any_weights_load(tiny_causal_lm, sureon_build, tmp_path):
     """A text-only policy may generate with vLLM (a vision-language one may not: tests/test_grpo_video.py), where

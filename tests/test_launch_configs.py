@@ -119,10 +119,10 @@ def test_a_blind_guesser_and_a_frozen_vision_tower_train_under_zero3(tiny_qwen3_
 
 
 def test_two_stages_free_stage_one_before_stage_two_under_zero3(tiny_qwen3_vl, sureon_build, tmp_path):
-    """When stage 2 starts building its trainer, stage 1's trainer and optimizer (the fp32 master weights and AdamW
-    states) are gone on every rank, and its model holds no weights (tests/launch_probe.py watches them by weak
-    reference). DeepSpeed 0.19.8 keeps the engine and model objects reachable after ``destroy()``: their shards are
-    emptied (``recipes.training.sft_stages.release_trainer``), which is what this pins down."""
+    """When stage 2 starts building its trainer, nothing of stage 1 is alive on any rank: trainer, model, optimizer,
+    DeepSpeed engine and ZeRO optimizer (its fp32 master weights and AdamW states) are all gone
+    (tests/launch_probe.py watches them by weak reference). DeepSpeed 0.19.8 kept them reachable from a module-level
+    list after ``destroy()`` (``recipes.training.sft_stages.release_trainer``)."""
     recipe = tiny_recipe(tiny_qwen3_vl, sureon_build, tmp_path, max_steps=1)
     mixture = recipe.pop("dataset_mixture")
     recipe["stages"] = [{"name": "first", "dataset_mixture": mixture}, {"name": "second", "dataset_mixture": mixture}]
@@ -141,9 +141,7 @@ def test_two_stages_free_stage_one_before_stage_two_under_zero3(tiny_qwen3_vl, s
     assert returncode == 0, stderr[-6000:]
     for rank in (0, 1):
         report = json.loads((probe / f"rank{rank}.json").read_text())
-        assert report["stages_built"] == 2 and report["weights_left"] == [0], (rank, report)
-        alive = report["alive_when_the_next_stage_started"][0]
-        assert "trainer" not in alive and "optimizer" not in alive, (rank, alive)
+        assert report == {"stages_built": 2, "alive_when_the_next_stage_started": [[]], "weights_left": [0]}, rank
     final = tmp_path / "out" / "stage2-second"
     assert json.loads((final / "training_complete.json").read_text())["model"].endswith("stage1-first")
     check_saved(final, tiny_qwen3_vl)

@@ -446,6 +446,20 @@ def test_fold_run_writes_its_folds_and_card(tiny_causal_lm, sureon_build, tmp_pa
     assert "fold 2 of a 3-fold" in card.text
 
 
+def record_barriers(monkeypatch, calls: list) -> None:
+    """Every ``Accelerator.wait_for_everyone`` is appended to ``calls`` as ``("barrier",)``: an upload must come after
+    the last one, since a rank waiting in a barrier for an upload of unbounded length would time out."""
+    from accelerate import Accelerator
+
+    wait = Accelerator.wait_for_everyone
+
+    def recording(self):
+        calls.append(("barrier",))
+        return wait(self)
+
+    monkeypatch.setattr(Accelerator, "wait_for_everyone", recording)
+
+
 def test_push_uploads_the_final_folder_once_with_its_card(tiny_causal_lm, sureon_build, tmp_path, monkeypatch, capsys):
     import huggingface_hub
     from huggingface_hub import HfApi
@@ -460,9 +474,13 @@ def test_push_uploads_the_final_folder_once_with_its_card(tiny_causal_lm, sureon
         assert self.token == "hf_secret_token_123"
 
     monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
+    record_barriers(monkeypatch, calls)
     entries = [video_source(sureon_build)]
     push = ("--blind", "true", "--push_to_hub", "true", "--hub_model_id", "org/guesser", "--hub_token")
     out, _ = run_sft(tmp_path, tiny_causal_lm, entries, *push, "hf_secret_token_123")
+    kinds = [call[0] for call in calls]
+    assert "barrier" in kinds and kinds[-2:] == ["create", "upload"], kinds  # no rank waits in a barrier on it
+    calls = [call for call in calls if call[0] != "barrier"]
     assert [call[:2] for call in calls] == [("create", "org/guesser"), ("upload", "org/guesser")]
     assert calls[1][2]["repo_type"] == "model" and calls[1][2]["folder_path"] == str(out)
     printed = capsys.readouterr()

@@ -172,24 +172,21 @@ def release_trainer(trainer) -> None:
     AdamW states on every GPU while stage 2 trained: for the 8B model on 4 GPUs, some 35-40 GB per GPU more than one
     stage needs.
 
-    DeepSpeed 0.19.8 keeps a ZeRO-3 model alive after its engine is destroyed: ``DeepSpeedZeRoOffload`` appends the
-    top module to a module-level list (``deepspeed.runtime.zero.parameter_offload.FWD_MODULE_STACK``) that nothing
-    empties, and its hooks on the parameters keep the module reachable after that. So the model is taken off that
-    list, and each partitioned parameter's shard (``ds_tensor``) is emptied: what may stay behind is Python objects,
-    not the weights."""
+    DeepSpeed 0.19.8 keeps a ZeRO-3 model alive after its engine is destroyed: its forward hooks push modules on a
+    module-level list (``deepspeed.runtime.zero.parameter_offload.FWD_MODULE_STACK``) and leave some there (the top
+    module always, and a module whose forward hook ran without its post-forward one), and through their parameters
+    that list held the ZeRO optimizer, its fp32 master weights and AdamW states, and the whole model. The model's
+    modules are taken off that list, after which all of it is freed (``tests/test_launch_configs.py`` checks it by
+    weak reference on two ranks)."""
     model = trainer.model
     trainer.accelerator.free_memory()
     try:
         from deepspeed.runtime.zero import parameter_offload
     except ImportError:
         parameter_offload = None
-    if parameter_offload is not None:
-        parameter_offload.FWD_MODULE_STACK[:] = [m for m in parameter_offload.FWD_MODULE_STACK if m is not model]
-    for parameter in model.parameters() if model is not None else ():
-        shard = getattr(parameter, "ds_tensor", None)
-        if shard is not None:
-            shard.data = torch.empty(0, dtype=shard.dtype, device=shard.device)
-            parameter.data = torch.empty(0, dtype=parameter.dtype, device=parameter.device)
+    if parameter_offload is not None and model is not None:
+        own = {id(module) for module in model.modules()}
+        parameter_offload.FWD_MODULE_STACK[:] = [m for m in parameter_offload.FWD_MODULE_STACK if id(m) not in own]
     del model
     for name in ("model", "model_wrapped", "deepspeed", "optimizer", "lr_scheduler", "ref_model"):
         if getattr(trainer, name, None) is not None:
