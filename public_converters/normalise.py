@@ -3,11 +3,15 @@
 ``normalise_source`` runs the source's reader, maps every label (all misses reported at once), converts the semantic
 masks with the source's seg-to-box policies (in ``num_proc`` processes), fills per-frame presence from exhaustive
 masks, applies an official split variant, and checks the result against the capabilities the source declares.
+What a reader warns about the release (its own ``UserWarning`` classes: EndoVis2018's label folder one frame short of
+its video, a HeiChole video missing) goes into the source's ``warnings``, which the manifest counts and the command
+prints, rather than to the interpreter's stderr alone.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -180,6 +184,21 @@ def apply_split_variant(spec: SourceSpec, tables: SourceTables, variant: str | N
     return dataclasses.replace(tables, videos=videos)
 
 
+def read_with_warnings(spec: SourceSpec, root: Path, mapper) -> tuple[SourceTables, dict[str, list[dict]]]:
+    """The reader's tables, and the warnings it gave about the release by kind (the warning's class name): one case
+    each, ``{"file": None, "message": ...}`` (the message names the file). Other warnings pass through."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tables = spec.read(root, mapper)
+    found: dict[str, list[dict]] = {}
+    for item in caught:
+        if issubclass(item.category, UserWarning) and item.category.__module__.startswith("public_converters."):
+            found.setdefault(item.category.__name__, []).append({"file": None, "message": str(item.message)})
+        else:
+            warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
+    return tables, found
+
+
 def normalise_source(
     spec: SourceSpec, root: str | Path, *, split_variant: str | None = None, num_proc: int = 1
 ) -> Normalised:
@@ -187,7 +206,7 @@ def normalise_source(
     if not root.is_dir():
         raise SourceError(root, "source folder not found", fix=f"pass --source {spec.name}=<folder of the release>")
     mapper = spec.mapper()
-    tables = spec.read(root, mapper)
+    tables, reader_warnings = read_with_warnings(spec, root, mapper)
     kinds, canonical = _mask_labels(spec, tables.masks, mapper)
     mapper.raise_if_unmapped()
     policies = {label: spec.mask_policies[label] for label in kinds}
@@ -200,4 +219,4 @@ def normalise_source(
     undeclared = observed_capabilities(tables) - spec.capabilities
     if undeclared:
         raise InputError(f"{spec.name}: the tables show {sorted(undeclared)} but the source does not declare them")
-    return Normalised(spec, root, tables, split_variant or spec.default_split_variant, stats)
+    return Normalised(spec, root, tables, split_variant or spec.default_split_variant, stats, reader_warnings)
