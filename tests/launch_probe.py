@@ -1,7 +1,6 @@
 """``recipes/sft.py`` run as ``accelerate launch`` runs it, watched: each stage's trainer, model, optimizer and
-DeepSpeed engine are held by weak references, and when the next stage starts building its trainer every rank writes
-down which of the previous stage's objects are still alive, and how many weight elements the previous model still
-holds if it is (``PROBE_OUT/rank<N>.json``).
+DeepSpeed engine (and its ZeRO optimizer) are held by weak references, and when the next stage starts building its
+trainer every rank writes down which of the previous stage's objects are still alive (``PROBE_OUT/rank<N>.json``).
 
 Usage (what tests/test_launch_configs.py runs): ``accelerate launch ... tests/launch_probe.py --config RECIPE``, with
 ``PROBE_OUT`` naming a folder.
@@ -22,21 +21,12 @@ sys.path.insert(0, str(REPO))
 from recipes.training import sft_stages  # noqa: E402
 
 
-def weight_elements(model) -> int:
-    """Elements a model's parameters still hold, ZeRO-3 shards (``ds_tensor``) included."""
-    total = 0
-    for parameter in model.parameters():
-        shard = getattr(parameter, "ds_tensor", None)
-        total += parameter.numel() + (shard.numel() if shard is not None else 0)
-    return total
-
-
 def main() -> None:
     out = Path(os.environ["PROBE_OUT"])
     out.mkdir(parents=True, exist_ok=True)
     build = sft_stages.build_stage_trainer
     held: dict[str, weakref.ref] = {}
-    report = {"stages_built": 0, "alive_when_the_next_stage_started": [], "weights_left": []}
+    report = {"stages_built": 0, "alive_when_the_next_stage_started": []}
 
     def watched(*args, **kwargs):
         if held:
@@ -44,9 +34,6 @@ def main() -> None:
             report["alive_when_the_next_stage_started"].append(
                 sorted(k for k, ref in held.items() if ref() is not None)
             )
-            model = held["model"]()
-            report["weights_left"].append(0 if model is None else weight_elements(model))
-            del model
         built = build(*args, **kwargs)
         trainer = built["trainer"]
         held.clear()

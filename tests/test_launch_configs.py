@@ -26,8 +26,8 @@ pytestmark = pytest.mark.slow
 
 
 def launch(config: str, script: str, recipe: dict, tmp_path, **env) -> dict:
-    """``accelerate launch --config_file accelerate_configs/CONFIG.yaml --num_processes 2 SCRIPT --config RECIPE``;
-    returns the run's ``training_complete.json``."""
+    """``accelerate launch --config_file accelerate_configs/CONFIG.yaml --num_processes 2 SCRIPT --config RECIPE``
+    (``SCRIPT`` relative to the repository); returns the run's ``training_complete.json`` (the last stage's)."""
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(recipe))
     command = [
@@ -40,7 +40,9 @@ def launch(config: str, script: str, recipe: dict, tmp_path, **env) -> dict:
     environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "DS_ACCELERATOR": "cpu", **env}
     returncode, stderr = run_process_group(command, cwd=tmp_path, env=environment, timeout=420)
     assert returncode == 0, stderr[-6000:]
-    return json.loads((tmp_path / "out" / "training_complete.json").read_text())
+    out = tmp_path / "out"
+    last = max(out.glob("stage*/")) if recipe.get("stages") else out
+    return json.loads((last / "training_complete.json").read_text())
 
 
 def tiny_recipe(model, build, tmp_path, **changes) -> dict:
@@ -127,24 +129,12 @@ def test_two_stages_free_stage_one_before_stage_two_under_zero3(tiny_qwen3_vl, s
     mixture = recipe.pop("dataset_mixture")
     recipe["stages"] = [{"name": "first", "dataset_mixture": mixture}, {"name": "second", "dataset_mixture": mixture}]
     probe = tmp_path / "probe"
-    path = tmp_path / "recipe.yaml"
-    path.write_text(yaml.safe_dump(recipe))
-    command = [
-        *(sys.executable, "-m", "accelerate.commands.launch"),
-        *("--config_file", str(REPO / "accelerate_configs" / "zero3.yaml"), "--num_processes", "2"),
-        *("--mixed_precision", "no", "--main_process_port", str(free_port())),
-        str(REPO / "tests" / "launch_probe.py"),
-        *("--config", str(path)),
-    ]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "DS_ACCELERATOR": "cpu"}
-    returncode, stderr = run_process_group(command, cwd=tmp_path, env={**env, "PROBE_OUT": str(probe)}, timeout=420)
-    assert returncode == 0, stderr[-6000:]
+    summary = launch("zero3", "tests/launch_probe.py", recipe, tmp_path, PROBE_OUT=str(probe))
     for rank in (0, 1):
         report = json.loads((probe / f"rank{rank}.json").read_text())
-        assert report == {"stages_built": 2, "alive_when_the_next_stage_started": [[]], "weights_left": [0]}, rank
-    final = tmp_path / "out" / "stage2-second"
-    assert json.loads((final / "training_complete.json").read_text())["model"].endswith("stage1-first")
-    check_saved(final, tiny_qwen3_vl)
+        assert report == {"stages_built": 2, "alive_when_the_next_stage_started": [[]]}, rank
+    assert summary["name"] == "second" and summary["model"].endswith("stage1-first")
+    check_saved(tmp_path / "out" / "stage2-second", tiny_qwen3_vl)
 
 
 def test_grpo_trains_on_two_ranks_under_zero3(tiny_qwen3_vl, sureon_build, tmp_path):
