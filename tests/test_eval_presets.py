@@ -107,6 +107,16 @@ def test_an_explicit_flag_overrides_the_preset_even_at_the_built_in_value(tmp_pa
         resolve_settings(sureon_parser().parse_args(["--dataset", "d", "--out", str(tmp_path)]))
 
 
+@pytest.mark.parametrize("backend", ["vllm", "openai"])
+def test_backends_of_chat_messages_record_that_frames_were_images(backend, tmp_path):
+    """vLLM and OpenAI-compatible endpoints take a clip as separate images, never as the one video SFT trains on and
+    the transformers backend shows: summary.json says what the model saw, whatever --frames-as asked."""
+    argv = ["--model", "m", "--backend", backend, "--dataset", "d", "--out", str(tmp_path), "--frames-as", "auto"]
+    assert run_settings(resolve_settings(sureon_parser().parse_args(argv)))["frames_as"] == "images"
+    transformers = resolve_settings(sureon_parser().parse_args(["--model", "m", "--dataset", "d", "--out", "o"]))
+    assert run_settings(transformers)["frames_as"] == "auto"
+
+
 def test_list_presets_prints_every_preset_without_other_options(capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli_main(["eval", "sureon", "--list-presets"])
