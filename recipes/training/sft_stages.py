@@ -5,6 +5,7 @@ model, freezing, mixture, collator). ``recipes/sft.py`` trains them; ``sureon pl
 
 import dataclasses
 import gc
+import sys
 from pathlib import Path
 
 import torch
@@ -180,10 +181,7 @@ def release_trainer(trainer) -> None:
     weak reference on two ranks)."""
     model = trainer.model
     trainer.accelerator.free_memory()
-    try:
-        from deepspeed.runtime.zero import parameter_offload
-    except ImportError:
-        parameter_offload = None
+    parameter_offload = sys.modules.get("deepspeed.runtime.zero.parameter_offload")  # loaded only if ZeRO ran
     if parameter_offload is not None and model is not None:
         own = {id(module) for module in model.modules()}
         parameter_offload.FWD_MODULE_STACK[:] = [m for m in parameter_offload.FWD_MODULE_STACK if id(m) not in own]
