@@ -3,7 +3,7 @@ curation.
 
 All questions of one source video land in the same fold, so a guesser never sees a held-out video's text; folds
 are balanced over subjects by scikit-learn's ``StratifiedGroupKFold``. Videos are sorted by id before splitting and
-the shuffle is seeded, so the assignment depends only on the set of videos, their subjects and the seed.
+the shuffle is seeded, so the assignment depends only on the set of videos, their subjects and the random seed.
 """
 
 import warnings

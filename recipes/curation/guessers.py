@@ -228,8 +228,8 @@ def score_records(
     """``{question_id: entry}`` with ``consistency`` = hits / trials; cached entries reused, the rest generated
     ``batch_size`` questions at a time, R answers each from one ``sample`` call, each batch cached when done.
     A question the endpoint failed to answer R times is scored on the answers it got and marked ``failed`` (and not
-    cached). The sampling RNG is seeded per batch (from the seed and the batch's question ids): two identical runs
-    give identical answers, while a resumed run samples its not-yet-cached questions in new batches."""
+    cached). The sampling RNG is seeded per batch (from the random seed and the batch's question ids): two identical
+    runs give identical answers, while a resumed run samples its not-yet-cached questions in new batches."""
     from recipes.evaluation.answers import parse_answer
 
     scores: dict[str, dict] = {}
