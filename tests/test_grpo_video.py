@@ -264,12 +264,10 @@ def test_vllm_is_refused_for_a_vision_language_policy_before_any_weights_load(
     """TRL 1.16 hands vLLM prompt ids whose visual tokens are expanded already: vLLM would fail on a video row and
     score an image row's completions against another prompt. `use_vllm` with a vision-language model is one line
     naming why and what works, before any weights or data load, whether vLLM is installed or not."""
-    from recipes.grpo import cli
+    from recipes.grpo import cli, main, make_parser
 
     path = mixed_config(tmp_path, tiny_qwen3_vl, sureon_build, "vllm", use_vllm=True, vllm_mode=mode)
     with pytest.raises(ValueError, match="use_vllm: true with a vision-language model") as err:
-        from recipes.grpo import main, make_parser
-
         main(*make_parser().parse_args_and_config(["--config", str(path)]))
     assert "set use_vllm: false" in str(err.value) and "trl issues 6294 and 6401" in str(err.value)
     assert cli(["--config", str(path)]) == 2
