@@ -114,20 +114,19 @@ launch_test: $(STAMP)
 	$(PY) -m pytest -m slow -q -p no:xdist tests/test_launch_configs.py
 
 # The GPU extras on a CUDA machine, one command: DeepSpeed and Liger with the project (the `gpu` extra), then
-# flash-attn, whose build imports torch. pip's build isolation hides the installed torch from it, so it is built with
-# --no-build-isolation once torch is in place: flash-attn's setup takes a prebuilt wheel for this torch, CUDA and
-# Python where its project publishes one, and compiles otherwise (MAX_JOBS bounds the compiler's memory).
-# FLASH_ATTN_PIP_FLAGS=--dry-run resolves it without building: what CI checks on a machine without CUDA.
-FLASH_ATTN := flash-attn==2.8.3.post2
-FLASH_ATTN_PIP_FLAGS ?=
-MAX_JOBS ?= 4
+# flash-attention 2 in minutes, as recipes/training/attention.py decides and says, one line per decision: flash-attn's
+# prebuilt wheel where its release has one for this torch, CUDA, C++ ABI and Python (none for torch 2.11 and later),
+# else the same kernels prebuilt on the Hub (kernels-community/flash-attn2, fetched into the Hugging Face cache, where
+# runs with HF_HUB_OFFLINE=1 load them). It compiles flash-attn only with FLASH_ATTN_FROM_SOURCE=1 (hours), for the
+# visible GPUs' architectures (FLASH_ATTN_CUDA_ARCHS to choose), MAX_JOBS from the cores and memory unless set, once
+# nvcc's CUDA major matches torch's. DRY_RUN=1 decides and checks what a CPU can, installing no flash-attention: what
+# CI runs on a machine without CUDA.
+DRY_RUN ?=
 
 gpu_setup: $(STAMP)
 	$(PIP) install -q -e ".[gpu]" $(TORCH_PINS)
-	$(PIP) install -q ninja packaging wheel psutil
-	MAX_JOBS=$(MAX_JOBS) $(PIP) install --no-build-isolation $(FLASH_ATTN_PIP_FLAGS) $(FLASH_ATTN) $(TORCH_PINS)
 	$(PY) -c "import deepspeed, liger_kernel; print('deepspeed', deepspeed.__version__, '/ liger-kernel: installed')"
-	@if [ -z "$(FLASH_ATTN_PIP_FLAGS)" ]; then $(PY) -c "import flash_attn; print('flash-attn', flash_attn.__version__)"; fi
+	$(PY) -m recipes.training.attention $(if $(filter 1,$(DRY_RUN)),--dry-run) --keep $(TORCH_PINS)
 
 # vLLM for CPUs in an environment of its own (never in .venv: vLLM pins its own torch and transformers); built once,
 # reused while its pins are current. tests/test_vllm.py builds it too.

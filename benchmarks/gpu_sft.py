@@ -13,9 +13,9 @@ setting (checkpointing on, full fine-tune) measured in the same run:
 - ``checkpointing off`` (halving the batch until it fits; the batch used is printed);
 - ``frozen vision``     ``freeze_vision_tower: true``, checkpointing on.
 
-Attention is sdpa, or flash-attn 2 when installed (what the recipe loads by default); Liger kernels only when the
-recipe sets ``use_liger_kernel: true`` (none does: turned on whenever installed, they would overstate the recipe). The
-tokenizer is a stand-in (the real one needs the Hub), so text tokens differ slightly from the real run's.
+Attention is what the recipe loads by default (flash-attention 2 from flash-attn or the Hub, else sdpa); Liger kernels
+only when the recipe sets ``use_liger_kernel: true`` (none does: turned on whenever installed, they would overstate the
+recipe). The tokenizer is a stand-in (the real one needs the Hub), so text tokens differ slightly from the real run's.
 
     python benchmarks/gpu_sft.py                       # one H200: a few minutes
     python benchmarks/gpu_sft.py --tiny                # any CPU: the tiny config, seconds (run by the tests)
@@ -124,7 +124,9 @@ def peak_memory_bytes() -> int:
 
 def run_variant(name, overrides, *, model_dir, config, data, batch, steps, warmup, device, dtype, peak_tflops):
     parser = sft_parser()
-    attn = "flash_attention_2" if device == "cuda" and importlib.util.find_spec("flash_attn") else "sdpa"
+    from recipes.training.modeling import default_attn_implementation
+
+    attn = default_attn_implementation() if device == "cuda" else "sdpa"
     liger = device == "cuda" and recipe_uses_liger()
     script_args, training_args, model_args = parser.parse_dict(
         {

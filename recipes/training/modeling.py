@@ -1,9 +1,9 @@
 """Load a model and its processor (or tokenizer) the one way the recipes, evaluation and guessers share.
 
 A checkpoint with a ``vision_config`` loads as ``AutoModelForImageTextToText`` + ``AutoProcessor``; anything else as
-``AutoModelForCausalLM`` + ``AutoTokenizer``. Remote code is never trusted. Attention defaults to flash-attn 2 when
-it is installed and a GPU is present, ``sdpa`` otherwise (with a warning on a GPU: flash-attn is the ``gpu`` install's,
-``make gpu_setup``); dtype to bf16 on GPU, float32 on CPU. The implementation that runs is logged at load and
+``AutoModelForCausalLM`` + ``AutoTokenizer``. Remote code is never trusted. Attention defaults to flash-attention 2 on
+a GPU (flash-attn, else the Hub's prebuilt kernel; ``make gpu_setup`` gets one), ``sdpa`` otherwise (with a warning on
+a GPU that has neither); dtype to bf16 on GPU, float32 on CPU. The implementation that runs is logged at load and
 recorded by the recipes in ``training_complete.json`` and the model card (:func:`attention_implementation`).
 """
 
@@ -26,18 +26,34 @@ COMPLETE_MARKER = "training_complete.json"
 
 
 def default_attn_implementation() -> str:
-    """``flash_attention_2`` on a CUDA GPU with flash-attn installed, else ``sdpa``; on a GPU without flash-attn the
-    fallback is a warning, since it trains slower and keeps more activation memory than ``sureon plan`` counts."""
+    """The fastest attention this machine loads: on a CUDA GPU of sm_80 (Ampere) or newer, ``flash_attention_2`` with
+    flash-attn installed, else the Hub's prebuilt flash-attention 2 (``kernels-community/flash-attn2``, the name
+    transformers 5.25 takes and records) when transformers can load it now (from the Hugging Face cache with
+    ``HF_HUB_OFFLINE=1``, else from the Hub); else ``sdpa``. Without either on such a GPU the fallback is a warning,
+    since sdpa trains slower and keeps more activation memory than ``sureon plan`` counts."""
+    from recipes.training import attention
+
     if not torch.cuda.is_available():
         return "sdpa"
-    if importlib.util.find_spec("flash_attn") is None:
-        logger.warning(
-            "flash-attn is not installed: attention falls back to sdpa on the GPU (slower, and more activation memory "
-            "than `sureon plan` counts for flash-attention). Install it with `make gpu_setup`, or set "
-            "attn_implementation: sdpa in the recipe to choose sdpa and silence this warning"
-        )
+    if torch.cuda.get_device_capability() < attention.MIN_CAPABILITY:
         return "sdpa"
-    return "flash_attention_2"
+    if importlib.util.find_spec("flash_attn") is not None:
+        return "flash_attention_2"
+    problem = attention.hub_kernel_problem()
+    repo, version = attention.hub_kernel()
+    if problem is None:
+        return repo
+    logger.warning(
+        "flash-attn is not installed and the Hub's flash-attention kernel %s v%s cannot be loaded (%s): attention "
+        "falls back to sdpa on the GPU (slower, and more activation memory than `sureon plan` counts for "
+        "flash-attention). Run `make gpu_setup` (it installs flash-attn or fetches that kernel; set HF_HUB_OFFLINE=1 "
+        "to load a fetched kernel without the Hub), or set attn_implementation: sdpa in the recipe to choose sdpa and "
+        "silence this warning",
+        repo,
+        version,
+        problem,
+    )
+    return "sdpa"
 
 
 def attention_implementation(model) -> str:
