@@ -25,6 +25,10 @@ off), each a ``test`` split of queries with their ground truth, in ``PUBLIC_BENC
   Phakir's test videos are not public, so they have none. A frame without any tool box is not a query: the sources
   do not say whether such a frame was annotated as empty.
 
+A benchmark without a row is not written; its manifest entry (printed by ``sureon build public``) says why, from
+what the build read (``why_empty``): none of the test videos its split names is in the copy, the split names none, or
+the test videos there gave no row, with the counts of what was skipped.
+
 Prompts are in ``templates/benchmarks.yaml`` (ours; the Sureon paper's Fig. 18 is not in our copy): each lists the
 closed label set and asks for a JSON answer that ``grounded.parse_answer`` reads (``answer_shape``, ``answer_key``);
 the row's ``answer`` is the reference in that format. Frames are the corpus's own media (``media/<source>/...``).
@@ -196,7 +200,7 @@ def build_benchmarks(normalised: Normalised, fps: float = BENCH_FPS, prompts: di
                     rows.append(_prompted(row, prompts, labels, label, {task: label}))
                     show(video, frames)
             counts["rows"] = len(rows)
-            _keep(built, config_name(source, task, mode), rows, counts, tests)
+            _keep(built, normalised, config_name(source, task, mode), rows, counts, tests)
 
     if source in CVS_SOURCES:
         rows, counts = [], Counter()
@@ -214,7 +218,7 @@ def build_benchmarks(normalised: Normalised, fps: float = BENCH_FPS, prompts: di
                 rows.append(_prompted(row, prompts, ["yes", "no"], answer, {"answer": answer}))
             show(video, [frame.frame_index])
         counts["rows"] = len(rows)
-        _keep(built, config_name(source, "cvs", "frame"), rows, counts, tests)
+        _keep(built, normalised, config_name(source, "cvs", "frame"), rows, counts, tests)
 
     boxes = defaultdict(list)
     test_ids = {v.video_id for v in tests}
@@ -238,14 +242,31 @@ def build_benchmarks(normalised: Normalised, fps: float = BENCH_FPS, prompts: di
         counts = Counter(
             {"frames with tool boxes": len(rows), "boxes": sum(map(len, boxes.values())), "rows": len(rows)}
         )
-        _keep(built, config_name(source, "tool_localization", "frame"), rows, counts, tests)
+        _keep(built, normalised, config_name(source, "tool_localization", "frame"), rows, counts, tests)
     return built
 
 
-def _keep(built: BenchBuild, name: str, rows: list[dict], counts: Counter, tests: list) -> None:
+def why_empty(normalised: Normalised, counts: Counter, tests: list) -> str:
+    """Why a benchmark has no row, from what this build read: its test videos gave none (the counts say why), or it
+    has no test video (none of those its split names is in this copy, or its split names none)."""
+    if tests:
+        found = "; ".join(f"{what}: {count}" for what, count in sorted(counts.items()) if what != "rows" and count)
+        return f"its {len(tests)} test video(s) give no row ({found or 'no frame carries the task labels'})"
+    variant = normalised.split_variant
+    listed = sorted(v for v, split in normalised.spec.split_variants.get(variant or "", {}).items() if split == "test")
+    if listed:
+        shown = f"{listed[0]} ... {listed[-1]}" if len(listed) > 1 else listed[0]
+        return f"none of the {len(listed)} test videos of the {variant} split ({shown}) is in this copy"
+    return f"the {variant} split has no test video" if variant else "no video of this copy is in the test split"
+
+
+def _keep(
+    built: BenchBuild, normalised: Normalised, name: str, rows: list[dict], counts: Counter, tests: list
+) -> None:
+    """Keep a config's rows, or say why it has none (:func:`why_empty`)."""
     entry = {"test_videos": len(tests), **dict(sorted(counts.items()))}
     if rows:
         built.rows[name] = rows
     else:
-        entry["not written"] = "no test rows in this copy (e.g. test labels withheld or no test videos)"
+        entry["not written"] = why_empty(normalised, counts, tests)
     built.manifest[name] = entry

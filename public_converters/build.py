@@ -138,7 +138,9 @@ def build_public(options: BuildOptions) -> dict:
     """Build the corpus; returns the manifest (also written to ``manifest.json``).
 
     Policy on bad input (no flag changes it): a bad file, row or video of any source stops the build before anything
-    is written, with the file (and row) named. Two cases keep the data that is right and say what is missing, as
+    is written, with the file (and row) named; so does an annotated video that is missing or there under another
+    name (``media.missing_video``: the file expected and the near miss found), which would otherwise shrink the
+    corpus and its benchmarks without a word. Two cases keep the data that is right and say what is missing, as
     named, counted ``warnings`` in each source's manifest entry and lines of the printed summary: an annotation file
     that ends before its video (``media.SHORT_ANNOTATION``: the labelled part builds, the rest is left out) and a
     source that yields no QA record (``NOTHING_WRITTEN``: no empty config is written). A build where no source

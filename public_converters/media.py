@@ -6,6 +6,12 @@ as a broken record in the dataset. Images are decoded in full (PIL ``load``); vi
 their frame count compared with the last labelled frame, and labels sampled below the video's rate are clipped at
 its last frame (``fit_to_video``).
 
+Every video a source's annotations call for must be there under the name the reader expects: a reader lists each
+annotated video with that name whether or not the file is there, and this check names a missing one, with the file
+that is probably it under another name (``VIDEO41.MP4``, ``video41.avi``, ``Videos/video41.mp4`` for
+``videos/video41.mp4``: :func:`near_misses`), so that a video is never left out of the corpus and its benchmarks
+without a word. Every media problem of a source (missing, misnamed, unreadable, cut short) is listed in one error.
+
 The other direction, labels that end before the video does, is read from the same frame count (no second decode):
 where a reader says its annotation file labels every frame of the video (``SourceTables.coverage``), a file that
 stops a label period or more before the video's end (cut at a line boundary, a copy of part of the video) is a named,
@@ -31,9 +37,11 @@ from scipy import ndimage
 
 from builders.errors import InputError
 from builders.outputs import atomic_file
+from builders.video import VIDEO_EXTENSIONS
 from public_converters.normalise import Normalised
 from public_converters.schema import Segment, SourceError, Video, sort_tables
 from public_converters.seg_to_box import load_image
+from public_converters.spec import looks_like
 
 
 def _check_images(args) -> list[str]:
@@ -59,13 +67,67 @@ def _decoder_reason(error: Exception, path: Path) -> str:
     return text.replace(f"{path} ", "").replace(str(path), "").strip(" :") or type(error).__name__
 
 
-def _frame_count(root: Path, relative: str) -> tuple[int | None, str | None]:
-    """(frames in the video, None) or (None, the problem) for one clip-branch video."""
+# a file name's ending that a second copy of a download gets: "video41 (1).mp4", "video41 copy.mp4"
+DUPLICATE_MARK = re.compile(r"(?:\s*\(\d+\)|[\s_-]*copy)$", re.IGNORECASE)
+
+
+def _named_alike(name: str, expected: str) -> bool:
+    """``name`` is probably the video file ``expected`` under another spelling: the same but for case, separators,
+    a letter that looks like a digit, one typo or a duplicate mark (``spec.looks_like``), with any video extension;
+    or ``expected`` with more after it (``video41.mp4.part``, an unfinished download)."""
+    if name.lower().startswith(expected.lower()):
+        return True
+    stem, suffix = Path(name).stem, Path(name).suffix.lower()
+    expected_stem = Path(expected).stem
+    if suffix not in VIDEO_EXTENSIONS:
+        return False
+    stem = DUPLICATE_MARK.sub("", stem)
+    return stem.lower() == expected_stem.lower() or looks_like(stem, expected_stem)
+
+
+def near_misses(path: Path) -> list[Path]:
+    """The files that are probably the missing video ``path`` under another name (:func:`_named_alike`): beside
+    it, or in a folder named like its folder (``Videos/`` for ``videos/``) when its own folder is not there."""
+    folder = path.parent
+    if folder.is_dir():
+        folders = [folder]
+    elif folder.parent.is_dir():
+        folders = [
+            p
+            for p in sorted(folder.parent.iterdir())
+            if p.is_dir() and (p.name.lower() == folder.name.lower() or looks_like(p.name, folder.name))
+        ]
+    else:
+        folders = []
+    return [
+        candidate
+        for where in folders
+        for candidate in sorted(where.iterdir())
+        if candidate.is_file() and not candidate.name.startswith(".") and _named_alike(candidate.name, path.name)
+    ]
+
+
+def missing_video(root: Path, video: Video) -> str:
+    """The problem of an annotated video whose file is not where the reader expects it: the expected file, and the
+    near misses found instead (rename one), or, with none, that the video is annotated and must be added."""
+    path = root / video.video_path
+    found = near_misses(path)
+    if found:
+        shown = ", ".join(str(p.relative_to(root)) if p.is_relative_to(root) else str(p) for p in found[:3])
+        return f"{path}: not found, but {shown} is there: if it is this video, rename it to {path.name}"
+    return (
+        f"{path}: not found, and {video.video_id} is annotated: add the video (an annotated video is never left out "
+        "of the corpus and its benchmarks)"
+    )
+
+
+def _frame_count(root: Path, video: Video) -> tuple[int | None, str | None]:
+    """(frames in the video, None) or (None, the problem) for one video the clip branch decodes."""
     from builders.video import open_decoder
 
-    path = root / relative
+    path = root / video.video_path
     if not path.is_file():
-        return None, f"{path}: file not found (the clip branch decodes frames from it)"
+        return None, missing_video(root, video)
     try:
         metadata = open_decoder(path).metadata
     except (RuntimeError, ValueError, OSError) as error:
@@ -110,8 +172,8 @@ def fit_to_video(
 
 
 def check_media(normalised: Normalised, num_proc: int = 1) -> Normalised:
-    """Raise one error listing every unreadable or mis-sized image and every short or unreadable video; return the
-    source with each video's labels fitted to its real length (``fit_to_video``)."""
+    """Raise one error listing every unreadable or mis-sized image and every missing, misnamed, short or unreadable
+    video; return the source with each video's labels fitted to its real length (``fit_to_video``)."""
     tables, root = normalised.tables, normalised.root
     sizes = {v.video_id: (v.width, v.height) if v.width and v.height else None for v in tables.videos}
     images = sorted({(f.image_path, sizes[f.video_id]) for f in tables.frames if f.image_path})
@@ -129,8 +191,10 @@ def check_media(normalised: Normalised, num_proc: int = 1) -> Normalised:
         segments[segment.video_id].append(segment)
     videos, short = [], []
     for video in tables.videos:
-        if video.video_path:
-            frame_count, problem = _frame_count(root, video.video_path)
+        if video.video_id in tables.unreadable:  # the reader could not read its header (a rate it needed)
+            problems.append(tables.unreadable[video.video_id])
+        elif video.video_path:
+            frame_count, problem = _frame_count(root, video)
             if frame_count is not None:
                 coverage = tables.coverage.get(video.video_id)
                 warning = coverage and short_annotation(video.video_id, coverage, frame_count)

@@ -157,6 +157,9 @@ class SourceTables:
     # video -> how far its time-complete annotation reaches, for sources that label every frame (or every sample)
     # of a video they ship; not a table: the media check reads it against the video's header
     coverage: dict[str, Coverage] = field(default_factory=dict)
+    # video -> why a reader that reads a video's header while reading (its frame rate times the labels) could not:
+    # the media check lists it with every other media problem of the source, so one run names them all
+    unreadable: dict[str, str] = field(default_factory=dict)
 
 
 TABLES = {"videos": Video, "frames": Frame, "instances": Instance, "segments": Segment, "relations": Relation}
@@ -230,6 +233,7 @@ def sort_tables(tables: SourceTables) -> SourceTables:
         masks=sorted(tables.masks, key=lambda m: (m.video_id, m.frame_index, m.path)),
         read_counts=dict(sorted(tables.read_counts.items())),
         coverage=dict(sorted(tables.coverage.items())),
+        unreadable=dict(sorted(tables.unreadable.items())),
     )
 
 

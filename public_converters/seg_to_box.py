@@ -72,15 +72,43 @@ def load_image(path: Path, mode: str | None = None) -> Image.Image:
         raise SourceError(path, f"cannot decode image ({error})", fix="re-download or re-extract this file") from error
 
 
-def decode_mask(path: Path, palette: dict, size: tuple[int, int] | None = None) -> np.ndarray:
-    """Class-value image: grey masks as (H, W) ints; RGB masks packed as ``R<<16 | G<<8 | B`` (alpha dropped)."""
+def _is_rgb(palette: dict) -> bool:
+    return any(isinstance(key, tuple) for key in palette)
+
+
+def _listed(values, rgb: bool, limit: int = 8) -> str:
+    """Mask values as a reader of the mask writes them: ``(R,G,B)`` triples for a colour palette, else numbers."""
+    values = [int(v) for v in values]
+    shown = [f"({v >> 16},{(v >> 8) & 255},{v & 255})" if rgb else str(v) for v in values[:limit]]
+    return ", ".join(shown) + (f" and {len(values) - limit} more" if len(values) > limit else "")
+
+
+def mask_kind(image: Image.Image) -> str:
+    """What a mask file is, in its own terms: colour or grey, the type of its values, PIL's mode (``a grey mask of
+    uint16 values (PIL mode I;16)``)."""
+    array = np.asarray(image)
+    colour = "palette" if image.mode == "P" else "colour" if array.ndim == 3 else "grey"
+    return f"a {colour} mask of {array.dtype} values (PIL mode {image.mode})"
+
+
+def decode_mask(path: Path, palette: dict, size: tuple[int, int] | None = None) -> tuple[np.ndarray, str]:
+    """Class-value image: grey masks as (H, W) ints; RGB masks packed as ``R<<16 | G<<8 | B`` (alpha dropped); and
+    the mask's :func:`mask_kind`, for the messages. A mask of more than 8 bits a channel for a colour palette is an
+    error naming its values as the file stores them (its RGB conversion would be meaningless)."""
     image = load_image(path)
-    rgb = any(isinstance(key, tuple) for key in palette)
-    if rgb:
+    kind = mask_kind(image)
+    array = np.asarray(image)
+    if _is_rgb(palette):
+        if array.dtype.itemsize > 1:  # 16-bit grey (I;16), 32-bit integers (I) or floats (F)
+            raise SourceError(
+                path,
+                f"{kind}, values {_listed(np.unique(array), rgb=False)}, but this source's masks are 8-bit colour "
+                f"masks (palette colours {_listed(sorted(map(_pack, palette)), rgb=True)})",
+                fix="the mask was re-saved in another format; use the release's file",
+            )
         array = np.asarray(image.convert("RGB"), dtype=np.int32)
         values = (array[..., 0] << 16) | (array[..., 1] << 8) | array[..., 2]
     else:
-        array = np.asarray(image)
         values = array[..., 0] if array.ndim == 3 else array  # grey levels stored as R=G=B (+A)
         values = values.astype(np.int32)
     if size is not None and tuple(values.shape) != tuple(size):
@@ -89,25 +117,33 @@ def decode_mask(path: Path, palette: dict, size: tuple[int, int] | None = None) 
             f"mask is {values.shape[1]}x{values.shape[0]}, expected {size[1]}x{size[0]}",
             fix="the mask does not belong to this frame or was resized",
         )
-    return values
+    return values, kind
 
 
 def _pack(key) -> int:
     return (key[0] << 16) | (key[1] << 8) | key[2] if isinstance(key, tuple) else int(key)
 
 
-def class_masks(values: np.ndarray, palette: dict, path: Path) -> dict[str, list[np.ndarray]]:
+def class_masks(values: np.ndarray, palette: dict, path: Path, kind: str = "the mask") -> dict[str, list[np.ndarray]]:
     """label -> one boolean mask per pixel value of that label, in value order. A value absent from the palette is
-    an error listing the values found."""
+    an error naming the mask's ``kind`` (:func:`mask_kind`), the values found and the palette's, in the mask's own
+    terms: colours for a colour palette, numbers for a grey one."""
     lookup = {_pack(key): label for key, label in palette.items()}
-    present = np.flatnonzero(np.bincount(values.ravel())) if values.max() < 65536 else np.unique(values)
+    present = (
+        np.unique(values) if values.min() < 0 or values.max() >= 65536 else np.flatnonzero(np.bincount(values.ravel()))
+    )
     unknown = [int(v) for v in present if int(v) not in lookup]
     if unknown:
-        shown = [f"({v >> 16},{(v >> 8) & 255},{v & 255})" if v > 255 else str(v) for v in unknown[:8]]
+        rgb = _is_rgb(palette)
+        what = "colours" if rgb else "values"
+        stretched = not rgb and all(v % 257 == 0 and v // 257 in lookup for v in unknown)
         raise SourceError(
             path,
-            f"mask values {', '.join(shown)} are not in the source's palette",
-            fix="a class the reader does not know, or a corrupt mask",
+            f"{kind}: {what} {_listed(unknown, rgb)} are not in the source's palette ({what} "
+            f"{_listed(sorted(lookup), rgb, limit=12)})",
+            fix="they are the palette's values x 257: an 8-bit mask stretched to 16 bits; use the release's 8-bit file"
+            if stretched
+            else "a class the reader does not know, or a mask re-saved in another format or depth",
         )
     masks: dict[str, list[np.ndarray]] = {}
     for value in present:
@@ -173,11 +209,11 @@ def instances_from_mask(
     ``FileMask``'s own policy and gap win over the labels' policies."""
     path = root / ref.path
     own_policy, max_gap = getattr(ref, "policy", None), getattr(ref, "max_gap", 0)
-    values = decode_mask(path, ref.palette, ref.size)
+    values, kind = decode_mask(path, ref.palette, ref.size)
     stats: Counter = Counter()
     instances: list[Instance] = []
     min_pixels = max(1, math.ceil(min_fraction * values.size - 1e-9))
-    for label, value_masks in sorted(class_masks(values, ref.palette, path).items()):
+    for label, value_masks in sorted(class_masks(values, ref.palette, path, kind).items()):
         policy = own_policy or policies[label]
         mask = np.logical_or.reduce(value_masks)
         kind, name = kinds[label], canonical[label]

@@ -107,20 +107,21 @@ def _one_edit_apart(a: str, b: str) -> bool:
     return not any(c.isdigit() for c in changed)
 
 
+def looks_like(name: str, target: str) -> bool:
+    """``name`` is a near miss of ``target`` (and not it): the same but for case, separators or a letter that looks
+    like a digit (``Cholec80``, ``cholec_80``, ``Cholec8O`` for ``cholec80``), or one typo away (``endoscape``).
+    Names shorter than four letters and digits are never near misses (too many would be)."""
+    key, other = _squashed(name), _squashed(target)
+    if name == target or len(key) < 4:
+        return False
+    alike = key.translate(_LOOKALIKES) == other.translate(_LOOKALIKES)
+    return alike or (min(len(key), len(other)) >= 5 and _one_edit_apart(key, other))
+
+
 def resembling(name: str) -> list[str]:
-    """The sources ``name`` is a near miss of (it is none of them): the same but for case, separators or a
-    letter that looks like a digit (``Cholec80``, ``cholec_80``, ``Cholec8O``), or one typo away (``endoscape``).
-    ``sureon build public`` refuses such a folder in ``--source-root`` rather than skip it without a word."""
-    key = _squashed(name)
-    if len(key) < 4:
-        return []
-    found = []
-    for source in registry():
-        other = _squashed(source)
-        alike = key.translate(_LOOKALIKES) == other.translate(_LOOKALIKES)
-        if source != name and (alike or (min(len(key), len(other)) >= 5 and _one_edit_apart(key, other))):
-            found.append(source)
-    return found
+    """The sources ``name`` is a near miss of (:func:`looks_like`). ``sureon build public`` refuses such a folder in
+    ``--source-root`` rather than skip it without a word."""
+    return [source for source in registry() if looks_like(name, source)]
 
 
 def sample_writers() -> dict[str, Callable[[Path], None]]:

@@ -147,11 +147,29 @@ def test_missing_video_error_lists_every_missing_source(tmp_path, videos_copy):
     from conftest import SAMPLE_RELEASE
 
     (videos_copy / "Tt4Kk9Jj2Hh.mp4").unlink()
-    with pytest.raises(FileNotFoundError) as err:
+    with pytest.raises(InputError) as err:
         build(tmp_path, SAMPLE_RELEASE, videos_copy, configs=["bench"])
-    assert "2 source video(s) not found" in str(err.value)
+    assert str(err.value).startswith("2 source video(s) not found")
     assert "MissingVid1" in str(err.value) and "Tt4Kk9Jj2Hh" in str(err.value)
+    assert "cannot be sampled" not in str(err.value)  # every other video holds its clips
     assert not (tmp_path / "out").exists()  # nothing half-written
+
+
+def test_a_missing_an_unreadable_and_a_short_video_are_named_in_one_error(tmp_path, videos_copy):
+    """Every video problem of a build is listed at once, so one run shows every video to fetch or fix (a missing
+    video once stopped the build before the others were looked at)."""
+    from conftest import SAMPLE_RELEASE
+
+    (videos_copy / "Tt4Kk9Jj2Hh.mp4").write_bytes(b"\x00garbage" * 64)  # MissingVid1 is missing from the sample
+    write_video(videos_copy / "Zx9Qw_8eRt1.mp4", seconds=20, fps=30)
+    with pytest.raises(InputError) as err:
+        build(tmp_path, SAMPLE_RELEASE, videos_copy, configs=["bench", "train_all"], blur=None)
+    message = str(err.value)
+    assert message.startswith("1 source video(s) not found") and "MissingVid1" in message
+    assert "unreadable video Tt4Kk9Jj2Hh.mp4" in message
+    assert "Zx9Qw_8eRt1.mp4: window [15.50s, 22.00s] runs past the end of this copy of the video (20.00s)" in message
+    assert "(nothing was decoded)" in message and "Fetch the missing videos (`sureon videos fetch`) and fix" in message
+    assert not (tmp_path / "out").exists()
 
 
 def test_annotation_only_keeps_questions_without_frames(tmp_path, sample_videos):

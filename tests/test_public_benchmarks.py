@@ -362,3 +362,26 @@ def test_no_benchmarks_writes_no_bench_config(tmp_path):
     manifest = build_public(options)
     assert not [c for c in manifest["configs"] if c["config_name"].startswith("bench-")]
     assert not (tmp_path / "public" / "bench").exists() and "benchmarks" not in manifest["sources"]["cholec80"]
+
+
+def test_a_benchmark_without_rows_says_truthfully_why(tmp_path):
+    """A copy with only Cholec80's training videos (every file of video41 gone, nothing misnamed) builds, and its
+    empty benchmarks say that none of the split's test videos is in the copy, not that test labels are withheld."""
+    from public_converters.benchmarks import build_benchmarks
+    from public_converters.media import check_media
+    from public_converters.normalise import normalise_source
+    from public_converters.spec import registry
+
+    root = tmp_path / "cholec80"
+    sample_module("cholec80").write(root)
+    for path in sorted(root.rglob("video41*")):
+        path.unlink()
+    built = build_benchmarks(check_media(normalise_source(registry()["cholec80"], root)))
+    assert built.rows == {}
+    for mode in ("frame", "clip"):
+        entry = built.manifest[f"bench-cholec80-phase-{mode}"]
+        assert entry["test_videos"] == 0
+        assert (
+            entry["not written"]
+            == "none of the 40 test videos of the endonet split (video41 ... video80) is in this copy"
+        )

@@ -79,7 +79,9 @@ def test_a_grey_level_outside_the_binary_palette_is_an_error(root, tmp_path):
     mask = np.zeros((48, 64), dtype=np.uint8)
     mask[:10, :10] = 128
     Image.fromarray(mask).save(copy / "colon/01/mask00.png")
-    with pytest.raises(SourceError, match=r"colon/01/mask00.png: mask values 128"):
+    with pytest.raises(
+        SourceError, match=r"colon/01/mask00.png: a grey mask of uint8 values \(PIL mode L\): values 128 are not in"
+    ):
         normalise_source(registry()["dsad"], copy)
 
 

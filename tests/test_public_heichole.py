@@ -6,9 +6,10 @@ import shutil
 
 import pytest
 
+from public_converters.media import check_media
 from public_converters.normalise import normalise_source
 from public_converters.schema import Segment, SourceError
-from public_converters.sources.heichole import SHAFT_ROWS, VideoMissing
+from public_converters.sources.heichole import SHAFT_ROWS
 from public_converters.spec import registry, sample_module
 
 
@@ -92,18 +93,21 @@ def test_an_instrument_file_of_another_layout_is_refused(root, tmp_path, cells, 
         normalise_source(registry()["heichole"], copy)
 
 
-def test_labels_without_their_video_are_skipped_with_a_named_warning(root, tmp_path):
+def test_a_missing_and_an_unreadable_video_are_named_together_and_stop_the_build(root, tmp_path):
+    """The reader reads each video's rate from its header, so a missing or unreadable video cannot be read there:
+    both are left to the media check, which names them in one error (the labels are never skipped without it)."""
     copy = tmp_path / "copy"
     shutil.copytree(root, copy)
     (copy / "Videos/Full/Hei-Chole16.mp4").unlink()
+    (copy / "Videos/Full/Hei-Chole10.mp4").write_bytes(bytes(range(256)) * 8)
     normalised = normalise_source(registry()["heichole"], copy)
-    warned = normalised.info()["warnings"][VideoMissing.__name__]
-    assert warned["count"] == 1
-    assert re.search(r"Hei-Chole16_Annotation_Phase.csv: no Hei-Chole16.mp4 .* skipped", warned["cases"][0]["message"])
-    assert [v.video_id for v in normalised.tables.videos] == ["Hei-Chole1", "Hei-Chole10"]
-    assert normalised.info()["read_counts"] == {
-        "annotated videos without their video file (skipped: the frame rate is the video's)": 1
-    }
+    assert normalised.warnings == {}  # no longer a warning that builds the rest
+    with pytest.raises(SourceError) as error:
+        check_media(normalised)
+    message = str(error.value)
+    assert message.splitlines()[0].endswith("2 media problems:")
+    assert re.search(r"Hei-Chole10\.mp4: cannot read the video header", message)
+    assert "Videos/Full/Hei-Chole16.mp4: not found, and Hei-Chole16 is annotated: add the video" in message
 
 
 def test_one_row_per_second_is_read_at_its_step_and_clipped_to_the_video(root, tmp_path):

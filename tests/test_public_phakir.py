@@ -88,7 +88,8 @@ def test_per_instance_colours_stop_seg_to_box(copy):
     pixels = np.zeros((48, 64, 3), dtype=np.uint8)
     pixels[5:15, 4:20] = (255, 130, 1)  # a colour outside the class table, e.g. an instance-coded grasper
     write_image(path, pixels)
-    with pytest.raises(SourceError, match=r"frame_000050.png: mask values \(255,130,1\) are not in the"):
+    colour_mask = r"a colour mask of uint8 values \(PIL mode RGB\)"
+    with pytest.raises(SourceError, match=rf"frame_000050.png: {colour_mask}: colours \(255,130,1\) are not in the"):
         normalise_source(registry()["phakir"], copy)
 
 

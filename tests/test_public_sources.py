@@ -45,10 +45,13 @@ def test_sample_reads_into_the_schema(name, sample_roots, tmp_path):
     normalised = normalise_source(spec, sample_roots[name])
     assert check_media(normalised).warnings == {}, name  # the intact sample warns about nothing
     tables = normalised.tables
+    module = sample_module(name)
     if tables.coverage:  # its annotation files label whole videos: a file cut short must be an error or a warning
-        module = sample_module(name)
         assert "short_annotation" in {*module.BAD_INPUTS, *getattr(module, "WARNED_INPUTS", {})}, name
         assert set(tables.coverage) <= {v.video_id for v in tables.videos if v.video_path}, name
+        assert "missing_video" in module.BAD_INPUTS, f"{name}: an annotated video that is missing must be refused"
+    if any(video.video_path for video in tables.videos):  # it decodes videos: one under another name is refused
+        assert "misnamed_video" in module.BAD_INPUTS, name
     assert tables.videos and (tables.frames or tables.segments)
     # the sample exercises every capability the source declares, and nothing else
     assert observed_capabilities(tables) == set(spec.capabilities)
@@ -84,6 +87,9 @@ def test_sample_reads_into_the_schema(name, sample_roots, tmp_path):
     [(name, case) for name in SOURCES for case in sorted(sample_module(name).BAD_INPUTS)],
 )
 def test_bad_input_names_the_file(name, case, sample_roots, tmp_path):
+    """Each bad input stops the read or the media check with an error naming the file; an annotated video that is
+    missing or under another name is one (``missing_video``, ``misnamed_video``: the file expected, and the near miss
+    found), never a video silently left out of the corpus and its benchmarks."""
     root = tmp_path / name
     shutil.copytree(sample_roots[name], root)
     culprit = sample_module(name).BAD_INPUTS[case](root)

@@ -274,6 +274,25 @@ def test_missing_release_folder_says_how_to_download(tmp_path):
         read_release(tmp_path)
 
 
+def test_every_release_file_cut_short_is_named_with_the_command_that_downloads_it_again(rows, write_rows):
+    """A release file is a download: a cut one is named (all of them at once) with `hf download` to fetch it again,
+    never taken for a file sureon built ("rebuild it")."""
+    release = write_rows(rows)
+    for split in ("validation", "test"):
+        path = release / "data" / f"{split}-00000-of-00001.parquet"
+        path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(ReleaseError) as error:
+        read_release(release)
+    message = str(error.value)
+    assert message.startswith(f"2 file(s) of the release in {release} cannot be read as parquet: ")
+    assert "data/validation-00000-of-00001.parquet (Parquet magic bytes not found in footer" in message
+    assert (
+        "download them again with `hf download aleperez24/sureon data/test-00000-of-00001.parquet "
+        "data/validation-00000-of-00001.parquet --repo-type dataset" in message
+    )
+    assert "rebuild" not in message
+
+
 def test_leakage_check_names_the_shared_source(rows, write_rows):
     leaked = dict(rows["train"][0], question_id="leak-1")
     rows["test"].append(leaked)

@@ -9,8 +9,9 @@ With ``--videos``, each clip gets its sampled frames (see :mod:`builders.sureon.
 for evaluation (``bench``, ``validation``, ``validation_curated``; ``--blur-configs`` changes the list) have on-screen
 text and faces blurred before encoding, as the Sureon paper's D.1 does (:mod:`builders.blur`; ``--no-blur`` turns it
 off and the card says so); a missing or unreadable video
-is handled by ``--on-missing-video``: ``error`` (default: list every missing source and stop), ``skip`` (leave its
-questions out and list them in ``build_manifest.json``) or ``annotation-only`` (keep them without frames).
+is handled by ``--on-missing-video``: ``error`` (default: list every missing source video, every unreadable one and
+every clip a video is too short for, all in one error, and stop), ``skip`` (leave its questions out and list them in
+``build_manifest.json``) or ``annotation-only`` (keep them without frames).
 Every config reconciles: read = written + skipped.
 
 ``--frames-layout`` sets how the training configs (``db``, ``train_all``) hold frames: ``files`` (default, the public
@@ -117,13 +118,16 @@ class BuildReport:
         return "\n".join(lines)
 
 
+Failures = dict[tuple[str, float, float], str]  # (source_id, start, end) -> why that clip has no frames
+
+
 @dataclass
 class ClipFrameStore:
     """Where each record's frames come from after sampling: the cache, or the reason there are none."""
 
     videos: dict[str, Path]
     missing: dict[str, str]  # source_id -> why it has no video (availability.json's reason, when fetched)
-    failures: dict[tuple[str, float, float], str]
+    failures: Failures
     cache: FrameCache
     policy: FramePolicy
     device: str
@@ -140,51 +144,85 @@ class ClipFrameStore:
         return frames, None
 
 
-def sample_frames(opts: BuildOptions, records: list[dict], policy: FramePolicy) -> ClipFrameStore:
-    """Decode (or find cached) the frames of every clip of ``records``, one decoder per source video. Windows that
-    the user's copy of a video cannot hold are found from the videos' headers first, before anything is decoded."""
+@dataclass(frozen=True)
+class CheckedVideos:
+    """What the videos' headers say of the clips of a build, before anything is decoded."""
+
+    videos: dict[str, Path]  # source_id -> its file
+    missing: dict[str, str]  # source_id -> why it has no video (availability.json's reason, when fetched)
+    failures: Failures  # the clips their video cannot hold (unreadable, too short, before a downloaded section)
+
+
+def check_videos(opts: BuildOptions, records: list[dict]) -> CheckedVideos:
+    """Find every video of ``records`` and check every clip window against its file's header; under
+    ``--on-missing-video error`` any problem stops the build, all of them listed in one error."""
     videos = index_videos(opts.videos)
     availability = read_availability(opts.videos)
     missing = {
         source: missing_reason(availability.get(source))
         for source in sorted({r["source_id"] for r in records} - set(videos))
     }
-    if missing and opts.on_missing_video == "error":
-        raise FileNotFoundError(
-            f"{len(missing)} source video(s) not found in {opts.videos} (expected <source_id>.<ext>): "
-            + ", ".join(f"{source} ({reason})" for source, reason in missing.items())
-            + ". Fetch them (`sureon videos fetch`), or pass --on-missing-video skip|annotation-only."
-        )
-    jobs: dict[Path, list[tuple[float, float]]] = defaultdict(list)
+    windows: dict[Path, set[tuple[float, float]]] = defaultdict(set)
     for record in records:
         if record["source_id"] in videos:
-            jobs[videos[record["source_id"]]].append((record["start"], record["end"]))
-    failures: dict[tuple[str, float, float], str] = {}
-    for video, windows in jobs.items():
-        failures.update({(video.stem, *window): why for window, why in windows_outside(video, windows).items()})
-    refuse_unsampled(failures, opts, decoded=False)
-    jobs = {video: [w for w in windows if (video.stem, *w) not in failures] for video, windows in jobs.items()}
+            windows[videos[record["source_id"]]].add((record["start"], record["end"]))
+    failures: Failures = {}
+    for video, found in windows.items():
+        failures.update({(video.stem, *window): why for window, why in windows_outside(video, sorted(found)).items()})
+    refuse_unsampled(failures, opts, decoded=False, missing=missing)
+    return CheckedVideos(videos, missing, failures)
+
+
+def sample_frames(
+    opts: BuildOptions, records: list[dict], policy: FramePolicy, checked: CheckedVideos
+) -> ClipFrameStore:
+    """Decode (or find cached) the frames of every clip of ``records`` that ``checked`` found sampleable, one decoder
+    per source video."""
+    jobs: dict[Path, list[tuple[float, float]]] = defaultdict(list)
+    for record in records:
+        window = (record["start"], record["end"])
+        if record["source_id"] in checked.videos and (record["source_id"], *window) not in checked.failures:
+            jobs[checked.videos[record["source_id"]]].append(window)
+    failures = dict(checked.failures)
     device = resolve_decode_device(opts.decode_device)
     with tqdm(total=len(jobs), desc=f"sampling frames ({device})", unit="video", disable=None) as progress:
         for video, outcome in extract_all(jobs, policy, opts.cache_dir, opts.num_workers, device):
             failures.update({(video.stem, *window): error for window, error in outcome.items() if error})
             progress.update()
     refuse_unsampled(failures, opts, decoded=True)
-    return ClipFrameStore(videos, missing, failures, FrameCache(opts.cache_dir), policy, device)
+    return ClipFrameStore(checked.videos, checked.missing, failures, FrameCache(opts.cache_dir), policy, device)
 
 
-def refuse_unsampled(failures: dict[tuple[str, float, float], str], opts: BuildOptions, decoded: bool) -> None:
-    """Under ``--on-missing-video error``, stop on clips that cannot be sampled, listing them all."""
-    if not failures or opts.on_missing_video != "error":
+def refuse_unsampled(
+    failures: Failures,
+    opts: BuildOptions,
+    decoded: bool,
+    missing: dict[str, str] | None = None,
+) -> None:
+    """Under ``--on-missing-video error``, stop on source videos that are ``missing`` (source -> why) and clips that
+    cannot be sampled, listing them all in one error, so that one run names every video to fetch or fix."""
+    missing = missing or {}
+    if not (failures or missing) or opts.on_missing_video != "error":
         return
-    reasons = sorted(set(failures.values()))
-    shown = "\n  ".join(reasons[:MAX_ERRORS_SHOWN])
-    more = f"\n  ... and {len(reasons) - MAX_ERRORS_SHOWN} more" if len(reasons) > MAX_ERRORS_SHOWN else ""
-    resumes = " (frames decoded so far are cached; a rerun resumes)" if decoded else " (nothing was decoded)"
+    parts = []
+    if missing:
+        parts.append(
+            f"{len(missing)} source video(s) not found in {opts.videos} (expected <source_id>.<ext>): "
+            + ", ".join(f"{source} ({reason})" for source, reason in missing.items())
+        )
+    if failures:
+        reasons = sorted(set(failures.values()))
+        shown = "\n  ".join(reasons[:MAX_ERRORS_SHOWN])
+        more = f"\n  ... and {len(reasons) - MAX_ERRORS_SHOWN} more" if len(reasons) > MAX_ERRORS_SHOWN else ""
+        resumes = " (frames decoded so far are cached; a rerun resumes)" if decoded else " (nothing was decoded)"
+        parts.append(
+            f"{len(failures)} clip(s) cannot be sampled from the videos in {opts.videos}{resumes}:\n  {shown}{more}"
+        )
+    fix = " and fix the others" if failures else ""
+    fetch = f"Fetch the missing videos (`sureon videos fetch`){fix}" if missing else "Fix the videos"
     raise InputError(
-        f"{len(failures)} clip(s) cannot be sampled from the videos in {opts.videos}{resumes}:\n  {shown}{more}\n"
-        "Fix the videos, or pass --on-missing-video skip (leave their questions out, listed in build_manifest.json) "
-        "or annotation-only (keep them without frames)."
+        "\n".join(parts) + f"\n{fetch}, or pass --on-missing-video skip (leave their questions out, listed in "
+        "build_manifest.json) or annotation-only (keep them without frames)."
     )
 
 
@@ -192,12 +230,14 @@ def sample_configs(
     opts: BuildOptions, selected: dict[str, list[dict]], policies: dict[str, FramePolicy]
 ) -> dict[FramePolicy, ClipFrameStore]:
     """The frames of every config, sampled once per frame policy (blurred and plain configs differ) for the union of
-    the configs' questions under it."""
+    the configs' questions under it, after every config's videos are checked (one error names them all)."""
+    every = {r["question_id"]: r for rows in selected.values() for r in rows}
+    checked = check_videos(opts, list(every.values()))
     stores = {}
     for policy in dict.fromkeys(policies.values()):
         names = [name for name, p in policies.items() if p == policy]
         unique = {r["question_id"]: r for name in names for r in selected[name]}
-        stores[policy] = sample_frames(opts, list(unique.values()), policy)
+        stores[policy] = sample_frames(opts, list(unique.values()), policy, checked)
     return stores
 
 

@@ -6,7 +6,9 @@ through one declared :class:`ColumnMapping` whose defaults are the inferred name
 the files lack is an error naming it and listing what was found. Columns the mapping does not consume are carried
 through to the output under their own names (``release_<name>`` on a clash), never dropped.
 
-Every row problem of a release is collected and reported at once (file, row, ``question_id``, what to fix).
+Every row problem of a release is collected and reported at once (file, row, ``question_id``, what to fix). A file
+that is not readable parquet (a cut or damaged download) is named, every such file at once, with the command that
+downloads it again: the release is a download, not a file sureon built.
 """
 
 import math
@@ -201,12 +203,15 @@ class Release:
         return dict(sorted(counts.items()))
 
 
+RELEASE_REPO = "aleperez24/sureon"
+
+
 def find_split_files(release_dir: Path) -> dict[str, list[Path]]:
     """Assign each parquet file under ``release_dir`` to train / validation / test by the words in its path."""
     if not release_dir.is_dir():
         raise ReleaseError(
             f"release folder {release_dir} does not exist. Download it with "
-            "`hf download aleperez24/sureon --repo-type dataset --local-dir DIR` (gated: accept the terms first)."
+            f"`hf download {RELEASE_REPO} --repo-type dataset --local-dir DIR` (gated: accept the terms first)."
         )
     files = sorted(
         p
@@ -235,6 +240,43 @@ def find_split_files(release_dir: Path) -> dict[str, list[Path]]:
             "name files or folders with train / validation / test"
         )
     return by_split
+
+
+def _download_again(release_dir: Path, broken: dict[Path, str]) -> ReleaseError:
+    """The error for release files that are not readable parquet: each named with the reader's reason, and the
+    command that downloads them again (they are a download, not something sureon built)."""
+    listed = "; ".join(f"{path.relative_to(release_dir)} ({why})" for path, why in broken.items())
+    names = " ".join(path.relative_to(release_dir).as_posix() for path in broken)
+    return ReleaseError(
+        f"{len(broken)} file(s) of the release in {release_dir} cannot be read as parquet: {listed}. The download is "
+        f"truncated or damaged: download them again with `hf download {RELEASE_REPO} {names} --repo-type dataset "
+        f"--local-dir {release_dir} --force-download`"
+    )
+
+
+def _reason(error: Exception) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def _check_readable(release_dir: Path, files: list[Path]) -> None:
+    """Every release file's parquet footer reads (a cut download has none), all checked before any row is read, so
+    that one run names every file to download again."""
+    broken = {}
+    for path in files:
+        try:
+            pq.read_metadata(path)
+        except (pa.ArrowException, OSError) as error:
+            broken[path] = _reason(error)
+    if broken:
+        raise _download_again(release_dir, broken)
+
+
+def _read_table(release_dir: Path, path: Path) -> pa.Table:
+    """One release file; its pages damaged behind a readable footer is the same download error."""
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowException, OSError) as error:
+        raise _download_again(release_dir, {path: _reason(error)}) from None
 
 
 def _read_flag(value) -> bool | None:
@@ -388,11 +430,13 @@ def read_release(
     errors: list[RowError] = []
     warnings: list[str] = []
     splits: dict[str, SplitRecords] = {}
-    for split, files in sorted(find_split_files(release_dir).items(), key=lambda kv: SPLITS.index(kv[0])):
+    by_split = find_split_files(release_dir)
+    _check_readable(release_dir, [path for files in by_split.values() for path in files])
+    for split, files in sorted(by_split.items(), key=lambda kv: SPLITS.index(kv[0])):
         records: list[dict] = []
         extra_fields: dict[str, pa.Field] = {}
         for path in files:
-            table = pq.read_table(path)
+            table = _read_table(release_dir, path)
             where = str(path.relative_to(release_dir))
             cols = mapping.resolve(table.column_names, where)
             letter_columns = mapping.letter_columns(table.column_names) if not cols["options"] else []

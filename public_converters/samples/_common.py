@@ -3,7 +3,9 @@
 Each sample module ``public_converters/samples/<source>.py`` defines ``write(root)`` and ``BAD_INPUTS``: a dict from a
 bad-input case (see ``BAD_INPUT_CASES``) to a function that damages a written copy and returns the name (or a fragment
 of the path relative to the root) that the resulting error must mention; ``remove``, ``cut``, ``shrink``, ``rewrite``,
-``rename``, ``edit_json``, ``cut_lines`` and ``not_utf8`` build the usual ones. A module may also define
+``rename``, ``edit_json``, ``cut_lines``, ``not_utf8``, ``remove_video`` and ``misname_video`` build the usual ones.
+Every source whose annotations name its videos has ``missing_video``, and every source that decodes videos
+``misnamed_video``: an annotated video is never left out without a word. A module may also define
 ``WARNED_INPUTS`` (cases of ``WARNED_INPUT_CASES``): damage the build keeps going through, with a named, counted
 warning that must mention the returned name. ``short_annotation`` is in one or the other for every source whose
 annotation files label every frame of a video it ships: an error where another file gives the cut away (masks or
@@ -37,6 +39,8 @@ BAD_INPUT_CASES = (
     "not_utf8",  # an annotation file saved in another encoding
     "bad_number",  # NaN, infinity or a negative size where an annotation gives a number
     "short_annotation",  # an annotation file cut at a line boundary, that another file gives away
+    "missing_video",  # an annotated video that is not there (a download that failed, a zip not extracted)
+    "misnamed_video",  # an annotated video under another name (case, extension, a typo)
 )
 WARNED_INPUT_CASES = ("short_annotation",)  # cut at a line boundary: it builds, with a warning naming the file
 
@@ -164,3 +168,24 @@ def edit_json(relative: str, change: Callable[[dict], None], names: str | None =
         write_json(path, document)
 
     return _damage(relative, names, apply)
+
+
+def remove_video(relative: str) -> Damage:
+    """Delete an annotated video; the error names the file expected."""
+
+    def damage(root: Path) -> str:
+        (root / relative).unlink()
+        return f"{Path(relative).name}: not found"
+
+    return damage
+
+
+def misname_video(relative: str, new_name: str) -> Damage:
+    """Rename an annotated video (``VIDEO41.MP4``, ``video41.avi``); the error names the file expected and the near
+    miss found, relative to the root."""
+
+    def damage(root: Path) -> str:
+        (root / relative).rename((root / relative).with_name(new_name))
+        return f"{Path(relative).name}: not found, but {Path(relative).with_name(new_name).as_posix()} is there"
+
+    return damage

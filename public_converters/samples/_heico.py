@@ -10,9 +10,11 @@ import numpy as np
 from public_converters.samples._common import (
     cut,
     cut_lines,
+    misname_video,
     noise_image,
     not_utf8,
     remove,
+    remove_video,
     rewrite,
     shrink,
     write_image,
@@ -67,6 +69,8 @@ def bad_inputs(type_name: str) -> dict:
         "malformed_row": rewrite(phases_1, "\n5,0\n", "\n5,0,7\n"),
         "unknown_label": rewrite(phases_2, "\n50,12\n", "\n50,15\n"),
         "not_utf8": not_utf8(phases_2),
+        "missing_video": remove_video(f"{type_name}/2/{type_name}_2.avi"),
+        "misnamed_video": misname_video(f"{type_name}/2/{type_name}_2.avi", f"{type_name}_2.mp4"),
     }
 
 

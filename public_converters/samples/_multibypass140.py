@@ -4,7 +4,17 @@ last labelled second runs past the end) per centre, and the fold-0 split pickles
 import pickle
 from pathlib import Path
 
-from public_converters.samples._common import Damage, cut, not_utf8, remove, rewrite, write_text, write_video
+from public_converters.samples._common import (
+    Damage,
+    cut,
+    misname_video,
+    not_utf8,
+    remove,
+    remove_video,
+    rewrite,
+    write_text,
+    write_video,
+)
 from public_converters.sources._multibypass140 import PHASE_NAMES, STEP_NAMES
 
 
@@ -43,15 +53,14 @@ def split_pickle(centre: str, split: str) -> str:
 
 
 def write_centre(root: Path, centre: str, folder: str, splits: dict[str, list[str]]) -> None:
-    """``splits``: fold-0 split -> videos; the last training video is listed but not downloaded, as can happen."""
+    """``splits``: fold-0 split -> videos, each downloaded (a video the split files list must be there)."""
     write_text(root / "tables/phase.csv", "id, name\n" + "".join(f"{i},{n}\n" for i, n in enumerate(PHASE_NAMES)))
     write_text(root / "tables/step.csv", "id, name\n" + "".join(f"{i},{n}\n" for i, n in enumerate(STEP_NAMES)))
     for split, videos in splits.items():
         path = root / split_pickle(centre, split)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(pickle.dumps({video: _frames(video) for video in videos}))
-    downloaded = [video for videos in splits.values() for video in videos][:-1]
-    for video in downloaded:
+    for video in (video for videos in splits.values() for video in videos):
         write_video(root / "datasets/MultiBypass140" / folder / "videos" / f"{video}.mp4", FRAMES, FPS)
 
 
@@ -96,4 +105,8 @@ def bad_inputs(centre: str, folder: str, videos: list[str]) -> dict:
         "malformed_row": edit_pickle(split_pickle(centre, "val"), second, 2, Phase_gt=14),
         "unknown_label": rewrite("tables/phase.csv", "gastric_pouch_creation", "gastric_pouch_creatoin"),
         "not_utf8": not_utf8("tables/step.csv"),
+        "missing_video": remove_video(f"datasets/MultiBypass140/{folder}/videos/{second}.mp4"),
+        "misnamed_video": misname_video(
+            f"datasets/MultiBypass140/{folder}/videos/{second}.mp4", f"{second.lower()}.mp4"
+        ),
     }

@@ -9,9 +9,11 @@ import numpy as np
 from public_converters.samples._common import (
     cut,
     cut_lines,
+    misname_video,
     noise_image,
     not_utf8,
     remove,
+    remove_video,
     rewrite,
     shrink,
     write_image,
@@ -70,6 +72,8 @@ BAD_INPUTS = {
     "malformed_row": rewrite("AutoLaparo_Task2/laparoscope_motion_label.txt", "228\t0\t6", "228 0 6"),
     "unknown_label": rewrite("AutoLaparo_Task1/labels/label_01.txt", "\n12\t3\n", "\n12\t8\n"),
     "not_utf8": not_utf8("AutoLaparo_Task2/laparoscope_motion_label.txt"),
+    "missing_video": remove_video("AutoLaparo_Task2/clips/228.mp4"),
+    "misnamed_video": misname_video("AutoLaparo_Task1/videos/15.mp4", "15.MP4"),
 }
 # video 01's label file cut after 6 of its 12 seconds
 WARNED_INPUTS = {"short_annotation": cut_lines("AutoLaparo_Task1/labels/label_01.txt", 1 + 6)}

@@ -4,7 +4,17 @@ copy (github.com/Cardio-AI/endovis-ml ``src/assets/``)."""
 
 from pathlib import Path
 
-from public_converters.samples._common import cut, cut_lines, not_utf8, remove, rewrite, write_text, write_video
+from public_converters.samples._common import (
+    cut,
+    cut_lines,
+    misname_video,
+    not_utf8,
+    remove,
+    remove_video,
+    rewrite,
+    write_text,
+    write_video,
+)
 from public_converters.sources.cholec80 import PHASES, TOOL_COLUMNS
 
 
@@ -73,6 +83,8 @@ BAD_INPUTS = {
     "malformed_row": rewrite("phase_annotations/video01-phase.txt", "\n12\tPreparation\n", "\n12\tPreparation\t7\n"),
     "unknown_label": rewrite("phase_annotations/video41-phase.txt", "GallbladderPackaging", "GallbladerPackaging", 5),
     "not_utf8": not_utf8("tool_annotations/video01-tool.txt"),
+    "missing_video": remove_video("videos/video41.mp4"),
+    "misnamed_video": misname_video("videos/video41.mp4", "VIDEO41.MP4"),
 }
 # video01's phase file cut at a line boundary: 300 of its 1,010 frames (the issue's case; tool rows past them are
 # clipped and counted, the clips cover the labelled 12 s, and the build warns with the file's name)

@@ -9,6 +9,7 @@ from public_converters.samples._common import (
     edit_json,
     noise_image,
     remove,
+    rename,
     rewrite,
     shrink,
     write_image,
@@ -85,4 +86,5 @@ BAD_INPUTS = {
         "anatomy.json", lambda coco: coco["annotations"][1].update(segmentation=[[44, 10, 60, 10]])
     ),
     "unknown_label": rewrite("instruments.json", '"name": "sealer-divider"', '"name": "sealer-devider"'),
+    "misnamed_video": rename(CLIPS[2], "V40_00:10:00.mov"),
 }

@@ -7,7 +7,17 @@ skill-rated ``_Calot`` segment video and a skill CSV that the reader must not ta
 
 from pathlib import Path
 
-from public_converters.samples._common import cut, cut_lines, not_utf8, remove, rewrite, write_text, write_video
+from public_converters.samples._common import (
+    cut,
+    cut_lines,
+    misname_video,
+    not_utf8,
+    remove,
+    remove_video,
+    rewrite,
+    write_text,
+    write_video,
+)
 
 
 FPS = 25
@@ -67,4 +77,7 @@ BAD_INPUTS = {
     "not_utf8": not_utf8("Annotations/Action/Hei-Chole1_Annotation_Action.csv"),
     # the instrument and action rows run on past the phases: the error names the phase file
     "short_annotation": cut_lines("Annotations/Phase/Hei-Chole1_Annotation_Phase.csv", 40),
+    "missing_video": remove_video("Videos/Full/Hei-Chole16.mp4"),
+    # names are matched without case (copies differ), so the near miss is another extension
+    "misnamed_video": misname_video("Videos/Full/Hei-Chole16.mp4", "Hei-Chole16.mkv"),
 }

@@ -5,7 +5,7 @@ from pathlib import Path
 from public_converters.samples._multibypass140 import bad_inputs, warned_inputs, write_centre
 
 
-SPLITS = {"train": ["BBP01"], "val": ["BBP03"], "test": ["BBP02", "BBP70"]}
+SPLITS = {"train": ["BBP01"], "val": ["BBP03"], "test": ["BBP02"]}
 
 
 def write(root: Path) -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 from public_converters.samples._multibypass140 import bad_inputs, warned_inputs, write_centre
 
 
-SPLITS = {"train": ["SBP01"], "val": ["SBP09"], "test": ["SBP02", "SBP70"]}
+SPLITS = {"train": ["SBP01"], "val": ["SBP09"], "test": ["SBP02"]}
 
 
 def write(root: Path) -> None:

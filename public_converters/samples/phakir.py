@@ -11,9 +11,11 @@ import numpy as np
 from public_converters.samples._common import (
     cut,
     cut_lines,
+    misname_video,
     noise_image,
     not_utf8,
     remove,
+    remove_video,
     rewrite,
     shrink,
     write_image,
@@ -70,4 +72,6 @@ BAD_INPUTS = {
     "not_utf8": not_utf8("Video_01/Video_01_Phases.csv"),
     # 500 of Video_07's 1,030 frames: its masks every 25th frame run on past them, and the error names the phase file
     "short_annotation": cut_lines("Video_07/Video_07_Phases.csv", 1 + 500),
+    "missing_video": remove_video("Video_07.mp4"),
+    "misnamed_video": misname_video("Video_01.mp4", "video_01.mp4"),
 }

@@ -6,7 +6,17 @@ zero-padded frame indices in one action file, background ("Other", id 0) runs, a
 
 from pathlib import Path
 
-from public_converters.samples._common import cut, cut_lines, not_utf8, remove, rewrite, write_text, write_video
+from public_converters.samples._common import (
+    cut,
+    cut_lines,
+    misname_video,
+    not_utf8,
+    remove,
+    remove_video,
+    rewrite,
+    write_text,
+    write_video,
+)
 
 
 FPS = 60
@@ -38,6 +48,8 @@ BAD_INPUTS = {
         "test/video_41/action_discrete.txt", "\n18,3\n", "\n18,9\n", names="video_41/action_discrete.txt"
     ),
     "not_utf8": not_utf8("train2/video_3/action_discrete.txt", names="video_3/action_discrete.txt"),
+    "missing_video": remove_video("train1/video_11_2/video_left.avi"),
+    "misnamed_video": misname_video("test/video_41/video_left.avi", "Video_Left.mp4"),
 }
 # video_41's action file cut after 10 of its 19 rows (frames 0-59 of 110)
 WARNED_INPUTS = {

@@ -28,4 +28,5 @@ BAD_INPUTS = {
     "truncated_image": cut("SurgicalActions160/01_abdominal_access/01_09.mp4", 0.3),
     "malformed_row": rename("SurgicalActions160/01_abdominal_access/01_01.mp4", "01_x1.mp4"),
     "unknown_label": rename("SurgicalActions160/07_coagulation", "07_coagulaton"),
+    "misnamed_video": rename("SurgicalActions160/01_abdominal_access/01_09.mp4", "01_09.avi"),
 }

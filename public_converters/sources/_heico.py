@@ -84,9 +84,13 @@ def _procedure_folder(root: Path, type_name: str) -> Path:
     raise SourceError(root / type_name, "folder not found", fix="point the source at the HeiCo/ folder")
 
 
-def _one(folder: Path, suffix: str, expected: str) -> Path:
-    """The single file of ``folder`` whose name ends with ``suffix`` (case-insensitive); ``expected`` for errors."""
+def _one(folder: Path, suffix: str, expected: str, required: bool = True) -> Path:
+    """The single file of ``folder`` whose name ends with ``suffix`` (case-insensitive); ``expected`` for errors.
+    Not ``required`` (the video), none found is ``folder / expected``: the media check names it, with the file that
+    is probably it under another name, among every media problem of the source."""
     found = [path for path in sorted(folder.iterdir()) if path.is_file() and path.name.lower().endswith(suffix)]
+    if not found and not required:
+        return folder / expected
     if len(found) != 1:
         what = "no file" if not found else f"{len(found)} files ({', '.join(p.name for p in found)})"
         raise SourceError(folder / expected, f"{what} named *{suffix}", fix="one per surgery folder")
@@ -128,7 +132,7 @@ def read_procedure(root: Path, labels, type_name: str, prefix: str) -> SourceTab
     tables = SourceTables()
     for number, surgery in surgeries:
         video_id = f"{prefix}_{number}"
-        video = _one(surgery, f"_{number}.avi", f"{type_name}_{number}.avi")
+        video = _one(surgery, f"_{number}.avi", f"{type_name}_{number}.avi", required=False)
         phase_path = _one(surgery, f"_{number}_phase.csv", f"{type_name}_{number}_Phase.csv")
         phases = _phases(phase_path, labels)
         tables.segments += segments_from_labels(video_id, "phase", phases)

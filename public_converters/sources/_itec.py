@@ -5,6 +5,7 @@ class folders and no split, so the split and, for clip folders, each clip's leng
 name and the key: stable across machines and releases, independent of which other cases are present, and every
 item of one case lands in one split. ``probe_clip`` reads a clip's frame count and rate from its container header
 (no frame is decoded): a class-folder clip is labelled as a whole, so its one segment must end at its last frame.
+``probe_or_defer`` leaves a missing or unreadable video to the media check, which lists every one of a source.
 """
 
 from __future__ import annotations
@@ -41,12 +42,28 @@ def probe_clip(path: Path) -> tuple[float, int, int, int]:
     return round(float(rate), 3), int(frames), int(width), int(height)
 
 
+def probe_or_defer(path: Path, video_id: str, tables: SourceTables) -> tuple[float, int, int, int] | None:
+    """:func:`probe_clip`'s header, or None for a video that is missing or unreadable, left to the media check: it
+    names a missing one with the file probably meant, and an unreadable one from ``tables.unreadable``, among every
+    media problem of the source, so that one run names them all."""
+    if not path.is_file():
+        return None
+    try:
+        return probe_clip(path)
+    except SourceError as error:
+        tables.unreadable[video_id] = str(error)
+        return None
+
+
 def add_whole_clip(tables: SourceTables, root: Path, clip: Path, video_id: str, split: str, action: str) -> None:
-    """A clip labelled as a whole: its own Video (decoded from ``video_path``) and one action segment over it."""
-    fps, total, width, height = probe_clip(clip)
+    """A clip labelled as a whole: its own Video (decoded from ``video_path``) and one action segment over it (none
+    while its header is unreadable: the media check stops the build on it)."""
+    header = probe_or_defer(clip, video_id, tables)
+    fps, total, width, height = header or (None, None, None, None)
     relative = clip.relative_to(root).as_posix()
     tables.videos.append(Video(video_id, split, fps, total, width, height, video_path=relative))
-    tables.segments.append(Segment(video_id, "action", action, 0, total - 1))
+    if total:
+        tables.segments.append(Segment(video_id, "action", action, 0, total - 1))
 
 
 def subfolders(folder: Path) -> list[Path]:

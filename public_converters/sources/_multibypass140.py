@@ -22,6 +22,9 @@ so do they here. ``s0_null_step`` means "no step": those seconds get no step. A 
 of Bern val fold 0 agree), and the JSON's finer boundaries are not what the official labels use. Unconfirmed: the
 videos' frame rate (25 fps assumed, as CAMMA's other recordings).
 
+Every video of the fold-0 pickles must be in the videos folder: one that is missing or misnamed is named by the
+media check and stops the build (an unzipped part of the videos would otherwise shrink the splits without a word).
+
 Splits: the default is the official fold 0, read from the same pickles (a pickle is loaded without any class lookup,
 so it cannot run code). Folds 1-4 are split variants where ``docs/sources/multibypass140.md`` lists both their
 validation and test videos (Bern); the Strasbourg test lists were not available, so Strasbourg folds 1-4 are not
@@ -158,8 +161,10 @@ def read_centre(root: Path, labels, centre: str, folder: str, prefix: str) -> So
             split_of[video], seconds[video] = split, labelled
             files[video] = (split_dir / name).relative_to(root).as_posix()
     tables = SourceTables()
-    for video_path in sorted(video_dir.glob(f"{prefix}[0-9][0-9].mp4")):
-        video_id = video_path.stem
+    shipped = {path.stem for path in video_dir.glob(f"{prefix}[0-9][0-9].mp4")}
+    # every video of the split files, shipped or not: a missing or misnamed one is named by the media check
+    for video_id in sorted(shipped | set(split_of)):
+        video_path = video_dir / f"{video_id}.mp4"
         if video_id not in split_of:
             raise SourceError(split_dir, f"{video_id} is in none of the fold-{FOLD} split files", fix="re-clone")
         for kind in LABEL_KEYS:

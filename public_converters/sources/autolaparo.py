@@ -81,6 +81,7 @@ SPLITS = {
     }
 }
 VIDEO_NAME = re.compile(r"^(\d+)\.mp4$")
+LABEL_NAME = re.compile(r"^label_(\d+)\.txt$")
 TASK3_NAME = re.compile(r"^(\d{3})(\d{3})\.jpg$")
 MASK_NAME = re.compile(r"^(\d{3})(\d{3})\.png$")
 
@@ -108,9 +109,23 @@ def _listing(folder: Path, pattern: re.Pattern) -> list[tuple[Path, re.Match]]:
     return [(path, match) for path in sorted(folder.iterdir()) if (match := pattern.match(path.name))]
 
 
+def _numbered(folder: Path, pattern: re.Pattern) -> dict[int, str]:
+    """number -> the number as the file name spells it, of ``folder``'s files named by ``pattern`` (none when
+    ``folder`` is not there)."""
+    return {int(match[1]): match[1] for _, match in _listing(folder, pattern)} if folder.is_dir() else {}
+
+
 def read_workflow(root: Path, labels, tables: SourceTables) -> None:
-    for path, match in _listing(root / "videos", VIDEO_NAME):
-        video_id, label_path = f"video{int(match[1]):02d}", root / "labels" / f"label_{match[1]}.txt"
+    """Every video with a video or a label file: each needs both (a video file that is missing or misnamed is named
+    by the media check, never silently left out)."""
+    if not (root / "videos").is_dir() and not (root / "labels").is_dir():
+        raise SourceError(root / "videos", "folder not found", fix="extract the task's archive completely")
+    videos, label_files = _numbered(root / "videos", VIDEO_NAME), _numbered(root / "labels", LABEL_NAME)
+    for video_number in sorted(videos.keys() | label_files.keys()):
+        spelt = videos.get(video_number) or label_files[video_number]
+        path = root / "videos" / f"{spelt}.mp4"
+        label_path = root / "labels" / f"label_{label_files.get(video_number, spelt)}.txt"
+        video_id = f"video{video_number:02d}"
         labelled = []
         for index, (number, cells) in enumerate(_rows(label_path, 2)):
             if int(cells[0]) != index + 1:
@@ -134,9 +149,8 @@ def read_motion(root: Path, labels) -> dict[str, tuple[str, str]]:
     path = found[0] if found else root / MOTION_FILES[0]
     clips = {}
     for number, cells in _rows(path, 2):
+        # a clip that is missing or misnamed is named by the media check, with every other media problem
         clip, video_id = root / "clips" / f"{int(cells[0]):03d}.mp4", f"clip{int(cells[0]):03d}"
-        if not clip.is_file():
-            raise SourceError(clip, "file not found", fix=f"{path.name} row {number} names this clip")
         if video_id in clips:
             raise SourceError(path, f"a second row for clip {cells[0]}", row=number)
         clips[video_id] = (str(clip.relative_to(root.parent)), labels.map("action", cells[1], path, number))

@@ -69,6 +69,8 @@ TOOLS = {
     "SpecimenBag": "specimen bag",
 }
 VIDEO_NAME = re.compile(r"^video(\d{2})\.mp4$")
+PHASE_NAME = re.compile(r"^video(\d{2})-phase\.txt$")
+TOOL_NAME = re.compile(r"^video(\d{2})-tool\.txt$")
 
 
 def _split(number: int, validation: int) -> str:
@@ -200,25 +202,43 @@ def read_video(root: Path, video_id: str, labels) -> tuple[list[Frame], list, Co
     return frames, segments, counts
 
 
-def read(root: Path, labels) -> SourceTables:
-    video_dir = root / "videos"
-    if not video_dir.is_dir():
-        raise SourceError(
-            video_dir, "folder not found", fix="point --source cholec80= at the extracted cholec80/ folder"
+def _video_ids(root: Path) -> list[str]:
+    """Every video the release has files of: a video, a phase or a tool file. Each needs all three; a video file
+    that is missing or misnamed (``VIDEO41.MP4``) is named by the media check, never silently left out."""
+    named = [
+        (folder, pattern)
+        for folder, pattern in (
+            ("videos", VIDEO_NAME),
+            ("phase_annotations", PHASE_NAME),
+            ("tool_annotations", TOOL_NAME),
         )
+        if (root / folder).is_dir()
+    ]
+    if not named:
+        raise SourceError(
+            root / "videos", "folder not found", fix="point --source cholec80= at the extracted cholec80/ folder"
+        )
+    return sorted(
+        {
+            f"video{match[1]}"
+            for folder, pattern in named
+            for path in (root / folder).iterdir()
+            if (match := pattern.match(path.name))
+        }
+    )
+
+
+def read(root: Path, labels) -> SourceTables:
     tables, read_counts = SourceTables(), Counter()
-    for path in sorted(video_dir.iterdir()):
-        match = VIDEO_NAME.match(path.name)
-        if not match:
-            continue
-        video_id = path.stem
+    for video_id in _video_ids(root):
+        path = root / "videos" / f"{video_id}.mp4"
+        split = SPLITS["endonet"].get(video_id)
+        if split is None:
+            raise SourceError(path, "video number outside 01-80", fix="Cholec80 has video01..video80")
         frames, segments, counts = read_video(root, video_id, labels)
         read_counts.update(counts)
         phase = [s for s in segments if s.kind == "phase"]
         total = max(s.end_frame for s in phase) + 1
-        split = SPLITS["endonet"].get(video_id)
-        if split is None:
-            raise SourceError(path, "video number outside 01-80", fix="Cholec80 has video01..video80")
         tables.videos.append(Video(video_id, split, FPS, total, video_path=f"videos/{path.name}"))
         # every frame has a phase: a phase file that ends before the video is cut short (the media check says so)
         phase_file = f"phase_annotations/{video_id}-phase.txt"
@@ -226,7 +246,7 @@ def read(root: Path, labels) -> SourceTables:
         tables.frames += frames
         tables.segments += segments
     if not tables.videos:
-        raise SourceError(video_dir, "no videoNN.mp4 files", fix="the videos/ folder of the release is empty")
+        raise SourceError(root / "videos", "no videoNN.mp4 files", fix="the videos/ folder of the release is empty")
     tables.read_counts = dict(read_counts)
     return tables
 

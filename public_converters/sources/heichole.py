@@ -13,8 +13,8 @@ never matches ``Hei-Chole10`` or the skill-rated ``Hei-Chole1_Calot.mp4`` segmen
 
 Frame rate: the annotations label every frame of the video at the video's own rate, and the rates differ (videos
 16-20, 23 and 24 are 50 fps, the others 25), so the rate is read from each video's header (``_itec.probe_clip``),
-never assumed; an annotated video whose file is absent is skipped, with a ``VideoMissing`` warning naming the
-phase file and a count in ``read_counts`` (without the video nothing can be timed or shown).
+never assumed. Every video with a phase file must be there (its rate times the labels, its frames show them): a
+missing one, or one under another name (``Hei-Chole1.mkv``), is named by the media check and stops the build.
 
 Confirmed by several loaders: headerless phase rows, phase ids 0-6 in the Cholec80 order. The instrument CSV comes in
 two widths, told apart by the first row; any other width is an error naming the file, the count and the widths read:
@@ -43,7 +43,6 @@ Splits: videos 1-24 are the public training set; 25-33 are the challenge test se
 from __future__ import annotations
 
 import re
-import warnings
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -57,7 +56,7 @@ from public_converters.schema import (
     read_text,
     segments_from_labels,
 )
-from public_converters.sources._itec import probe_clip
+from public_converters.sources._itec import probe_or_defer
 from public_converters.spec import SourceSpec
 
 
@@ -105,17 +104,12 @@ INSTRUMENT_WIDTHS = {
     1 + CATEGORY_SLOTS: "frame + 21 category slots: 0-6 the categories, 7-19 reserved, 20 undefined instrument shaft",
 }
 SHAFT_ROWS = "instrument rows with an undefined instrument shaft (slot 20; no tool label)"
-NO_VIDEO = "annotated videos without their video file (skipped: the frame rate is the video's)"
 ACTION_COLUMNS = ("Grasp", "Hold", "Cut", "Clip")
 ACTIONS = {"Grasp": "grasp", "Hold": "hold", "Cut": "cut", "Clip": "clip"}
 KINDS = ("Phase", "Instrument", "Action")
 VIDEO_NAME = re.compile(r"^hei-chole(\d+)\.mp4$")
 PHASE_NAME = re.compile(r"^hei-chole(\d+)_annotation_phase\.csv$")
 SPLITS = {"public": {f"Hei-Chole{n}": "train" if n <= 24 else "test" for n in range(1, 34)}}
-
-
-class VideoMissing(UserWarning):
-    """Annotation files whose video is not there: skipped, since the video's frame rate times its labels."""
 
 
 def _index(*folders: Path) -> dict[str, Path]:
@@ -213,33 +207,17 @@ def _presence_segments(path, video_id, kind, columns, last, labels, phase_path, 
     return [replace(s, end_frame=min(s.end_frame, last)) for s in segments]  # a 1-fps sample covers its second
 
 
-def _skip_unshipped_videos(videos: dict[str, Path], phases: dict[str, Path], counts: Counter) -> None:
-    """Warn about (and count) phase files whose video is not there: without it nothing can be timed or shown."""
-    shipped = {int(m.group(1)) for m in map(VIDEO_NAME.match, videos) if m}
-    for name, path in sorted(phases.items()):
-        match = PHASE_NAME.match(name)
-        if match and int(match.group(1)) not in shipped:
-            counts[NO_VIDEO] += 1
-            warnings.warn(
-                VideoMissing(
-                    f"{path}: no Hei-Chole{int(match.group(1))}.mp4 in Videos/Full, Videos/ or the root; its labels "
-                    "are skipped (the frame rate comes from the video); add the video to read them"
-                ),
-                stacklevel=3,
-            )
-
-
 def read(root: Path, labels) -> SourceTables:
     videos = _index(root / "Videos" / "Full", root / "Videos", root)
     notes = {kind: _index(root / "Annotations" / kind, root / "Annotations", root) for kind in KINDS}
     tables, counts = SourceTables(), Counter()
-    _skip_unshipped_videos(videos, notes["Phase"], counts)
-    for name, video_path in sorted(videos.items()):
-        match = VIDEO_NAME.match(name)
-        if not match:
-            continue
-        number = int(match.group(1))
+    shipped = {int(m.group(1)): videos[name] for name in videos if (m := VIDEO_NAME.match(name))}
+    annotated = {int(m.group(1)) for m in map(PHASE_NAME.match, notes["Phase"]) if m}
+    # where an annotated video missing from the copy is expected: beside the copy's other videos
+    folder = next((path.parent for _, path in sorted(shipped.items())), root / "Videos" / "Full")
+    for number in sorted(set(shipped) | annotated):
         video_id = f"Hei-Chole{number}"
+        video_path = shipped.get(number, folder / f"{video_id}.mp4")
         files = {}
         for kind, index in notes.items():
             file_name = f"hei-chole{number}_annotation_{kind.lower()}.csv"
@@ -263,9 +241,13 @@ def read(root: Path, labels) -> SourceTables:
         tables.segments += _presence_segments(
             files["Action"], video_id, "action", ACTION_COLUMNS, last, labels, phase_path
         )
-        fps = probe_clip(video_path)[0]  # 25 or 50: the labels are per frame of the video at its own rate
-        sampled = range(0, last + 1, max(1, round(IMAGE_EVERY_SECONDS * fps)))
-        tables.frames += frames_from_segments(video_id, tables.segments, sampled)
+        # 25 or 50: the labels are per frame of the video at its own rate. A video that is missing or unreadable has
+        # none: the media check names it (with the file probably meant) among every media problem, and the build stops
+        header = probe_or_defer(video_path, video_id, tables)
+        fps = header[0] if header else None
+        if fps:
+            sampled = range(0, last + 1, max(1, round(IMAGE_EVERY_SECONDS * fps)))
+            tables.frames += frames_from_segments(video_id, tables.segments, sampled)
         split = SPLITS["public"].get(video_id)
         if split is None:
             raise SourceError(video_path, "video number outside 1-33", fix="HeiChole has Hei-Chole1..Hei-Chole33")

@@ -78,6 +78,7 @@ PALETTE = {(0, 0, 0): None, **{colour: native for native, (_, colour) in CLASSES
 PUBLIC_VIDEOS = (1, 2, 3, 4, 5, 7, 11, 13)
 SPLITS = {"challenge": {f"Video_{n:02d}": "train" if n in PUBLIC_VIDEOS else "test" for n in range(1, 14)}}
 VIDEO_NAME = re.compile(r"^Video_(\d{2})\.mp4$")
+ANNOTATED = re.compile(r"^Video_(\d{2})(?:_Phases\.csv)?$")  # a video's annotation folder, or its phase file
 MASK_NAME = re.compile(r"^frame_(\d{6})\.png$")
 
 
@@ -183,10 +184,13 @@ def read_video(root: Path, video_id: str, labels, tables: SourceTables) -> None:
 
 
 def read(root: Path, labels) -> SourceTables:
+    """Every video with a video file or its annotations (a ``Video_XX`` folder or ``Video_XX_Phases.csv``): each
+    needs both, and a video file that is missing or misnamed is named by the media check, never silently left out."""
     tables = SourceTables()
-    for path in sorted(root.iterdir()):
-        if VIDEO_NAME.match(path.name):
-            read_video(root, path.stem, labels, tables)
+    names = {path.name for path in root.iterdir()}
+    found = {match[1] for name in names if (match := VIDEO_NAME.match(name) or ANNOTATED.match(name))}
+    for number in sorted(found):
+        read_video(root, f"Video_{number}", labels, tables)
     if not tables.videos:
         raise SourceError(root, "no Video_XX.mp4 files", fix="point --source phakir= at the folder of the videos")
     return tables

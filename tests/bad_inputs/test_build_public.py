@@ -77,6 +77,31 @@ def _garbage_video(root: Path) -> None:
     (root / "cholec80" / "videos" / "video41.mp4").write_bytes(bytes(range(256)) * 40)
 
 
+def _unlink(relative: str):
+    return lambda root: (root / relative).unlink()
+
+
+def _rename(relative: str, name: str):
+    return lambda root: (root / relative).rename((root / relative).with_name(name))
+
+
+def _missing_and_unreadable(root: Path) -> None:
+    """video41 missing and video01 not a video: both belong in one message (a fix, a rerun, the next fix)."""
+    (root / "cholec80" / "videos" / "video41.mp4").unlink()
+    (root / "cholec80" / "videos" / "video01.mp4").write_bytes(bytes(range(256)) * 40)
+
+
+def _sixteen_bit_mask(root: Path) -> None:
+    """An 8-bit grey mask re-saved as a 16-bit PNG, its levels stretched (x257), as an image editor saves it."""
+    import numpy as np
+    from PIL import Image
+
+    path = root / "autolaparo" / "AutoLaparo_Task3" / "masks" / "001001.png"
+    with Image.open(path) as image:
+        grey = np.asarray(image)[..., 0].astype(np.uint16) * 257
+    Image.fromarray(grey).save(path)
+
+
 def _pig8_only(root: Path) -> None:
     """HemoSet reduced to pig 8, which the third-party split variant leaves out of every split."""
     for pig in ("pig2", "pig10"):
@@ -214,6 +239,52 @@ CASES: list[BadInput] = [
     ),
     BadInput(
         "build public",
+        "an annotated Cholec80 video missing (it was left out without a word)",
+        _build(damage=_unlink("cholec80/videos/video41.mp4")),
+        "cholec80/videos/video41.mp4: not found, and video41 is annotated: add the video",
+    ),
+    BadInput(
+        "build public",
+        "a Cholec80 video named in another case (VIDEO41.MP4)",
+        _build(damage=_rename("cholec80/videos/video41.mp4", "VIDEO41.MP4")),
+        "video41.mp4: not found, but videos/VIDEO41.MP4 is there: if it is this video, rename it to video41.mp4",
+    ),
+    BadInput(
+        "build public",
+        "the Cholec80 videos in a folder named Videos",
+        _build(damage=_rename("cholec80/videos", "Videos")),
+        "videos/video01.mp4: not found, but Videos/video01.mp4 is there",
+    ),
+    BadInput(
+        "build public",
+        "a HeiChole video missing (its labels were skipped with a warning)",
+        _build(sources=("heichole",), damage=_unlink("heichole/Videos/Full/Hei-Chole16.mp4")),
+        "Hei-Chole16.mp4: not found, and Hei-Chole16 is annotated",
+    ),
+    BadInput(
+        "build public",
+        "a MultiBypass140 video the split files list but not downloaded (it was left out without a word)",
+        _build(
+            sources=("multibypass_bern",),
+            damage=_unlink("multibypass_bern/datasets/MultiBypass140/BernBypass70/videos/BBP02.mp4"),
+        ),
+        "BBP02.mp4: not found, and BBP02 is annotated",
+    ),
+    BadInput(
+        "build public",
+        "a video missing and another unreadable (both in one message)",
+        _build(damage=_missing_and_unreadable),
+        "2 media problems:",
+    ),
+    BadInput(
+        "build public",
+        "a 16-bit segmentation mask (an 8-bit mask re-saved, its levels x257)",
+        _build(sources=("autolaparo",), damage=_sixteen_bit_mask),
+        "001001.png: a grey mask of uint16 values (PIL mode I;16): values 5140, 10280, 41120, 46260 are not in the "
+        "source's palette (values 0, 20, 40,",
+    ),
+    BadInput(
+        "build public",
         "a video cut short (a broken download)",
         _build(damage=_in("cholec80", sample_module("cholec80").BAD_INPUTS["truncated_image"])),
         "videos/video01.mp4:",
@@ -314,6 +385,18 @@ def test_an_annotation_file_cut_short_builds_what_it_labels_with_a_named_counted
     assert "warning: annotation files that end before their video: 1" in printed
     assert f"{inputs.tmp / 'sources' / 'cholec80' / PHASE_01}: phase labels cover frames 0-299" in printed
     _printed_configs_load(summary)
+
+
+def test_a_missing_and_an_unreadable_video_are_named_in_one_run(tmp_path, request, capsys):
+    """Every media problem of a source is listed at once: the unreadable video01 beside the missing video41 (the
+    missing one was once dropped without a word, so a user fixed video01 and only then lost video41's 116 QAs)."""
+    inputs = Inputs(tmp_path, request)
+    assert cli.main(_build(damage=_missing_and_unreadable)(inputs)) == 2
+    err = capsys.readouterr().err
+    sources = inputs.tmp / "sources" / "cholec80"
+    assert f"{sources / 'videos/video01.mp4'}: cannot open the video (" in err
+    assert f"{sources / 'videos/video41.mp4'}: not found, and video41 is annotated" in err
+    assert not inputs.out.exists()
 
 
 def test_a_source_with_no_record_is_named_and_no_empty_config_is_written(tmp_path, request, capsys):

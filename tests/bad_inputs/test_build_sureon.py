@@ -64,6 +64,19 @@ def _shorter_video(inputs: Inputs, source_id: str, seconds: float) -> Path:
     return inputs.videos
 
 
+def _cut_release(inputs: Inputs) -> Path:
+    """The sample release with its test file cut in half (a download that broke off)."""
+    release = inputs.release()
+    path = release / "data" / "test-00000-of-00001.parquet"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    return release
+
+
+def _unreadable_video(inputs: Inputs) -> None:
+    """The sample videos (MissingVid1 is not among them) with Tt4Kk9Jj2Hh not a video."""
+    (inputs.videos / "Tt4Kk9Jj2Hh.mp4").write_bytes(b"\x00garbage" * 64)
+
+
 def _bytes_question(rows):
     for split_rows in rows.values():
         for row in split_rows:
@@ -139,6 +152,19 @@ CASES: list[BadInput] = [
         "a source video missing",
         _build_sureon(videos=True),
         "source video(s) not found",
+    ),
+    BadInput(
+        "build sureon",
+        "a source video missing and another unreadable (both in one message)",
+        lambda i: (_unreadable_video(i), _build_sureon("--configs", "bench", videos=True)(i))[-1],
+        "unreadable video Tt4Kk9Jj2Hh.mp4",
+    ),
+    BadInput(
+        "build sureon",
+        "a release parquet cut short (a download that broke off)",
+        lambda i: ["build", "sureon", "--release", str(_cut_release(i)), "--out", str(i.out)],
+        "the download is truncated or damaged: download them again with `hf download aleperez24/sureon "
+        "data/test-00000-of-00001.parquet --repo-type dataset",
     ),
     BadInput("build sureon", "--max-frames 0", _build_sureon("--max-frames", "0"), "is not an integer of at least 1"),
     BadInput(
