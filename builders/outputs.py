@@ -5,9 +5,13 @@ in one step (:func:`staged_output`), so a crash never leaves half an output behi
 
 - **Inputs are never written over.** :func:`check_output_location` refuses an ``--out`` that is, contains or lies
   inside an input of the command (``sureon`` checks it for every path among a command's arguments before the command
-  starts; :func:`staged_output` checks the inputs its caller names once more before anything is replaced).
+  starts; :func:`staged_output` checks the inputs its caller names once more before anything is replaced). Every other
+  path a command writes (a cache, a cache folder, a ``--json`` file) follows the same rule, and no two of them overlap
+  (:func:`check_written_paths`).
 - **``--overwrite`` replaces only what this project wrote.** Every staged folder carries the marker file
-  :data:`MARKER`; a folder without it, or a file, is never replaced (an empty folder is: nothing is lost).
+  :data:`MARKER`; a folder without it, or a file, is never replaced (an empty folder is: nothing is lost). A single
+  file output (:func:`write_owned_file`) is recorded beside it, in ``.NAME.sureon-output`` with its kind and its
+  content's digest: only a file of the same kind whose content is still what sureon wrote is ever replaced.
 - **No leftovers.** The staging folder is removed on an error, on Ctrl-C and on SIGTERM (``sureon`` turns SIGTERM
   into an exception, :func:`builders.errors.exit_on_sigterm`), and a run that finishes removes the staging folders that
   killed runs of this machine (SIGKILL, an out-of-memory kill) left beside the same output: they are named with the
@@ -17,16 +21,19 @@ in one step (:func:`staged_output`), so a crash never leaves half an output behi
 - **Files too.** A single file (a cache entry, a manifest, a report) is written under a temporary name beside it and
   renamed into place (:func:`atomic_file`, :func:`write_atomic`): a reader never sees half a file.
 - **Checked writable first.** :func:`check_writable` runs before any slow work, so a read-only or full-permission
-  mistake costs seconds, not a decoding pass.
+  mistake costs seconds, not a decoding pass; so does a name too long for the names sureon makes beside it, and for a
+  build the name ``datasets`` cannot cache (:func:`check_build_name`).
 """
 
 import glob
+import hashlib
+import json
 import os
 import secrets
 import shutil
 import socket
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -35,6 +42,12 @@ from builders.errors import InputError, UserError
 
 MARKER = ".sureon-output"  # in every folder staged_output writes: what --overwrite may replace
 _MARKER_TEXT = "written by sureon-recipes; `--overwrite` may replace this folder\n"
+NAME_MAX = 255  # bytes in a file name on the usual file systems (ext4, xfs, btrfs; datasets assumes it too)
+MKDTEMP_RANDOM = 8  # characters tempfile.mkdtemp appends to a staging folder's prefix
+# datasets 5.2.0 (builder.py, _prepare_split) names a split's cache files f"{dataset_name}-{split}{SUFFIX}.arrow"
+# with SUFFIX "-JJJJJ-SSSSS-of-NNNNN" while it writes them, dataset_name being the build folder's name in snake_case
+DATASETS_CACHE_FILE = "{name}-{split}-JJJJJ-SSSSS-of-NNNNN.arrow"
+LONGEST_SPLIT = "validation"  # the longest split name a build writes (train, validation, test)
 
 
 class OutputExistsError(UserError, FileExistsError):
@@ -49,40 +62,129 @@ def _inside(inner: Path, outer: Path) -> bool:
     return inner == outer or outer in inner.parents
 
 
-def check_output_location(out: str | Path, inputs: Mapping[str, str | Path | None]) -> None:
-    """Refuse an ``out`` that is, lies inside or contains one of ``inputs`` (``{label: path}``, e.g.
-    ``{"--release": Path("R")}``; paths that do not exist are not inputs and are passed over)."""
+def _relation(target: Path, given: Path) -> str | None:
+    """How ``target`` stands to ``given`` (both resolved): "is", "lies inside", "contains", or ``None``."""
+    if target == given:
+        return "is"
+    if _inside(target, given):
+        return "lies inside"
+    if _inside(given, target):
+        return "contains"
+    return None
+
+
+def check_output_location(out: str | Path, inputs: Mapping[str, str | Path | None], option: str = "--out") -> None:
+    """Refuse an ``out`` (given as ``option``) that is, lies inside or contains one of ``inputs`` (``{label: path}``,
+    e.g. ``{"--release": Path("R")}``; paths that do not exist are not inputs and are passed over)."""
     target = _resolved(out)
     for label, path in inputs.items():
         if path is None or not Path(path).expanduser().exists():
             continue
-        given = _resolved(path)
-        if target == given:
-            relation = "is"
-        elif _inside(target, given):
-            relation = "lies inside"
-        elif _inside(given, target):
-            relation = "contains"
-        else:
-            continue
-        raise InputError(
-            f"--out {out} {relation} the input {label} {path}: a command never writes over or inside its inputs; "
-            "choose an --out outside them (nothing was written)"
+        relation = _relation(target, _resolved(path))
+        if relation is not None:
+            raise InputError(
+                f"{option} {out} {relation} the input {label} {path}: a command never writes over or inside its "
+                f"inputs; give {option} a path outside them (nothing was written)"
+            )
+
+
+def check_written_paths(written: Mapping[str, str | Path | None], inputs: Mapping[str, str | Path | None]) -> None:
+    """The ownership rule for every path a command writes (``{option: path}``: ``--out``, ``--cache``, ``--cache-dir``,
+    ``--json``, ...; ``None`` where not given): none is, contains or lies inside one of ``inputs``
+    (:func:`check_output_location`), and none is, contains or lies inside another (a cache inside an ``--out`` that
+    is replaced whole would go with it, or stop the run at its end)."""
+    given = {option: path for option, path in written.items() if path is not None}
+    for option, path in given.items():
+        check_output_location(path, inputs, option)
+    options = list(given)
+    for position, first in enumerate(options):
+        for second in options[position + 1 :]:
+            relation = _relation(_resolved(given[first]), _resolved(given[second]))
+            if relation is not None:
+                raise InputError(
+                    f"{first} {given[first]} {relation} {second} {given[second]}, which this command writes too: "
+                    "give each its own place, neither inside the other (nothing was written)"
+                )
+
+
+# What a path a command writes is (sureon/cli.py's table says it of each option): a file, a folder, a build (a folder
+# in the Hub layout that ``datasets`` will load), or either (a command whose actions write one or the other).
+FILE, FOLDER, BUILD, FILE_OR_FOLDER = "file", "folder", "build", "file or folder"
+
+
+def check_written_kind(path: str | Path, kind: str, option: str = "--out") -> None:
+    """Refuse, before any work, a written path that exists as the wrong kind (a folder given for a file, a file for
+    a folder: neither is ever replaced), and a build folder whose name ``datasets`` cannot cache
+    (:func:`check_build_name`)."""
+    path = Path(path).expanduser()
+    if kind == FILE and path.is_dir():
+        raise InputError(f"{option} {path} is a folder: give the path of a file (nothing was written)")
+    if kind in (FOLDER, BUILD) and (path.is_file() or path.is_symlink() and not path.is_dir()):
+        raise OutputExistsError(
+            f"{path} is a file, not a folder sureon wrote: sureon never replaces it, --overwrite or not; remove it "
+            f"yourself or choose another {option}"
         )
+    if kind == BUILD:
+        check_build_name(path, option)
 
 
-def check_writable(out: str | Path) -> None:
-    """Refuse an ``out`` that cannot be created or replaced: its nearest existing folder must be writable."""
-    target = _resolved(out)
+def _nearest_existing(target: Path) -> Path:
     existing = target.parent
     while not existing.exists():
         existing = existing.parent
+    return existing
+
+
+def _name_max(folder: Path) -> int:
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return NAME_MAX
+
+
+def check_writable(out: str | Path, option: str = "--out") -> None:
+    """Refuse an ``out`` that cannot be created or replaced: its nearest existing folder must be writable, and the
+    longest name sureon gives a file beside it (a staging folder, ``.OUT.partial-<host>-<pid>-XXXXXXXX``) must fit
+    the file system's limit on a file name."""
+    target = _resolved(out)
+    existing = _nearest_existing(target)
     if not existing.is_dir():
-        raise InputError(f"cannot create {out}: {existing} is a file, not a folder; choose another --out")
+        raise InputError(f"cannot create {out}: {existing} is a file, not a folder; choose another {option}")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise InputError(f"cannot write {out}: {existing} is not writable (read-only?); choose another --out")
+        raise InputError(f"cannot write {out}: {existing} is not writable (read-only?); choose another {option}")
     if target.is_dir() and not os.access(target, os.W_OK | os.X_OK):
-        raise InputError(f"cannot write {out}: it is not writable (read-only?); choose another --out")
+        raise InputError(f"cannot write {out}: it is not writable (read-only?); choose another {option}")
+    limit = _name_max(existing)
+    staging = f"{_staging_prefix(target)}{_owner()}-{'X' * MKDTEMP_RANDOM}"
+    excess = len(staging.encode()) - limit
+    if excess > 0:
+        size = len(target.name.encode())
+        raise InputError(
+            f"{option} {out}: a name of {size} bytes is too long for what sureon stages beside it "
+            f"(.NAME.partial-{_owner()}-XXXXXXXX; a file name holds at most {limit} bytes here): give it a name of at "
+            f"most {size - excess} bytes"
+        )
+
+
+def check_build_name(out: str | Path, option: str = "--out", splits: Sequence[str] = (LONGEST_SPLIT,)) -> None:
+    """Refuse a build folder whose name ``datasets`` cannot cache: it names a split's cache files after the folder
+    (:data:`DATASETS_CACHE_FILE`), and such a name must fit :data:`NAME_MAX` bytes, or loading the build fails with
+    ``OSError: [Errno 36] File name too long``. ``splits``: the build's splits (by default the longest a build has)."""
+    name, split = _resolved(out).name, max(splits, key=len)
+    if len(DATASETS_CACHE_FILE.format(name=name * 2, split=split).encode()) <= NAME_MAX:
+        return  # snake_case at most doubles a name: it fits whatever datasets makes of it (no import needed)
+    from datasets.naming import camelcase_to_snakecase
+
+    cache_file = DATASETS_CACHE_FILE.format(name=camelcase_to_snakecase(name), split=split)
+    excess = len(cache_file.encode()) - NAME_MAX
+    if excess > 0:
+        size = len(name.encode())
+        raise InputError(
+            f"{option} {out}: a folder name of {size} bytes is too long for `datasets`, which names the build's cache "
+            f"files after it (...-{split}-JJJJJ-SSSSS-of-NNNNN.arrow: {len(cache_file.encode())} bytes, over the "
+            f"{NAME_MAX} a file name may hold), so the build could not be loaded: give the folder a name of at most "
+            f"{size - excess} bytes"
+        )
 
 
 def check_replaceable(out: str | Path, overwrite: bool) -> None:
@@ -156,6 +258,16 @@ def _umask() -> int:
     return mask
 
 
+def publish_permissions(folder: str | Path) -> None:
+    """Give every file under ``folder`` the mode ``open()`` gives a new file under the umask. Writers that go through
+    a temporary file keep its owner-only mode: ``safetensors`` writes every ``*.safetensors`` 0600, so a model saved by
+    transformers (a training run's weights and checkpoints, a tiny test model) was unreadable to a cluster group."""
+    mode = 0o666 & ~_umask()
+    for path in Path(folder).rglob("*"):
+        if path.is_file() and not path.is_symlink() and (path.stat().st_mode & 0o777) != mode:
+            path.chmod(mode)
+
+
 @contextmanager
 def staged_output(
     out: str | Path, overwrite: bool, inputs: Mapping[str, str | Path | None] | None = None
@@ -209,3 +321,53 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
     with atomic_file(path) as partial:
         partial.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
     return Path(path)
+
+
+def _file_record(path: Path) -> Path:
+    """Where sureon records that it wrote the single file ``path``: ``.NAME.sureon-output`` beside it."""
+    return path.with_name(f".{path.name}{MARKER}")
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def check_file_replaceable(path: str | Path, *, kind: str, overwrite: bool, option: str = "--out") -> None:
+    """Refuse a single-file output ``path`` (written as ``kind``, e.g. "sureon plan --json") that is a folder, or that
+    exists and may not be replaced: without ``overwrite``, or unless sureon wrote it as ``kind`` and it has not
+    changed since (its record beside it, :func:`write_owned_file`, names the kind and the content's digest)."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{option} {path} is a folder: give the path of a file (nothing was written)")
+    if not path.exists() and not path.is_symlink():
+        return
+    if not overwrite:
+        raise OutputExistsError(f"{path} exists; pass --overwrite to replace it")
+    keep = f"sureon replaces only files it wrote; move it away or choose another {option} (nothing was written)"
+    try:
+        record = json.loads(_file_record(path).read_text(encoding="utf-8"))
+        written_as, digest = record["kind"], record["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise OutputExistsError(
+            f"{option} {path} is a file sureon did not write (no {_file_record(path).name} beside it): {keep}"
+        ) from None
+    if written_as != kind:
+        raise OutputExistsError(f"{option} {path} was written by {written_as}, not {kind}: {keep}")
+    if path.is_symlink() or _digest(path.read_bytes()) != digest:
+        raise OutputExistsError(f"{option} {path} has changed since sureon wrote it: {keep}")
+
+
+def write_owned_file(
+    path: str | Path, data: str | bytes, *, kind: str, overwrite: bool, option: str = "--out"
+) -> Path:
+    """Write the single-file output ``path`` through :func:`write_atomic` if :func:`check_file_replaceable` allows,
+    recording beside it (``.NAME.sureon-output``) that sureon wrote it as ``kind``, with the content's digest. The
+    record is written first: a crash between the two leaves a record that no longer matches, which refuses a later
+    replacement (nothing is lost) rather than allowing one."""
+    path = Path(path)
+    check_file_replaceable(path, kind=kind, overwrite=overwrite, option=option)
+    data = data if isinstance(data, bytes) else data.encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"written_by": "sureon-recipes", "kind": kind, "sha256": _digest(data)}
+    write_atomic(_file_record(path), json.dumps(record, indent=1) + "\n")
+    return write_atomic(path, data)

@@ -3,7 +3,7 @@
     sureon build sureon --release DIR [--videos DIR] --out OUT [--configs bench db ...]
     sureon build surgiq --source FILE [FILE ...] --out OUT [--exclude-ids dedupe_ids.txt]
     sureon videos fetch --release DIR --out VIDEOS_DIR [--configs bench ...] [--sections] [--on-rate-limit stop|wait]
-    sureon push OUT --repo-id ORG/NAME [--private]
+    sureon push FOLDER --repo-id ORG/NAME [--repo-type model|dataset] [--private]
     sureon eval sureon --model PATH_OR_ID --dataset DIR_OR_ID --mode visual|blind|both --out DIR
     sureon eval public --model PATH_OR_ID --dataset PUBLIC_BUILD --benchmark bench-... [...] --out DIR
     sureon eval surgiq --model PATH_OR_ID --dataset DIR_OR_ID [--config default|shuffled] [--shots 0..3] --out DIR
@@ -29,27 +29,35 @@ status``, and one row of :data:`COMMANDS`. Only the module of the command typed 
 nothing heavy before ``run``, so ``sureon --help`` and a command's ``--help`` answer at once.
 
 A mistake is one line (``error: ...``, exit 2) and a bug a traceback (:func:`builders.errors.report_mistakes`);
-``sureon --debug ...`` or ``SUREON_DEBUG=1`` shows the traceback of a mistake too. Before any command runs, its
-``--out`` is checked against every path among its arguments: no command writes over, inside or around its own
-inputs (:func:`builders.outputs.check_output_location`), and ``--out`` must be writable.
+``sureon --debug ...`` or ``SUREON_DEBUG=1`` shows the traceback of a mistake too. Before any command runs, every
+path it writes (its row's ``writes``: ``--out``, ``--cache``, ``--cache-dir``, ``--json``, ...) is checked against
+every other path among its arguments: no command writes over, inside or around its own inputs, no two of its written
+paths overlap (:func:`builders.outputs.check_written_paths`), each is of its kind (a file, a folder, a build whose
+name ``datasets`` can cache) and writable.
 """
 
 import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from builders.outputs import BUILD, FILE, FILE_OR_FOLDER, FOLDER
 
 
 @dataclass(frozen=True)
 class Command:
-    """One command: the words that name it, the module that implements it, its one-line help and its description."""
+    """One command: the words that name it, the module that implements it, its one-line help and its description,
+    and what it writes: ``{option's dest: kind}`` (:data:`builders.outputs.FILE`, ``FOLDER``, ``BUILD``,
+    ``FILE_OR_FOLDER``), every path option it writes to, whatever the action; every other path among its arguments is
+    an input it reads."""
 
     words: tuple[str, ...]
     module: str
     help: str
     description: str
+    writes: dict[str, str] = field(default_factory=lambda: {"out": FOLDER})
 
 
 # Commands whose second word names what they act on: the first word's help, and the attribute the second is kept in.
@@ -69,12 +77,14 @@ COMMANDS = (
         "builders.sureon.build_command",
         "Sureon-DB, validation pools and the benchmark from the official release (+ local videos)",
         "Build the Sureon configs in the Hub layout from the official annotation-only release.",
+        writes={"out": BUILD, "cache_dir": FOLDER},
     ),
     Command(
         ("build", "surgiq"),
         "builders.surgiq.build_command",
         "SurgiQ text MCQs (configs default and shuffled) from your JSON / JSONL / CSV / parquet files",
         "Build SurgiQ in the Hub layout: configs default (stored option order) and shuffled.",
+        writes={"out": BUILD},
     ),
     Command(
         ("build", "public"),
@@ -82,6 +92,7 @@ COMMANDS = (
         "the templated public corpus from local copies of the public surgical datasets (the Sureon paper, Appendix C)",
         "Build the public corpus: read each source natively, template image and clip QAs, write the Hub layout. See "
         "public_converters/build.py.",
+        writes={"out": BUILD, "cache_dir": FOLDER, "llm_cache": FILE},
     ),
     Command(
         ("eval", "sureon"),
@@ -137,12 +148,14 @@ COMMANDS = (
         "stage 3: blind-test curation by a guesser ensemble (folds for training), then distractor hardening",
         "Flag questions answerable without the video (the Sureon paper, Section 3.1 Stage 3, B.4); see "
         "recipes/curation/curate.py.",
+        writes={"out": BUILD, "cache": FILE},
     ),
     Command(
         ("audit",),
         "recipes.curation.audit",
         "blind-answerability audit of any MCQ dataset: guesser consistency, shortcuts, positions, length gap",
         "Can the questions be answered without the video? See recipes/curation/audit.py.",
+        writes={"out": FOLDER, "cache": FILE},
     ),
     Command(
         ("videos", "fetch"),
@@ -157,6 +170,7 @@ COMMANDS = (
         "before renting GPUs: a recipe's tokens per sample, parameters, memory per GPU and throughput",
         "Plan a training recipe at the real size: token counts measured on its data, parameters, model-state and "
         "activation memory per GPU (ZeRO-2, ZeRO-3, FSDP), fit, expected throughput. See recipes/training/plan/.",
+        writes={"json": FILE},
     ),
     Command(
         ("world",),
@@ -196,12 +210,14 @@ COMMANDS = (
         "recipes.export.sft",
         "Sureon or public-corpus rows as ms-swift JSONL or LLaVA / qwen-vl-finetune JSON, frames by path",
         "Export training rows for other fine-tuning frameworks (see recipes/export/sft.py).",
+        writes={"out": FILE},
     ),
     Command(
         ("push",),
         "builders.push",
-        "upload a built folder to the Hub as a dataset repo",
-        "Upload a built folder (a dataset in the Hub layout) to the Hub as a dataset repo.",
+        "upload a build (a dataset repo) or a finished training run (a model repo) to the Hub",
+        "Upload a folder sureon wrote to the Hub: a build as a dataset repo, a finished training run as a model repo.",
+        writes={},
     ),
     Command(
         ("pipeline",),
@@ -209,6 +225,7 @@ COMMANDS = (
         "the construction pipeline: transcripts -> QA -> distractors",
         "The construction pipeline (the Sureon paper, Section 3.1): the video split, stage 1 (transcripts -> "
         "grounded QA) and stage 2 (distractors). See builders/pipeline/command.py.",
+        writes={"out": FOLDER, "cache": FILE, "split_file": FILE},
     ),
     Command(
         ("review",),
@@ -216,6 +233,7 @@ COMMANDS = (
         "expert review of the validation pool: accounts, app, exports",
         "Stage 4, expert review of the validation pool: reviewer accounts, assignments, the web app, backups, the "
         "approved bench config and agreement. See builders/pipeline/review/command.py.",
+        writes={"out": FILE_OR_FOLDER},
     ),
 )
 
@@ -241,19 +259,25 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         if words is None or tuple(words[: len(command.words)]) == command.words:
             implementation = importlib.import_module(command.module)
             implementation.add_arguments(subparser)
-            subparser.set_defaults(handler=implementation.run)
+            subparser.set_defaults(handler=implementation.run, writes=command.writes)
     return parser
 
 
+def option_label(dest: str) -> str:
+    """``cache_dir`` -> ``--cache-dir``: the option as a user typed it."""
+    return f"--{dest.replace('_', '-')}"
+
+
 def command_inputs(args: argparse.Namespace) -> dict[str, Path]:
-    """Every existing local path among a command's arguments but ``--out``: what it reads, caches or resumes from.
-    A value counts when its option is a path (``type=Path``) or when it reads as one (holds a ``/``, or starts with
-    ``.`` or ``~``: a model or dataset given as a path rather than a Hub id), inside ``KEY=VALUE`` specs too
-    (``--guesser model=PATH,name=NAME``, ``sft=PREDICTIONS``); a bare word (``--split test``, a config name) never
-    does, whatever folder of that name the working directory holds."""
+    """Every existing local path among a command's arguments but the ones it writes (its row's ``writes``): what it
+    reads or resumes from. A value counts when its option is a path (``type=Path``) or when it reads as one (holds a
+    ``/``, or starts with ``.`` or ``~``: a model or dataset given as a path rather than a Hub id), inside
+    ``KEY=VALUE`` specs too (``--guesser model=PATH,name=NAME``, ``sft=PREDICTIONS``); a bare word (``--split test``,
+    a config name) never does, whatever folder of that name the working directory holds."""
+    written = getattr(args, "writes", {})
     inputs: dict[str, Path] = {}
     for name, value in vars(args).items():
-        if name in ("out", "handler", "debug"):
+        if name in ("handler", "debug", "writes") or name in written:
             continue
         for item in value if isinstance(value, list | tuple) else [value]:
             if isinstance(item, Path):
@@ -265,21 +289,27 @@ def command_inputs(args: argparse.Namespace) -> dict[str, Path]:
                 continue
             for candidate in dict.fromkeys(candidates):
                 if Path(candidate).expanduser().exists():
-                    label = f"--{name.replace('_', '-')}"
+                    label = option_label(name)
                     inputs[label if label not in inputs else f"{label} {candidate}"] = Path(candidate)
     return inputs
 
 
 def check_output(args: argparse.Namespace) -> None:
-    """Refuse, before the command starts, an ``--out`` that is, contains or lies inside an input, or is not
-    writable."""
-    from builders.outputs import check_output_location, check_writable
+    """Refuse, before the command starts, a path it writes (``--out``, ``--cache``, ``--json``, ...: its row's
+    ``writes``) that is, contains or lies inside an input or another written path, that exists as the wrong kind, or
+    that is not writable (:mod:`builders.outputs`)."""
+    from builders.outputs import check_writable, check_written_kind, check_written_paths
 
-    out = getattr(args, "out", None)
-    if out is None:
+    kinds = getattr(args, "writes", {})
+    written = {option_label(dest): getattr(args, dest) for dest in kinds if getattr(args, dest, None) is not None}
+    if not written:
         return
-    check_output_location(out, command_inputs(args))
-    check_writable(out)
+    check_written_paths(written, command_inputs(args))
+    for dest, kind in kinds.items():
+        path = getattr(args, dest, None)
+        if path is not None:
+            check_written_kind(path, kind, option_label(dest))
+            check_writable(path, option_label(dest))
 
 
 def main(argv: list[str] | None = None) -> int:

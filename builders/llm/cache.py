@@ -2,23 +2,71 @@
 
 Apart from the client because it outlives a run: committed after every call, a killed run resumes without paying for
 a finished call twice, and two processes may share one file. The API key is never part of the key.
+
+Only a cache sureon wrote is opened (:func:`check_cache_file`): a new cache carries :data:`APPLICATION_ID` in its
+SQLite header (``PRAGMA application_id``); a file without it is used only if it is a cache of an earlier version (an
+SQLite database whose one table is ``replies`` with this module's columns), and then gets the id. Anything else (a
+folder, a file that is not SQLite, another program's database) is refused in one line, read but never written.
 """
 
 import hashlib
 import json
 import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
+
+from builders.errors import InputError
+
+
+APPLICATION_ID = 0x53524C43  # "SRLC" in the SQLite header's application id field: a sureon LLM reply cache
+SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+REPLY_COLUMNS = {"key", "model", "stage", "text", "usage", "finish_reason", "created"}  # the first version's columns
+
+
+def check_cache_file(path: str | Path, label: str = "LLM cache") -> None:
+    """Refuse ``path`` unless it is absent, empty (nothing to lose) or an LLM reply cache sureon wrote; read-only."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{label} {path} is a folder: give the cache's file name, e.g. {path / 'llm_cache.sqlite'}")
+    if not path.exists() or path.stat().st_size == 0:
+        return
+
+    def not_ours(why: str) -> InputError:
+        return InputError(
+            f"{label} {path} is not an LLM reply cache sureon wrote ({why}): sureon never writes into a file it did "
+            f"not write; choose a new file name for the {label}"
+        )
+
+    with path.open("rb") as handle:
+        if handle.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
+            raise not_ours("it is not an SQLite database")
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            application_id = db.execute("PRAGMA application_id").fetchone()[0]
+            tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            columns = {row[1] for row in db.execute("PRAGMA table_info(replies)")}
+    except sqlite3.DatabaseError as err:
+        raise not_ours(f"SQLite cannot read it: {err}") from None
+    if application_id == APPLICATION_ID:
+        return
+    if application_id == 0 and tables == ["replies"] and REPLY_COLUMNS <= columns:
+        return  # a cache of a version before the application id
+    if application_id != 0:
+        raise not_ours(f"its SQLite application id is {application_id:#x}, another program's")
+    raise not_ours(f"its tables are {', '.join(tables) or 'none'}, not one replies table")
 
 
 class LLMCache:
     """Replies keyed by request hash, in SQLite (WAL): each call is committed as it finishes, so a kill loses nothing
     finished and two processes may share one file."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, label: str = "LLM cache"):
         self.path = Path(path)
+        check_cache_file(self.path, label)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+        self._db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(

@@ -34,6 +34,8 @@ from recipes.curation.guessers import (
     TAU,
     Sampling,
     ScoreCache,
+    cache_label,
+    check_guesser_names,
     check_guesser_spec,
     is_scored,
     load_guesser,
@@ -282,10 +284,11 @@ def report_markdown(report: dict, title: str) -> str:
 def run(args) -> int:
     from builders.outputs import staged_output
 
+    check_guesser_names([("--guesser", spec) for spec in args.guesser])
     for spec in args.guesser:
         check_guesser_spec(spec)
+    cache = ScoreCache(args.cache or Path(f"{args.out}.cache") / "scores.jsonl", label=cache_label(args.cache))
     records = load_mcq(args.dataset, args.config, args.split)
-    cache = ScoreCache(args.cache or Path(f"{args.out}.cache") / "scores.jsonl")
     sampling = Sampling(args.trials, args.temperature, args.seed)
     guessers = [load_guesser(s, cache_dir=cache.path.parent, max_new_tokens=args.max_new_tokens) for s in args.guesser]
     report, flagged = audit(records, guessers, cache, sampling, args.tau)

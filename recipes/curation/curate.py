@@ -35,6 +35,8 @@ from recipes.curation.guessers import (
     Sampling,
     ScoreCache,
     blind_accuracy,
+    cache_label,
+    check_guesser_names,
     check_guesser_spec,
     is_scored,
     load_guesser,
@@ -322,14 +324,16 @@ def run(args) -> int:
 
     from builders.outputs import staged_output
 
+    hardening = [("--harden-guesser", args.harden_guesser)] if args.harden_guesser else []
+    hardening += [("--held-out-guesser", spec) for spec in args.held_out_guesser or []]
+    check_guesser_names([("--guesser", spec) for spec in args.guesser])
+    check_guesser_names(hardening)  # reported side by side: blind accuracy before / after hardening
     for spec in args.guesser:
         check_guesser_spec(spec)
-    for spec in [args.harden_guesser] if args.harden_guesser else []:
-        check_guesser_spec(spec, "--harden-guesser")
-    for spec in args.held_out_guesser or []:
-        check_guesser_spec(spec, "--held-out-guesser")
+    for option, spec in hardening:
+        check_guesser_spec(spec, option)
+    cache = ScoreCache(args.cache or Path(f"{args.out}.cache") / "scores.jsonl", label=cache_label(args.cache))
     records, features = load_records(args.dataset, args.config, args.split)
-    cache = ScoreCache(args.cache or Path(f"{args.out}.cache") / "scores.jsonl")
     sampling = Sampling(args.trials, args.temperature, args.seed)
 
     def load(spec: str) -> Guesser:

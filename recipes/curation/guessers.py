@@ -124,6 +124,25 @@ def check_guesser_spec(spec: str, option: str = "--guesser") -> dict[str, str]:
     return fields
 
 
+def guesser_name(fields: dict[str, str]) -> str:
+    """The name a guesser is reported and cached under: ``name=``, else its model folder's name (or Hub id)."""
+    return fields.get("name") or Path(fields["model"]).name or fields["model"]
+
+
+def check_guesser_names(specs: list[tuple[str, str]]) -> None:
+    """Refuse two guessers of one name among ``specs`` (``(option, spec)`` pairs of guessers reported side by side:
+    their scores and summaries are keyed by name, so one would silently replace the other), before any model loads."""
+    seen: dict[str, str] = {}
+    for option, spec in specs:
+        name = guesser_name(parse_guesser_spec(spec))
+        if name in seen:
+            raise InputError(
+                f"{option} {spec}: a second guesser named {name!r} (the first: {seen[name]}); each is reported under "
+                "its name, so one would replace the other: give each its own name=NAME"
+            )
+        seen[name] = f"{option} {spec}"
+
+
 def read_guesser_folds(model: str) -> tuple[int | None, dict[str, int] | None]:
     """The held-out fold and fold assignment the guesser recipe wrote next to the weights (when it did)."""
     from recipes.training.modeling import training_record
@@ -172,7 +191,7 @@ def load_guesser(spec: str, *, cache_dir: Path | None = None, max_new_tokens: in
     else:
         system_prompt = resolve_system_prompt(None if backend_name == "openai" else model)
     return Guesser(
-        name=fields.get("name") or Path(model).name or model,
+        name=guesser_name(fields),
         backend=make_backend(backend_name, model, **options),
         kind=fields.get("type", "fine-tuned" if folds or held_out is not None else "off-the-shelf"),
         held_out_fold=held_out,
@@ -184,8 +203,13 @@ def load_guesser(spec: str, *, cache_dir: Path | None = None, max_new_tokens: in
 class ScoreCache(AppendOnlyJsonl):
     """Scoring passes keyed by their ``key`` (guesser, item, option order, R, temperature, seed, fingerprint)."""
 
-    def __init__(self, path: str | Path):
-        super().__init__(path, key=lambda entry: entry["key"])
+    def __init__(self, path: str | Path, label: str = "score cache"):
+        super().__init__(path, key=lambda entry: entry["key"], kind="blind-scores", label=label)
+
+
+def cache_label(given: Path | None) -> str:
+    """How messages name the score cache of ``sureon curate`` / ``audit``: ``--cache`` where the user gave it."""
+    return "--cache" if given is not None else "score cache"
 
 
 @dataclass(frozen=True)

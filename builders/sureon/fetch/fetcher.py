@@ -245,7 +245,7 @@ class Fetcher:
         started = time.monotonic()
         needs = needed_sources(opts.release, opts.configs)
         opts.out.mkdir(parents=True, exist_ok=True)
-        archive = AppendOnlyJsonl(opts.out / ARCHIVE, key=lambda entry: entry["source_id"])
+        archive = AppendOnlyJsonl(opts.out / ARCHIVE, key=lambda entry: entry["source_id"], kind="fetch-archive")
         present = index_videos(opts.out)
         results: dict[str, dict] = {}
         with (

@@ -60,7 +60,9 @@ class GenerationCache(AppendOnlyJsonl):
     """Generations keyed by (model, question_id, mode), each stamped with its prompt fingerprint."""
 
     def __init__(self, path: str | Path):
-        super().__init__(path, key=lambda entry: (entry["model"], entry["question_id"], entry["mode"]))
+        super().__init__(
+            path, key=lambda entry: (entry["model"], entry["question_id"], entry["mode"]), kind="generations"
+        )
 
     def get(self, model: str, question_id: str, mode: str, fingerprint: str) -> str | None:
         entry = self.lookup(model, question_id, mode, fingerprint)

@@ -118,7 +118,7 @@ class ScoreCache(AppendOnlyJsonl):
     """Label scores as ``{key, id, scores}`` lines, keyed by model fingerprint + exact prompt."""
 
     def __init__(self, path: Path):
-        super().__init__(path, key=lambda entry: entry["key"])
+        super().__init__(path, key=lambda entry: entry["key"], kind="surgiq-label-scores")
 
     def add(self, items: list[tuple[str, str, list[float]]]) -> None:
         super().add([{"key": key, "id": qid, "scores": scores} for key, qid, scores in items])
