@@ -141,15 +141,160 @@ def configs_metadata(config_splits: dict[str, list[str]], default: str | None = 
     return entries
 
 
+# ---- pushing a build or a trained model -----------------------------------------------------------------------------
+
+# What a finished run of recipes/sft.py or recipes/grpo.py writes beside its weights: the name
+# ``recipes.training.modeling.COMPLETE_MARKER`` holds too (builders may not import recipes; a test checks they agree).
+TRAINING_COMPLETE = "training_complete.json"
+BUILD_MANIFESTS = ("build_manifest.json", "manifest.json")  # sureon build sureon / surgiq; sureon build public
+MODEL_WEIGHTS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
+# files matching MODEL_WEIGHTS that are no model's weights: a LoRA adapter's, and the Trainer's own state
+NOT_MODEL_WEIGHTS = ("adapter_model*", "training_args.bin", "optimizer*", "scheduler*", "rng_state*", "scaler*")
+# Never uploaded, and said so in the docs: hidden files and folders (sureon's own marker among them) and the
+# Trainer's checkpoints (a run's history: optimizer states, several copies of the weights). ``upload_folder`` matches
+# these against paths relative to the folder with ``fnmatch``, whose ``*`` also matches ``/``.
+NEVER_UPLOADED = (".*", "*/.*", "checkpoint-*", "*/checkpoint-*")
+# File names that look like credentials (matched case-insensitively against each file's name): a folder holding one
+# is refused with the files named, never pushed with them silently left out, so the user decides what they are.
+SECRET_NAMES = (
+    "*.env",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "credentials*",
+    "*secret*",
+    "*password*",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "*netrc",
+    "token",
+    "token.*",
+    "*_token",
+    "*_token.*",
+    "*-token",
+    "*-token.*",
+)
+REPO_TYPES = ("model", "dataset")
+
+
+def model_weight_files(folder: Path) -> list[Path]:
+    """The model weight files at the top of ``folder`` (a LoRA adapter's and the Trainer's state files are none)."""
+    from fnmatch import fnmatch
+
+    found = {path for pattern in MODEL_WEIGHTS for path in folder.glob(pattern) if path.is_file()}
+    return sorted(path for path in found if not any(fnmatch(path.name, other) for other in NOT_MODEL_WEIGHTS))
+
+
+def uploaded_files(folder: Path) -> list[str]:
+    """The files (paths relative to ``folder``) a push uploads: every file but :data:`NEVER_UPLOADED`, filtered as
+    ``HfApi.upload_folder`` filters them (``huggingface_hub``'s ``filter_repo_objects``)."""
+    from huggingface_hub.utils import filter_repo_objects
+
+    files = sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file())
+    return list(filter_repo_objects(files, ignore_patterns=list(NEVER_UPLOADED)))
+
+
+def _looks_secret(relative: str) -> bool:
+    from fnmatch import fnmatch
+
+    name = relative.rsplit("/", 1)[-1].lower()
+    return any(fnmatch(name, pattern) for pattern in SECRET_NAMES)
+
+
+def pushed_kind(folder: Path, repo_type: str | None = None) -> str:
+    """The repo type ``folder`` is pushed as, ``model`` or ``dataset``, read from the folder; every reason not to push
+    it is one line (:class:`InputError`), found from the file listing before anything is sent.
+
+    A model is a finished training run: ``config.json``, weights and ``training_complete.json``. A dataset is a
+    build: sureon's :data:`builders.outputs.MARKER` and the card declaring its configs. Only
+    folders sureon wrote are pushed: a build carries the marker; a training run is sureon's once finished (its
+    ``training_complete.json``; a run's folder will carry the marker too). ``repo_type`` given against the folder's
+    kind is refused, as is a folder holding a file named like a credential (:data:`SECRET_NAMES`)."""
+    from builders.outputs import MARKER
+
+    if repo_type is not None and repo_type not in REPO_TYPES:
+        raise InputError(f"--repo-type {repo_type!r}: choose model or dataset (or leave it out: read from the folder)")
+    owned = (folder / MARKER).is_file()
+    trained = any((folder / name).exists() for name in ("config.json", TRAINING_COMPLETE))
+    if trained or any(folder.glob("checkpoint-*")):
+        kind = "model"
+        if repo_type == "dataset":
+            raise InputError(
+                f"{folder} is a training run's folder (a model: config.json, {TRAINING_COMPLETE} or checkpoints), not "
+                "a dataset: push it as a model repo (leave --repo-type out, or give --repo-type model)"
+            )
+        if not (folder / TRAINING_COMPLETE).is_file():
+            raise InputError(
+                f"{folder} has no {TRAINING_COMPLETE}: an unfinished training run (or a model sureon did not train); "
+                "let the run finish (rerunning its command resumes from the last checkpoint), then push the folder"
+            )
+        if not (folder / "config.json").is_file() or not model_weight_files(folder):
+            raise InputError(
+                f"{folder} has {TRAINING_COMPLETE} but not the model it describes (config.json and weights): an "
+                "incomplete copy of the run's folder; copy it again"
+            )
+    elif owned or any((folder / name).is_file() for name in BUILD_MANIFESTS):
+        kind = "dataset"
+        if repo_type == "model":
+            raise InputError(
+                f"{folder} is a dataset build (no config.json or weights), not a model: push it as a dataset repo "
+                "(leave --repo-type out, or give --repo-type dataset)"
+            )
+        if not owned:
+            raise InputError(
+                f"{folder} was not written by sureon (it has no {MARKER} file; copying with `cp dir/*` leaves hidden "
+                "files behind): push the folder `sureon build` wrote, or rebuild it"
+            )
+    else:
+        raise InputError(
+            f"{folder} is no folder sureon wrote (neither a build's {MARKER} nor a finished run's "
+            f"{TRAINING_COMPLETE}): `sureon push` uploads builds and finished training runs; build or train it first"
+        )
+    if not (folder / "README.md").is_file():
+        what = "the dataset card declaring its configs" if kind == "dataset" else "the model card the run writes"
+        raise InputError(
+            f"{folder} has no README.md card ({what}): it was lost in a copy; copy the whole folder again, or "
+            f"{'rebuild it' if kind == 'dataset' else 'rerun the training command, which writes it'}"
+        )
+    if kind == "dataset" and not _declares_configs(folder / "README.md"):
+        raise InputError(
+            f"{folder}/README.md declares no configs (its YAML header has no configs: list): not the card `sureon "
+            "build` writes; rebuild the folder, or copy the whole build again"
+        )
+    secrets = [path for path in uploaded_files(folder) if _looks_secret(path)]
+    if secrets:
+        shown = ", ".join(secrets[:5]) + (f" and {len(secrets) - 5} more" if len(secrets) > 5 else "")
+        raise InputError(
+            f"{folder} holds {len(secrets)} file(s) named like credentials ({shown}): nothing was pushed; move them "
+            "out of the folder (or rename them if they hold no secret) and push again"
+        )
+    return kind
+
+
+def _declares_configs(card: Path) -> bool:
+    from huggingface_hub import metadata_load
+
+    try:
+        metadata = metadata_load(card) or {}
+    except Exception:  # noqa: BLE001 - any card whose YAML header cannot be read declares nothing
+        return False
+    return bool(metadata.get("configs"))
+
+
 def push_folder(
-    folder: str | Path, repo_id: str, private: bool = False, token: str | None = None, repo_type: str = "dataset"
+    folder: str | Path, repo_id: str, private: bool = False, token: str | None = None, repo_type: str | None = None
 ) -> str:
-    """Upload a folder with its README card as a dataset (or model) repo; the token comes from ``token``,
+    """Upload a build as a dataset repo, or a finished training run as a model repo (the type read from the folder,
+    :func:`pushed_kind`; ``repo_type`` given must agree); returns the commit's URL. The token comes from ``token``,
     ``HF_TOKEN`` or the login, is handed to ``huggingface_hub`` only, and is never printed or logged.
 
-    Everything a push needs is checked before anything is sent, each mistake one line: the folder is a build or a
-    training run (it has its README.md card), the repo id is one, the Hub is not switched off (``HF_HUB_OFFLINE``),
-    a token is there. A Hub that cannot be reached, or that refuses the token, is named with what to do.
+    Everything a push needs is checked before anything is sent, each mistake one line: the folder (what it is, that
+    sureon wrote it, no file named like a credential), the repo id, the Hub not switched off (``HF_HUB_OFFLINE``), a
+    token. Hidden files and the Trainer's ``checkpoint-*`` folders are never uploaded (:data:`NEVER_UPLOADED`). A
+    Hub that cannot be reached, or that refuses the token, is named with what to do.
     """
     from huggingface_hub import HfApi, constants, get_token
     from huggingface_hub.utils import HFValidationError, validate_repo_id
@@ -159,11 +304,7 @@ def push_folder(
         raise InputError(f"{folder}: no such folder to push (build or train it first)")
     if not folder.is_dir():
         raise InputError(f"{folder} is a file: push the folder a build or a training run wrote")
-    if not (folder / "README.md").is_file():
-        raise InputError(
-            f"{folder} has no README.md card: it is not a folder written by `sureon build` or a training run; "
-            "build or train it first"
-        )
+    repo_type = pushed_kind(folder, repo_type)
     try:
         validate_repo_id(repo_id)
     except HFValidationError as err:
@@ -183,7 +324,7 @@ def push_folder(
             repo_type=repo_type,
             folder_path=str(folder),
             commit_message=f"Upload {folder.name} with sureon-recipes",
-            ignore_patterns=[".*", "**/.*", "checkpoint-*/**"],
+            ignore_patterns=list(NEVER_UPLOADED),
         )
     except Exception as err:
         problem = _push_problem(err, repo_id, api.endpoint)
@@ -230,11 +371,20 @@ def looks_local(path: str | Path) -> bool:
 
 
 def check_build_path(path: str | Path, what: str = "dataset") -> None:
-    """Refuse a local-looking path that does not exist at once, before ``datasets`` retries it as a Hub id."""
-    if looks_local(path) and not Path(path).expanduser().exists():
+    """Refuse a local-looking path that does not exist at once, before ``datasets`` retries it as a Hub id, and a
+    local build whose folder name is too long for the cache file names ``datasets`` derives from it
+    (:func:`builders.outputs.check_build_name`, for the splits its parquet files hold), before loading it fails with
+    ``OSError: [Errno 36] File name too long``."""
+    from builders.outputs import LONGEST_SPLIT, check_build_name
+
+    folder = Path(path).expanduser()
+    if looks_local(path) and not folder.exists():
         raise FileNotFoundError(
             f"{what} {path}: no such folder (a local path, not a Hub id): check the path, or build it first"
         )
+    if folder.is_dir():
+        splits = sorted({shard.name.split("-")[0] for shard in folder.glob("*/*.parquet")})
+        check_build_name(folder, what, splits or (LONGEST_SPLIT,))
 
 
 def frames_are_files(features) -> bool:

@@ -407,3 +407,41 @@ def test_a_count_of_zero_is_refused_before_anything_is_read_or_written(bench, tm
     assert not out.exists()
     with pytest.raises(ValueError, match=f"{option} 0: give a positive number"):
         check_counts(**{option.removeprefix("--").replace("-", "_"): 0})
+
+
+def trained_on(model, folder, mixture: list[dict], **record) -> str:
+    """A copy of ``model`` with the training_complete.json recipes/sft.py would have written after training on
+    ``mixture`` (hand-written: no training needed)."""
+    shutil.copytree(model, folder)
+    entries = [{"format": "video_qa", "rows_used": 11} | source for source in mixture]
+    (folder / "training_complete.json").write_text(json.dumps({"name": None, "mixture": entries} | record))
+    return str(folder)
+
+
+def test_a_model_trained_on_the_benchmark_is_warned_about_recorded_and_marked_in_the_report(
+    evaluated, bench, tiny_vl, tmp_path, capsys
+):
+    """Before, `sureon eval` scored a model trained on the bench rows with no word, although its training record
+    says so; now the run warns before generating, summary.json records it and `sureon report` marks its rows."""
+    out, _ = evaluated
+    assert "contamination" not in json.loads((out / "summary.json").read_text())  # a model no recipe trained
+    model = trained_on(tiny_vl, tmp_path / "trained", [{"path": str(bench), "name": "bench", "split": "test"}])
+    run = tmp_path / "contaminated"
+    argv = ["eval", "sureon", "--model", model, "--dataset", str(bench), "--mode", "blind", "--limit", "2"]
+    assert cli_main([*argv, "--max-new-tokens", "2", "--model-name", "tiny-trained", "--out", str(run)]) == 0
+    printed = capsys.readouterr()
+    assert "warning: tiny-trained was trained on the rows it is scored on" in printed.err
+    assert "trained on the evaluated rows" in printed.out
+    (finding,) = json.loads((run / "summary.json").read_text())["contamination"]
+    assert finding["match"] == "same build, config and split" and finding["source"] == f"{bench}:bench:test"
+    assert (finding["trained_in"], finding["questions"], finding["shared_questions"]) == (model, 2, 2)
+
+    report = tmp_path / "report"
+    runs = [str(out / "predictions.jsonl"), str(run / "predictions.jsonl")]
+    assert cli_main(["report", "sureon", *runs, "--resamples", "50", "--no-paper", "--out", str(report)]) == 0
+    markdown = (report / "report.md").read_text()
+    assert "| tiny-trained (trained on the evaluated rows) | blind |" in markdown
+    assert "| tiny | visual |" in markdown and "| tiny (trained" not in markdown
+    assert "## Models trained on the evaluated rows" in markdown
+    models = {m["name"]: m for m in json.loads((report / "report.json").read_text())["models"]}
+    assert models["tiny-trained"]["contamination"] == [finding] and models["tiny"]["contamination"] == []

@@ -175,3 +175,39 @@ def test_records_of_one_benchmark_must_carry_one_label_set(tmp_path):
     bad = [phase("video41", 0, "Preparation", "Preparation") | {"labels": "Preparation"}]
     with pytest.raises(PredictionError, match=r"b\.jsonl:1: labels must be"):
         load_groups([str(write(tmp_path / "b.jsonl", bad))], {})
+
+
+def test_a_model_trained_on_a_benchmark_is_marked_on_that_benchmark_only(tmp_path):
+    """`sureon eval public` records which benchmark a model was trained on (summary.json, contamination, with the
+    benchmark, task and input mode its rows are reported under): the report marks those rows, no other."""
+    run = tmp_path / "ours"
+    run.mkdir()
+    predictions = write(run / "predictions.jsonl", rows())
+    finding = {
+        "dataset": "build/public",
+        "config": "bench-cholec80-phase-frame",
+        "split": "test",
+        "trained_in": "runs/ours",
+        "stage": None,
+        "source": "build/public:bench-cholec80-phase-frame:test",
+        "match": "same build, config and split",
+        "questions": 4,
+        "shared_questions": 4,
+        "reported_as": {"benchmark": "cholec80", "task": "phase", "input_mode": "frame"},
+    }
+    summary = {"model": "ours", "run_settings": {"model": "runs/ours", "backend": "transformers"}}
+    (run / "summary.json").write_text(json.dumps(summary | {"contamination": [finding]}))
+    other = write(tmp_path / "other.jsonl", [phase("video41", 0, "Preparation", "Preparation")])
+    out = tmp_path / "report"
+    assert cli(["report", "public", str(predictions), f"Baseline={other}", "--no-paper", "--out", str(out)]) == 0
+    markdown = (out / "report.md").read_text()
+    assert "| ours (trained on the evaluated rows) | cholec80 | phase | frame |" in markdown
+    assert "| ours | cholec80 | phase | clip |" in markdown and "| ours | endoscapes | frame |" in markdown
+    assert "| Baseline | cholec80 | phase | frame |" in markdown
+    table5 = markdown.split("(a) Macro-F1")[1].split("\n\n")[1]
+    assert "| ours (trained on the evaluated rows) | predictions |" in table5
+    assert "| ours (clip) | predictions |" in table5
+    assert "## Models trained on the evaluated rows" in markdown
+    data = json.loads((out / "report.json").read_text())
+    flagged = [(r["model"], r["benchmark"], r["input_mode"]) for r in data["results"] if r["contaminated"]]
+    assert flagged == [("ours", "cholec80", "frame")]

@@ -1,5 +1,5 @@
 """What every report shares: ``NAME=PATH`` arguments, number formats, markdown tables, the settings each run
-recorded (its preset), an atomic output folder."""
+recorded (its preset, and whether the model was trained on the rows it was scored on), an atomic output folder."""
 
 import json
 from collections.abc import Callable, Sequence
@@ -66,9 +66,36 @@ def write_report(
     return Path(out)
 
 
+TRAINED_ON_EVALUATED = "trained on the evaluated rows"  # how a report marks a model whose run found contamination
+
+
+def marked(name: str, contaminated: bool) -> str:
+    """A model's name as a table shows it: marked when it was trained on the rows it is scored on."""
+    return f"{name} ({TRAINED_ON_EVALUATED})" if contaminated else name
+
+
+def contamination_section(runs: dict[str, dict]) -> list[str]:
+    """The report's section listing every run's contamination findings (none: no section)."""
+    from recipes.evaluation.contamination import describe
+
+    lines = [
+        f"- {name}, {finding['config'] or 'default'}/{finding['split']}: {describe(finding)}"
+        for name, run in runs.items()
+        for finding in run.get("contamination") or []
+    ]
+    if not lines:
+        return []
+    intro = (
+        "The training record stored with these models' weights shows they were trained on rows they are scored on "
+        "(each run's summary.json, `contamination`): their scores there are not held out, and the tables mark them."
+    )
+    return [f"## Models {TRAINED_ON_EVALUATED}", intro, "\n".join(lines)]
+
+
 def load_run_settings(specs: list[str]) -> dict[str, dict]:
     """Per model name, the settings its run recorded (``run_settings`` of the ``summary.json`` beside its predictions
-    file: preset, paper row, model id, backend, request parameters...); files without one are left out."""
+    file: preset, paper row, model id, backend, request parameters...), and its ``contamination`` findings if it has
+    any; files without one are left out."""
     runs = {}
     for spec in specs:
         name, path = named_path(spec)
@@ -80,7 +107,10 @@ def load_run_settings(specs: list[str]) -> dict[str, dict]:
         except json.JSONDecodeError as err:
             raise InputError(f"{summary_path}: not valid JSON ({err.msg})") from None
         if isinstance(summary, dict) and isinstance(summary.get("run_settings"), dict):
-            runs[name or str(summary.get("model"))] = summary["run_settings"] | {"predictions": str(path)}
+            run = summary["run_settings"] | {"predictions": str(path)}
+            if summary.get("contamination"):
+                run["contamination"] = summary["contamination"]
+            runs[name or str(summary.get("model"))] = run
     return runs
 
 

@@ -274,6 +274,18 @@ def system_prompt_of(args) -> str | None:
     )
 
 
+def contamination_of(args, config: str | None, split: str, question_ids, id_field: str = "question_id") -> list[dict]:
+    """The sources the evaluated weights were trained on that are the rows being scored, warned about at once
+    (:mod:`recipes.evaluation.contamination`); none for an endpoint's model name, which has no weights to read."""
+    if args.backend == "openai":
+        return []
+    from recipes.evaluation.contamination import find_contamination, warn
+
+    findings = find_contamination(args.model, args.revision, str(args.dataset), config, split, question_ids, id_field)
+    warn(args.model_name or args.model, findings)
+    return findings
+
+
 COUNT_OPTIONS = {
     "limit": "leave --limit out to evaluate every question",
     "max_new_tokens": "an answer needs at least one generated token",

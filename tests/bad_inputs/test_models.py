@@ -7,6 +7,7 @@ the inputs are the session's tiny models and demo benchmark, copies of them cut 
 sample file, and, for an endpoint nothing listens at, a local port bound and closed again.
 """
 
+import json
 import shutil
 import socket
 import time
@@ -154,6 +155,89 @@ def push_without_token(i: Inputs) -> list[str]:
 def push_unreachable(i: Inputs) -> list[str]:
     offline_hub_off(i, token="hf_FAKETOKENFORTHISTEST0123456789")
     return ["push", str(bench(i)), "--repo-id", "my-org/sureon"]
+
+
+def adapter_folder(i: Inputs, name: str = "adapter") -> Path:
+    """What PeftModel.save_pretrained writes: adapter_config.json (naming its base) and the adapter's weights."""
+    folder = i.tmp / name
+    folder.mkdir(parents=True)
+    config = {"base_model_name_or_path": "Qwen/Qwen3-VL-8B-Instruct", "peft_type": "LORA", "r": 8}
+    (folder / "adapter_config.json").write_text(json.dumps(config))
+    (folder / "adapter_model.safetensors").write_bytes(b"\0" * 64)
+    return folder
+
+
+def lora_run_without_final_model(i: Inputs) -> str:
+    """A LoRA run's output_dir before it saved its final model: checkpoints holding adapters only."""
+    run = i.tmp / "lora-run"
+    for step in (1, 2):
+        adapter_folder(i, f"lora-run/checkpoint-{step}")
+    return str(run)
+
+
+def vision_model_without_processor(i: Inputs) -> str:
+    """A copy of the tiny Qwen3-VL with its weights but without processor_config.json (model.save_pretrained only)."""
+    folder = i.tmp / "vl-model"
+    shutil.copytree(i.fixture("tiny_qwen3_vl"), folder, ignore=shutil.ignore_patterns("processor_config.json"))
+    return str(folder)
+
+
+def finished_run(i: Inputs) -> Path:
+    """A finished training run's output_dir: the model, its card, training_complete.json, a checkpoint."""
+    folder = Path(model_without(i))  # nothing left out
+    (folder / "README.md").write_text("---\nlibrary_name: transformers\n---\n# a run\n")
+    (folder / "training_complete.json").write_text('{"mixture": []}')
+    (folder / "checkpoint-1").mkdir()
+    (folder / "checkpoint-1" / "optimizer.pt").write_bytes(b"state")
+    return folder
+
+
+def unfinished_run(i: Inputs) -> str:
+    """A run stopped before it finished: the Trainer's generic card and weights, no training_complete.json."""
+    folder = finished_run(i)
+    (folder / "training_complete.json").unlink()
+    (folder / "README.md").write_text("---\nlibrary_name: transformers\ntags: [trl, sft]\n---\n# Model Card\n")
+    return str(folder)
+
+
+def run_with_token_file(i: Inputs) -> Path:
+    folder = finished_run(i)
+    (folder / "hf_token").write_text("hf_NOTAREALTOKEN")
+    return folder
+
+
+def notes_folder(i: Inputs) -> Path:
+    """A folder of the user's own with a README.md (what the old check took for a build)."""
+    folder = i.tmp / "notes"
+    folder.mkdir()
+    (folder / "README.md").write_text("# my notes\n")
+    (folder / "data.csv").write_text("a,b\n")
+    return folder
+
+
+def build_with(i: Inputs, name: str, text: str = "x") -> str:
+    """A copy of the demo benchmark with one more file in it."""
+    build = bench(i)
+    (build / name).write_text(text)
+    return str(build)
+
+
+def build_without(i: Inputs, *names: str) -> str:
+    """A copy of the demo benchmark without the files named (a README lost, or `cp build/*` leaving hidden files)."""
+    build = bench(i)
+    for name in names:
+        (build / name).unlink()
+    return str(build)
+
+
+def surgiq_without_card(i: Inputs) -> str:
+    build = surgiq(i)
+    (build / "README.md").unlink()
+    return str(build)
+
+
+def push(folder_of, *extra: str):
+    return lambda i: ["push", str(folder_of(i)), "--repo-id", "my-org/name", *extra]
 
 
 NOT_JSONL = "this is not JSON\n"
@@ -559,7 +643,7 @@ CASES: list[BadInput] = [
         "push",
         "a folder that is not a build",
         lambda i: ["push", empty_folder(i), "--repo-id", "my-org/sureon"],
-        "has no README.md card",
+        "is no folder sureon wrote",
     ),
     BadInput(
         "push",
@@ -575,6 +659,171 @@ CASES: list[BadInput] = [
     ),
     BadInput("push", "no token (not logged in)", push_without_token, "no Hugging Face token to push with"),
     BadInput("push", "the Hub cannot be reached", push_unreachable, "cannot reach the Hub at http://127.0.0.1:"),
+    # ---- sureon push: what a folder is, who wrote it, what it holds -----------------------------------------------
+    BadInput(
+        "push",
+        "a finished training run as a dataset repo",
+        push(finished_run, "--repo-type", "dataset"),
+        "is a training run's folder (a model: config.json, training_complete.json or checkpoints), not a dataset",
+    ),
+    BadInput(
+        "push",
+        "a build as a model repo",
+        push(bench, "--repo-type", "model"),
+        "is a dataset build (no config.json or weights), not a model: push it as a dataset repo",
+    ),
+    BadInput(
+        "push",
+        "an unfinished training run (no training_complete.json)",
+        push(unfinished_run),
+        "has no training_complete.json: an unfinished training run",
+    ),
+    BadInput(
+        "push",
+        "a build holding a credentials file",
+        push(lambda i: build_with(i, "credentials.txt", "aws_secret_access_key=...")),
+        "holds 1 file(s) named like credentials (credentials.txt): nothing was pushed",
+    ),
+    BadInput(
+        "push",
+        "a training run holding a token file",
+        push(run_with_token_file),
+        "named like credentials (hf_token)",
+    ),
+    BadInput(
+        "push",
+        "a folder with a README.md that sureon did not write",
+        push(notes_folder),
+        "is no folder sureon wrote",
+    ),
+    BadInput(
+        "push",
+        "a build copied without its hidden marker (cp build/*)",
+        push(lambda i: build_without(i, ".sureon-output")),
+        "was not written by sureon (it has no .sureon-output file",
+    ),
+    BadInput(
+        "push",
+        "a build that lost its README.md",
+        push(lambda i: build_without(i, "README.md")),
+        "has no README.md card (the dataset card declaring its configs)",
+    ),
+    # ---- the model: a LoRA adapter, a run without its final model, a model without its processor ------------------
+    BadInput(
+        "eval sureon",
+        "--model a LoRA adapter folder",
+        eval_sureon(model_of=lambda i: str(adapter_folder(i))),
+        "a LoRA adapter (adapter_config.json, no model weights) of the base model Qwen/Qwen3-VL-8B-Instruct",
+    ),
+    BadInput(
+        "eval sureon",
+        "--model a LoRA run's folder whose checkpoints hold adapters",
+        eval_sureon(model_of=lora_run_without_final_model),
+        "its checkpoints (checkpoint-1, checkpoint-2) hold adapters, not models",
+    ),
+    BadInput(
+        "eval sureon",
+        "--model a vision-language model saved without its processor",
+        eval_sureon(model_of=vision_model_without_processor),
+        "a vision-language model (vision_config) but no processor files",
+    ),
+    BadInput(
+        "eval surgiq",
+        "--model a text-only model saved without its tokenizer",
+        eval_surgiq(model_of=lambda i: model_without(i, "tokenizer*")),
+        "a text-only model but no tokenizer files",
+    ),
+    BadInput(
+        "curate",
+        "--guesser model a LoRA adapter folder",
+        curate(guesser_of=lambda i: f"model={adapter_folder(i)},device=cpu"),
+        "merge_and_unload().save_pretrained(OUT)",
+    ),
+    # ---- the build: a Sureon build that lost its dataset card ------------------------------------------------------
+    BadInput(
+        "eval sureon",
+        "--dataset a build that lost its README.md",
+        eval_sureon(dataset=lambda i: build_without(i, "README.md")),
+        "has no README.md, the dataset card that declares the build's configs",
+    ),
+    BadInput(
+        "export lm-eval",
+        "--dataset a SurgiQ build that lost its README.md",
+        lambda i: ["export", "lm-eval", "--dataset", surgiq_without_card(i), "--out", str(i.out)],
+        "has no README.md, the dataset card",
+    ),
+    # ---- caches and files sureon did not write; guessers of one name ----------------------------------------------
+    BadInput(
+        "audit",
+        "--cache a parquet file of the --dataset build (it was cut at its last newline byte)",
+        lambda i: audit("--cache", str(next((bench(i) / "bench").glob("*.parquet"))))(i),
+        "lies inside the input --dataset",
+    ),
+    BadInput(
+        "audit",
+        "--cache a copy of a build's parquet file",
+        lambda i: audit(
+            "--cache", text_file(i, "shard.parquet", next((bench(i) / "bench").glob("*.parquet")).read_bytes())
+        )(i),
+        "is not a blind-scores cache sureon wrote",
+    ),
+    BadInput(
+        "curate",
+        "--cache the user's notes, their last line without a newline (it was deleted)",
+        lambda i: curate("--cache", text_file(i, "notes.txt", "my notes\nthe last line, no newline"))(i),
+        "notes.txt is not a blind-scores cache sureon wrote",
+    ),
+    BadInput(
+        "audit",
+        "--cache a folder (found only once the weights had loaded)",
+        lambda i: audit("--cache", empty_folder(i))(i),
+        "is a folder: give the path of a file",
+    ),
+    BadInput(
+        "curate",
+        "--cache a new file inside the --dataset build",
+        lambda i: curate("--cache", str(bench(i) / "scores.jsonl"))(i),
+        "lies inside the input --dataset",
+    ),
+    BadInput(
+        "audit",
+        "two --guesser of one name (both ran, one was kept)",
+        lambda i: audit("--guesser", guesser(i))(i),
+        "a second guesser named 'qwen3'",
+    ),
+    BadInput(
+        "curate",
+        "two --guesser given one name=",
+        lambda i: curate("--guesser", f"{guesser(i)},name=g", guesser_of=lambda j: f"{guesser(j)},name=g")(i),
+        "a second guesser named 'g'",
+    ),
+    BadInput(
+        "curate",
+        "--held-out-guesser of the --harden-guesser's name",
+        lambda i: curate("--harden-guesser", guesser(i), "--held-out-guesser", guesser(i))(i),
+        "a second guesser named 'qwen3' (the first: --harden-guesser model=",
+    ),
+    BadInput(
+        "export sft",
+        "--out a file of the user's, with --overwrite (it was replaced)",
+        lambda i: (
+            ["export", "sft", "--format", "swift", "--dataset", str(bench(i))]
+            + ["--out", text_file(i, "notes.jsonl", '{"mine": true}\n'), "--overwrite"]
+        ),
+        "is a file sureon did not write",
+    ),
+    BadInput(
+        "export sft",
+        "--out a folder",
+        lambda i: ["export", "sft", "--format", "swift", "--dataset", str(bench(i)), "--out", empty_folder(i)],
+        "is a folder: give the path of a file",
+    ),
+    BadInput(
+        "eval surgiq",
+        "--dataset a build whose folder name is too long for datasets' cache files",
+        eval_surgiq(dataset=lambda i: surgiq(i).rename(i.tmp / ("s" * 230))),
+        "a folder name of 230 bytes is too long for `datasets`",
+    ),
 ]
 
 

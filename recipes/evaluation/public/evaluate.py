@@ -26,7 +26,9 @@ order: the same bytes a one-process run writes. ``predictions.jsonl`` is what ``
 
 ``--preset NAME`` runs a model with its Table 3 settings (``recipes/evaluation/presets.py``; explicit flags win);
 an endpoint's separate reasoning field is kept as ``reasoning`` beside ``raw_output``, never parsed. summary.json
-records the run's settings and the endpoint's token usage.
+records the run's settings and the endpoint's token usage, and ``contamination`` when the training record stored with
+the weights shows they were trained on a benchmark's rows (:mod:`recipes.evaluation.contamination`; warned about
+before anything is generated).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from recipes.evaluation.runner import (
     backend_from_args,
     check_counts,
     check_sources,
+    contamination_of,
     resolve_settings,
     run_settings,
     system_prompt_of,
@@ -220,7 +223,7 @@ PUBLIC_BUILD = "the public benchmarks are the bench-* configs of a public build 
 def check_benchmarks(dataset: Path, names: list[str], option: str = "--dataset") -> None:
     """Every ``--benchmark`` is a ``bench-*`` config of the build, checked on its card before anything loads; the
     message names the benchmarks the build has."""
-    from datasets import get_dataset_config_names
+    from recipes.evaluation.inputs import build_configs
 
     for name in names:
         if not name.startswith("bench-"):
@@ -228,7 +231,7 @@ def check_benchmarks(dataset: Path, names: list[str], option: str = "--dataset")
     check_build_path(dataset, option)
     if not Path(dataset).expanduser().is_dir():
         return  # a Hub id: load_benchmark reports what it lacks
-    configs = get_dataset_config_names(str(dataset))
+    configs = build_configs(dataset, option)
     missing = [name for name in names if name not in configs]
     if missing:
         benchmarks = [config for config in configs if config.startswith("bench-")]
@@ -278,6 +281,18 @@ def generate_shard(
     return outputs
 
 
+def benchmark_contamination(args, benchmarks: dict) -> list[dict]:
+    """The findings of :func:`recipes.evaluation.runner.contamination_of` over every benchmark, each naming the
+    benchmark, task and input mode its rows are reported under (what ``sureon report public`` marks)."""
+    findings = []
+    for name, rows in benchmarks.items():
+        found = contamination_of(args, name, "test", rows["question_id"])
+        if found and len(rows):
+            group = rows.select_columns(["benchmark", "task", "input_mode"])[0]
+            findings += [finding | {"reported_as": group} for finding in found]
+    return findings
+
+
 def run(args) -> int:
     resolve_settings(args)
     check_counts(limit=args.limit, max_new_tokens=args.max_new_tokens)
@@ -290,6 +305,7 @@ def run(args) -> int:
 
         args.device = f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu"
     benchmarks = {name: load_benchmark(args.dataset, name, args.limit) for name in args.benchmarks}
+    contamination = [] if rank != 0 else benchmark_contamination(args, benchmarks)
     max_frames = max((len(r) for rows in benchmarks.values() for r in rows["frame_indices"]), default=1)
     backend = backend_from_args(args, max_frames)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -326,6 +342,8 @@ def run(args) -> int:
         timings.append(written["timing"])
     lines, summary = [], {"model": model, "dataset": str(args.dataset), "backend": backend.name, "benchmarks": {}}
     summary["run_settings"] = run_settings(args)  # the public benchmarks have no 8-frame protocol
+    if contamination:
+        summary["contamination"] = contamination  # trained on the rows scored: `sureon report public` marks them
     for name, rows in benchmarks.items():
         records = [
             prediction_record(

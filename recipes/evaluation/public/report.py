@@ -51,7 +51,16 @@ from builders.arguments import key_value
 from builders.errors import InputError
 from recipes.evaluation.prediction_tables import is_prediction_table, records_of
 from recipes.evaluation.public.metrics import cvs_accuracy, map50, parse_yes_no, read_video_list, video_averaged_scores
-from recipes.evaluation.reporting import load_run_settings, markdown_table, named_path, pct, runs_table, write_report
+from recipes.evaluation.reporting import (
+    contamination_section,
+    load_run_settings,
+    markdown_table,
+    marked,
+    named_path,
+    pct,
+    runs_table,
+    write_report,
+)
 from recipes.evaluation.sureon.metrics import PredictionError, read_jsonl
 
 
@@ -239,6 +248,7 @@ def table5(results: list[dict], paper: dict | None) -> dict:
         results, key=lambda r: (r["model"], r["benchmark"], r["task"], INPUT_MODES.index(r["input_mode"]))
     )
     scored = {(r["model"], r["benchmark"], r["task"], r["input_mode"]): r["metrics"] for r in ordered if r["metrics"]}
+    flagged = {(r["model"], r["benchmark"], r["task"], r["input_mode"]) for r in results if r.get("contaminated")}
     runs = sorted(
         {(model, mode) for model, _, task, mode in scored if task in RECOGNITION or task == CVS},
         key=lambda run: (run[0], INPUT_MODES.index(run[1])),
@@ -250,9 +260,12 @@ def table5(results: list[dict], paper: dict | None) -> dict:
             for column, (benchmark, task) in TABLE5_COLUMNS.items()
         }
         if any(v is not None for v in cells.values()):
-            part_a.append({"model": model, "input_mode": mode, "from": "predictions", **cells})
+            contaminated = any((model, *column, mode) in flagged for column in TABLE5_COLUMNS.values())
+            part_a.append({"model": model, "input_mode": mode, "from": "predictions", "contaminated": contaminated})
+            part_a[-1] |= cells
     part_b = [
         {"model": model, "input_mode": mode, "from": "predictions"}
+        | {"contaminated": (model, benchmark, task, mode) in flagged}
         | {k: m[k] for k in ("accuracy", "precision", "recall", "f1")}
         | {f"challenge_{k}": m["challenge"][k] for k in CHALLENGE_METRICS}
         for (model, benchmark, task, mode), m in scored.items()
@@ -260,6 +273,7 @@ def table5(results: list[dict], paper: dict | None) -> dict:
     ]
     part_c = [
         {"model": model, "input_mode": mode, "from": "predictions"}
+        | {"contaminated": (model, benchmark, task, mode) in flagged}
         | {c: m["per_criterion"].get(c) for c in ("C1", "C2", "C3")}
         | {"mean": m["macro"]}
         for (model, benchmark, task, mode), m in scored.items()
@@ -267,6 +281,7 @@ def table5(results: list[dict], paper: dict | None) -> dict:
     ]
     localisation = [
         {"model": model, "benchmark": benchmark, "input_mode": mode, "map50": m["map50"], "images": m["images"]}
+        | {"contaminated": (model, benchmark, task, mode) in flagged}
         for (model, benchmark, task, mode), m in scored.items()
         if task == LOCALISATION
     ]
@@ -281,7 +296,8 @@ def _cell(value: float | None, origin: str) -> str:
 
 
 def _run_name(row: dict) -> str:
-    return row["model"] + (" (clip)" if row["input_mode"] == "clip" else "")
+    """A Table 5 row's method: the model, its input mode, and the mark of a model trained on the rows scored."""
+    return marked(row["model"] + (" (clip)" if row["input_mode"] == "clip" else ""), bool(row.get("contaminated")))
 
 
 def render_table5(tables: dict) -> list[str]:
@@ -324,6 +340,14 @@ def build_report(
     runs: dict[str, dict] | None = None,
 ) -> dict:
     results = []
+    # the (model, benchmark, task, input mode) groups whose run found the model trained on their rows
+    contaminated = {
+        (name, str(found["benchmark"]).lower(), found["task"], found["input_mode"])
+        for name, run in (runs or {}).items()
+        for finding in run.get("contamination") or []
+        for found in [finding.get("reported_as") or {}]
+        if {"benchmark", "task", "input_mode"} <= set(found)
+    }
     for (model, benchmark, task, mode), group in sorted(groups.items()):
         entry = {
             "model": model,
@@ -333,6 +357,7 @@ def build_report(
             "records": len(group.rows) + group.excluded_rows,
             "excluded_records": group.excluded_rows,
             "excluded_videos": sorted(group.excluded_videos),
+            "contaminated": (model, benchmark, task, mode) in contaminated,
         }
         entry["metrics"] = score_group(task, group.rows) if group.rows else None
         results.append(entry)
@@ -349,7 +374,7 @@ def render_markdown(data: dict) -> str:
     recognition, challenge, cvs, localisation, empty = [], [], [], [], []
     for r in data["results"]:
         m = r["metrics"]
-        head = [r["model"], r["benchmark"], r["task"], r["input_mode"]]
+        head = [marked(r["model"], r["contaminated"]), r["benchmark"], r["task"], r["input_mode"]]
         if m is None:
             empty.append(head + [str(r["records"])])
         elif r["task"] in RECOGNITION:
@@ -411,6 +436,7 @@ def render_markdown(data: dict) -> str:
             for r in excluded
         ]
         parts += ["## Excluded videos", "\n".join(lines)]
+    parts += contamination_section(data.get("runs") or {})
     if data.get("runs"):
         parts += ["## Runs (from each run's summary.json)", runs_table(data["runs"])]
     if empty:

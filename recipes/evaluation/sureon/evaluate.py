@@ -26,7 +26,9 @@ overrides the preset. An endpoint's separate reasoning field (``reasoning_conten
 Writes to ``--out``: ``predictions.jsonl`` (one line per question and mode: question_id, model, mode, category,
 answer_format, num_options, raw_output, reasoning, parsed, answer, correct, scored_by), ``summary.json`` (μ over the
 accuracy-scored items, per category, SM apart, multimodal gain, unparseable ids, counts, the run's settings and
-preset, LLM usage per stage and token usage per model), and the caches
+preset, LLM usage per stage and token usage per model; ``contamination`` when the training record stored with the
+weights shows they were trained on the rows scored, :mod:`recipes.evaluation.contamination`, which is also printed
+as a warning before anything is generated), and the caches
 that make a rerun resume: ``generations.jsonl`` (per model, question and mode) and ``llm_cache.sqlite`` (endpoint and
 judge calls). The statistical report (CIs, McNemar, tables) is ``sureon report sureon``.
 """
@@ -60,6 +62,7 @@ from recipes.evaluation.runner import (
     backend_from_args,
     check_counts,
     check_sources,
+    contamination_of,
     resolve_settings,
     run_settings,
     system_prompt_of,
@@ -305,6 +308,7 @@ def run(args) -> int:
     model_name = args.model_name or args.model
     dataset = load_benchmark(args)
     check_frames(dataset, modes, f"{args.dataset} ({args.config}/{args.split})")
+    contamination = contamination_of(args, args.config, args.split, dataset["question_id"])
     max_frames = (
         max(map(len, dataset["frame_timestamps"]), default=0) if "frame_timestamps" in dataset.column_names else 0
     )
@@ -331,6 +335,8 @@ def run(args) -> int:
     trained = trained_frames(args)
     if trained is not None:
         summary["run_settings"]["frames"]["trained_max_frames"] = trained
+    if contamination:
+        summary["contamination"] = contamination  # trained on the rows scored: `sureon report` marks the model
     summary |= summarize(predictions, modes)
     summary["generation"] = {"generated": stats.generated, "cached": stats.cached}
     usage = {}
@@ -380,6 +386,8 @@ def render_summary(summary: dict) -> str:
         lines.append(f"  MG     {summary['multimodal_gain']['mu']}")
     generation = summary["generation"]
     lines.append(f"  generations: {generation['generated']} new, {generation['cached']} from the cache")
+    if summary.get("contamination"):
+        lines.append("  trained on the evaluated rows: these scores are not held out (summary.json: contamination)")
     return "\n".join(lines)
 
 

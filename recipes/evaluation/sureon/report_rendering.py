@@ -10,7 +10,16 @@ from pathlib import Path
 
 from builders.plots import pyplot, save_figure
 from builders.sureon.categories import BY_CODE
-from recipes.evaluation.reporting import interval, markdown_table, pct, pvalue, runs_table, signed
+from recipes.evaluation.reporting import (
+    contamination_section,
+    interval,
+    markdown_table,
+    marked,
+    pct,
+    pvalue,
+    runs_table,
+    signed,
+)
 from recipes.evaluation.sureon.metrics import GROUPS, MODES, OVERALL, PERCEPTION, REASONING, subset_order
 from recipes.evaluation.sureon.report_statistics import HUMAN
 
@@ -30,9 +39,14 @@ def _mu(mode: dict | None) -> str:
     return f"{found['accuracy']:.1f} ±{half:.1f}"
 
 
+def _name(model: dict) -> str:
+    """The model's name in the tables, marked when its run found it trained on the rows scored."""
+    return marked(model["name"], bool(model.get("contamination")))
+
+
 def _our_rows(model: dict, columns: list[str], judged: list[str]) -> list[list[str]]:
     """One model's visual / blind / MG rows (label on the first)."""
-    rows, label = [], model["name"]
+    rows, label = [], _name(model)
     for mode in MODES:
         found = model["modes"].get(mode)
         if found is None:
@@ -133,7 +147,7 @@ def ci_tables(data: dict, mode: str) -> str:
     for model in ranked:
         e = model["modes"][mode]["estimates"][OVERALL]
         overall_rows.append(
-            [model["name"], str(e["n"]), pct(e["accuracy"]), interval(e["bootstrap_ci"]), interval(e["wilson_ci"])]
+            [_name(model), str(e["n"]), pct(e["accuracy"]), interval(e["bootstrap_ci"]), interval(e["wilson_ci"])]
         )
     parts = [
         f"### Overall accuracy ({mode}; Table 14 style)",
@@ -141,7 +155,7 @@ def ci_tables(data: dict, mode: str) -> str:
     ]
     groups = [g for g in (PERCEPTION, REASONING) if g in items]
     if groups:
-        rows = [[m["name"]] + [_with_ci(m["modes"][mode]["estimates"].get(g)) for g in groups] for m in ranked]
+        rows = [[_name(m)] + [_with_ci(m["modes"][mode]["estimates"].get(g)) for g in groups] for m in ranked]
         header = ["Model"] + [f"{g.capitalize()} (n={items[g]})" for g in groups]
         parts += [f"### Perception and reasoning ({mode}; Table 15 style)", markdown_table(header, rows)]
     by_group = {
@@ -153,7 +167,7 @@ def ci_tables(data: dict, mode: str) -> str:
     for title, columns in by_group.items():
         if not columns:
             continue
-        rows = [[m["name"]] + [_with_ci(m["modes"][mode]["estimates"].get(c)) for c in columns] for m in ranked]
+        rows = [[_name(m)] + [_with_ci(m["modes"][mode]["estimates"].get(c)) for c in columns] for m in ranked]
         header = ["Model"] + [f"{c} (n={items[c]})" for c in columns]
         parts += [f"### {title} ({mode}{styles.get(title, '')})", markdown_table(header, rows)]
     return "\n\n".join(parts)
@@ -245,6 +259,7 @@ def render_markdown(data: dict) -> str:
             pairwise_table(data),
         ]
     parts += ["## Unparseable answers", unparsed_table(data)]
+    parts += contamination_section(data.get("runs") or {})
     if data.get("runs"):
         parts += ["## Runs (from each run's summary.json)", runs_table(data["runs"])]
     return "\n\n".join(parts) + "\n"
@@ -259,7 +274,7 @@ def headline(data: dict) -> str:
         parts = [f"{mode} {overall[mode]:.1f} %" for mode in ("visual", "blind") if mode in overall]
         gain = (model.get("multimodal_gain") or {}).get("overall")
         parts += [f"MG {gain:+.1f} points"] if gain is not None else []
-        lines.append(f"{model['name']}: " + ", ".join(parts))
+        lines.append(f"{_name(model)}: " + ", ".join(parts))
     chance = data.get("random", {}).get("overall")
     if chance is not None:
         lines.append(f"chance: {chance:.1f} %")

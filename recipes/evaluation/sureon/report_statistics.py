@@ -114,6 +114,8 @@ def build_report(
                     for mode, m in r.modes.items()
                 },
                 "multimodal_gain": r.gain,
+                # what its run's summary.json found: trained on the rows scored (the tables mark the model)
+                "contamination": ((runs or {}).get(r.name) or {}).get("contamination") or [],
             }
             for r in results
         ],

@@ -16,7 +16,9 @@ demonstrations; the pool is then excluded from scoring (zero-shot scores every q
 
 Scores are appended to ``OUT/scores_cache.jsonl`` after every batch, so a killed run resumes where it stopped and a
 rerun pays nothing. Outputs (written atomically): ``predictions.jsonl`` (one line per question id), ``report.json``,
-``report.md`` and ``reliability.png``.
+``report.md`` and ``reliability.png``. A model whose training record shows it was trained on the questions scored is
+warned about before it loads, and ``report.json`` / ``report.md`` say so (``contamination``,
+:mod:`recipes.evaluation.contamination`).
 """
 
 import argparse
@@ -149,6 +151,8 @@ def _pct(value: float) -> str:
 
 
 def report_markdown(report: dict) -> str:
+    from recipes.evaluation.contamination import describe
+
     cal = report["calibration"]
     lines = [
         f"# SurgiQ evaluation: {report['model']}",
@@ -158,6 +162,11 @@ def report_markdown(report: dict) -> str:
         + (f" (few-shot pool excluded: {', '.join(report['excluded_from_scoring'])})" if report["shots"] else "")
         + ".",
         "",
+        *(
+            ["**Trained on the evaluated questions**: " + "; ".join(map(describe, report["contamination"])) + ".", ""]
+            if report.get("contamination")
+            else []
+        ),
         "| metric | value |",
         "| --- | --- |",
         f"| accuracy (%) | {_pct(report['accuracy'])} |",
@@ -195,6 +204,7 @@ def evaluate(opts: EvalOptions) -> EvalResult:
     """Load the model and dataset, score every question (resuming from the cache), write the outputs."""
     import torch
 
+    from recipes.evaluation.contamination import find_contamination, warn
     from recipes.evaluation.inputs import check_model_path
     from recipes.training.modeling import load_model, load_processor, resolve_system_prompt, tokenizer_of
 
@@ -210,6 +220,10 @@ def evaluate(opts: EvalOptions) -> EvalResult:
     scored = [r for r in records if r["id"] not in pool_ids][: opts.limit]
     if not scored:
         raise InputError(f"{opts.dataset} ({opts.config}/{opts.split}) has no question left to score")
+    contamination = find_contamination(
+        opts.model, opts.revision, str(opts.dataset), opts.config, opts.split, [r["id"] for r in scored], "id"
+    )
+    warn(opts.model, contamination, "report.json")
 
     processor = load_processor(opts.model, revision=opts.revision, padding_side="left")
     tokenizer = tokenizer_of(processor)
@@ -250,6 +264,8 @@ def evaluate(opts: EvalOptions) -> EvalResult:
         "dtype": str(model.dtype),
         **summarize(predictions, opts.n_bins),
     }
+    if contamination:
+        report["contamination"] = contamination  # trained on the questions scored
     write_outputs(opts.out, predictions, report)
     return EvalResult(opts.out, report, batches_run, cached_before)
 
