@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 SFT_RECIPE = REPO / "recipes" / "qwen3-vl-8b" / "sft" / "config_sureon_vlm.yaml"
 GRPO_RECIPE = REPO / "recipes" / "qwen3-vl-8b" / "grpo" / "config_sureon_grpo.yaml"
 TWO_STAGE = REPO / "recipes" / "qwen3-vl-8b" / "sft" / "config_two_stage.yaml"
+SURGIQ_SAMPLE = REPO / "sample_data" / "surgiq" / "surgiq_sample.jsonl"
 
 
 # ---- sureon plan ----------------------------------------------------------------------------------------------------
@@ -63,6 +64,14 @@ def _source(**values):
 
 def _plan(*extra: str):
     return lambda inputs: ["plan", "--config", str(SFT_RECIPE), *extra]
+
+
+def _plan_of_a_build(inputs: Inputs) -> list[str]:
+    """`sureon plan` of a recipe whose data is a build in the case's folder (SurgiQ's sample, built)."""
+    from builders.surgiq.build import BuildOptions, build_surgiq
+
+    build = build_surgiq(BuildOptions(sources=[SURGIQ_SAMPLE], out=inputs.tmp / "build", configs=["default"])).out
+    return _recipe(_source(path=str(build)))(inputs)
 
 
 PLAN = [
@@ -170,7 +179,25 @@ PLAN = [
         "plan",
         "--json is the recipe itself",
         lambda i: ["plan", "--config", str(_recipe(_set())(i)[2]), "--json", str(i.tmp / "recipe.yaml")],
-        "is the recipe itself",
+        "recipe.yaml is the input --config",
+    ),
+    BadInput(
+        "plan",
+        "--json the README.md of the build the recipe trains on (the card was overwritten)",
+        lambda i: _plan_of_a_build(i) + ["--json", str(i.tmp / "build" / "README.md")],
+        "README.md lies inside the input train dataset_mixture[0] of",
+    ),
+    BadInput(
+        "plan",
+        "--json a file of the user's",
+        lambda i: _plan("--json", str(_write("notes.json", b'{"mine": true}\n')(i)))(i),
+        "notes.json is a file sureon did not write",
+    ),
+    BadInput(
+        "plan",
+        "--json a folder",
+        lambda i: _plan("--json", str(i.tmp))(i),
+        "is a folder: give the path of a file",
     ),
     BadInput(
         "plan",
@@ -178,6 +205,25 @@ PLAN = [
         lambda i: ["plan", "--config", str(SFT_RECIPE), "--processor", str(i.tmp / "nope")],
         "--processor",
     ),
+    BadInput(
+        "plan",
+        "global_batch_size beside gradient_accumulation_steps",
+        _recipe(_set(gradient_accumulation_steps=4)),
+        "global_batch_size and gradient_accumulation_steps both set the accumulation",
+    ),
+    BadInput(
+        "plan",
+        "a stage's accumulation beside the recipe's global batch",
+        _recipe(_stage(1, gradient_accumulation_steps=2), base=TWO_STAGE),
+        "both set the accumulation",
+    ),
+    BadInput(
+        "plan",
+        "--num-gpus that cannot split the global batch",
+        lambda i: _plan("--num-gpus", "3", "--synthetic-frames", "768x432")(i),
+        "global_batch_size 64 is not a multiple of per_device_train_batch_size 4 × 3 rank(s)",
+    ),
+    BadInput("plan", "global_batch_size: 0", _recipe(_set(global_batch_size=0)), "global_batch_size: 0 is not"),
 ]
 
 
@@ -321,6 +367,12 @@ BUILD_SURGIQ = [
         "surgiq.jsonl line 3, column 25: not valid JSON",
     ),
     BadInput("build surgiq", "an empty source file", _build(_write("surgiq.jsonl", b"")), "holds no questions"),
+    BadInput(
+        "build surgiq",
+        "--out a folder name too long for datasets' cache files (built, then unloadable)",
+        lambda i: _build(_write("surgiq.jsonl", _rows()))(i)[:-1] + [str(i.tmp / ("s" * 230))],
+        "a folder name of 230 bytes is too long for `datasets`",
+    ),
     BadInput(
         "build surgiq",
         "a CSV source with a header only",

@@ -6,6 +6,13 @@ from pathlib import Path
 
 from builders.arguments import float_range, int_range, positive_float, positive_int
 from builders.errors import InputError
+from recipes.training.launch import (
+    DEFAULT_GPUS,
+    DEFAULT_PER_DEVICE_BATCH,
+    accumulation_for,
+    hardware_gpus,
+    launch_line,
+)
 from recipes.training.plan.comparison import compare
 from recipes.training.plan.flops import matmul_parameters, training_flops
 from recipes.training.plan.grpo import grpo_plan
@@ -44,11 +51,17 @@ from recipes.training.plan.tokens import (
     plan_processor,
     token_table,
 )
+from recipes.training.recipe_file import GRPO, SCRIPTS, SFT
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--config", required=True, type=Path, help="a training recipe (recipes/<model>/sft/*.yaml)")
-    parser.add_argument("--num-gpus", type=positive_int, default=4, help="GPUs the run shards over (default 4)")
+    parser.add_argument(
+        "--num-gpus",
+        type=positive_int,
+        help=f"GPUs the run shards over (default: the recipe's hardware, else {DEFAULT_GPUS}); the accumulation that "
+        "makes a recipe's global_batch_size and the launch line follow from it",
+    )
     parser.add_argument(
         "--gpu-memory", type=positive_float, default=141, help="memory per GPU in GB (default 141, H200)"
     )
@@ -103,10 +116,8 @@ def run(args) -> int:
             f"--processor {args.processor}: no such folder; give a local processor folder (tokenizer_config.json ...) "
             "or leave it out to count with the recipe's"
         )
-    if args.json is not None and args.json.is_dir():
-        raise InputError(f"--json {args.json} is a folder; give a file name, e.g. {args.json / 'plan.json'}")
-    if args.json is not None and args.json.resolve() == Path(args.config).resolve():
-        raise InputError(f"--json {args.json} is the recipe itself: the plan would replace it; name another file")
+    if args.json is not None:
+        check_json_output(args.json, args.config)
     plans = plan_recipe(
         args.config,
         num_gpus=args.num_gpus,
@@ -123,11 +134,33 @@ def run(args) -> int:
     )
     print(render(plans))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        temporary = args.json.with_suffix(args.json.suffix + ".tmp")
-        temporary.write_text(json.dumps(plans, indent=1, default=str))
-        temporary.replace(args.json)
+        from builders.outputs import write_owned_file
+
+        write_owned_file(
+            args.json, json.dumps(plans, indent=1, default=str), kind=PLAN_JSON, overwrite=True, option="--json"
+        )
     return 0
+
+
+PLAN_JSON = "sureon plan --json"  # the kind of file --json writes: it replaces only a plan sureon wrote there
+
+
+def check_json_output(path: Path, recipe_path: Path) -> None:
+    """Refuse, before planning, a ``--json`` that would cost an input: a path at, inside or around the data or model
+    the recipe names (the recipe itself, like every path on the command line, is checked by ``sureon`` before the
+    command starts), or a file sureon did not write (a plan it wrote is replaced)."""
+    from builders.outputs import check_file_replaceable, check_output_location
+
+    recipe = read_recipe(recipe_path)
+    named = {"model_name_or_path": recipe.get("model_name_or_path")}
+    for stage in recipe_stages(recipe):
+        for number, entry in enumerate(stage["mixture"]):
+            named[f"{stage['name']} dataset_mixture[{number}]"] = (
+                entry.get("path") if isinstance(entry, dict) else entry
+            )
+    # what does not exist here (a Hub id, data not built yet) is passed over
+    check_output_location(path, {f"{key} of {recipe_path}": value for key, value in named.items() if value}, "--json")
+    check_file_replaceable(path, kind=PLAN_JSON, overwrite=True, option="--json")
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -152,7 +185,7 @@ def frame_size(text: str) -> tuple[int, int]:
 def plan_recipe(
     recipe_path: Path,
     *,
-    num_gpus: int = 4,
+    num_gpus: int | None = None,
     gpu_memory_gb: float = 141,
     samples: int = 256,
     processor_path: str | None = None,
@@ -168,9 +201,11 @@ def plan_recipe(
     SFT stage's figures beside one measured step (:mod:`recipes.training.plan.measure`)."""
     from recipes.training.architectures import local_config
 
+    recipe = read_recipe(recipe_path)
+    if num_gpus is None:  # the recipe's hardware (4× H200 ...), else the shipped recipes' count
+        num_gpus = hardware_gpus(recipe.get("hardware")) or DEFAULT_GPUS
     if num_gpus < 1:
         raise InputError("--num-gpus must be at least 1")
-    recipe = read_recipe(recipe_path)
     if not synthetic_frames:
         check_data_paths(recipe_path, recipe)
     model_name, model_note = planned_model(Path(recipe_path), recipe["model_name_or_path"])
@@ -179,8 +214,12 @@ def plan_recipe(
     largest_layer = largest_layer_parameters(model)
     largest_block, root_unit = block_parameters(model)
     matmuls = matmul_parameters(model)
+    stages = recipe_stages(recipe)
+    script = SCRIPTS[GRPO if any(is_grpo(stage["settings"]) for stage in stages) else SFT]
+    lora_run = lora_settings(stages[0]["settings"]) is not None
+    launch = launch_line(recipe_path, script=script, num_gpus=num_gpus, lora=lora_run)
     plans = []
-    for stage in recipe_stages(recipe):
+    for stage in stages:
         settings = stage["settings"]
         frozen, lora = frozen_groups(settings), lora_settings(settings)
         processor, note = plan_processor(model_name, processor_path, settings)
@@ -196,7 +235,20 @@ def plan_recipe(
         parameters = parameter_counts(model, frozen, lora)
         trainable = sum(group["trainable"] for group in parameters.values())
         frozen_count = sum(group["frozen"] for group in parameters.values())
-        batch = int(settings.get("per_device_train_batch_size", 8))
+        batch = int(settings.get("per_device_train_batch_size", DEFAULT_PER_DEVICE_BATCH))
+        # the accumulation the launch derives from the global batch on the planned GPUs (recipes.training.launch)
+        where = f"training recipe {recipe_path}, stage {stage['name']!r}, on {num_gpus} GPU(s) (--num-gpus)"
+        steps = accumulation_for(settings, num_gpus, where=where) or int(
+            settings.get("gradient_accumulation_steps", 1)
+        )
+        # A row longer than the recipe's max_length is refused by the collator (one masked token trains in its place):
+        # it is counted, and the memory is planned on the rows that train.
+        bound = max_length_plan(
+            settings, counts, grpo_stage, where=f"training recipe {recipe_path}, stage {stage['name']!r}"
+        )
+        measured = counts
+        if bound is not None:
+            counts = [row for row in counts if row["tokens"] <= bound["value"]]
         # The batch is padded to its longest row: plan on p99 rows (the longest one is shown too).
         by_tokens = sorted(counts, key=lambda c: c["tokens"])
         typical = by_tokens[min(len(by_tokens) - 1, int(0.99 * len(by_tokens)))]
@@ -247,7 +299,7 @@ def plan_recipe(
         if grpo_stage:
             grpo = grpo_plan(
                 config,
-                settings,
+                {**settings, "gradient_accumulation_steps": steps},  # its generation batch follows the accumulation
                 memory,
                 prompt_row=typical,
                 total_parameters=trainable + frozen_count,
@@ -290,12 +342,16 @@ def plan_recipe(
                 "num_gpus": num_gpus,
                 "gpu_memory_gb": gpu_memory_gb,
                 "per_device_batch": batch,
+                "global_batch": batch * num_gpus * steps,
+                "gradient_accumulation_steps": steps,
+                "launch": launch,
+                "max_length": bound,
                 "checkpointing": checkpointing,
                 "frozen": sorted(frozen),
                 "lora": lora,
                 "processor_note": note,
                 "synthetic_frames": synthetic_frames,
-                "tokens": token_table(counts),
+                "tokens": token_table(measured),
                 "parameters": parameters,
                 "largest_layer": largest_layer,
                 "memory": memory,
@@ -315,6 +371,24 @@ def plan_recipe(
             }
         )
     return plans
+
+
+def max_length_plan(settings: dict, counts: list[dict], grpo_stage: bool, *, where: str) -> dict | None:
+    """``{value, rows_over, rows_measured, share}`` of an SFT stage whose recipe sets ``max_length`` (None otherwise):
+    the measured rows the collator would refuse (``recipes.training.collator``: never cut); a bound that refuses every
+    measured row is a one-line error, since the run would train on nothing."""
+    value = settings.get("max_length")
+    if value is None or grpo_stage:
+        return None
+    over = sum(1 for row in counts if row["tokens"] > value)
+    if over == len(counts):
+        shortest = min(row["tokens"] for row in counts)
+        raise InputError(
+            f"{where}: max_length {value} refuses every one of the {len(counts)} rows measured (the shortest has "
+            f"{shortest} tokens): the run would train on nothing; raise max_length, or lower max_frames / the pixel "
+            "caps"
+        )
+    return {"value": value, "rows_over": over, "rows_measured": len(counts), "share": over / len(counts)}
 
 
 def micro_batch_activations(

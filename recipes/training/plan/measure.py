@@ -104,7 +104,8 @@ def stage_arguments(recipe_values: dict, *, model_dir: Path, mixture: list[dict]
     model folder, the rows, the CPU, one step of ``batch`` rows, no logging, saving or pushing."""
     from recipes.training.sft_stages import sft_parser
 
-    values = {key: value for key, value in recipe_values.items() if key != "stages"}
+    # one step of `batch` rows: the recipe's global batch (its accumulation) is not what is measured
+    values = {key: value for key, value in recipe_values.items() if key not in ("stages", "global_batch_size")}
     values |= {
         "model_name_or_path": str(model_dir),
         "dataset_mixture": mixture,

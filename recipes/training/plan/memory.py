@@ -69,8 +69,9 @@ def _text_dims(config) -> dict:
     }
 
 
-# The attention the plan assumes on a GPU: flash-attention 2, ``recipes.training.modeling``'s default where it is
-# installed. ``sureon plan --measure`` predicts its CPU step with "sdpa", the only one a CPU runs.
+# The attention the plan assumes on a GPU: flash-attention 2, ``recipes.training.modeling``'s default where flash-attn
+# or the Hub's prebuilt kernel of it is installed (``make gpu_setup``). ``sureon plan --measure`` predicts its CPU step
+# with "sdpa", the only one a CPU runs.
 ATTENTION = "flash_attention_2"
 # TRL's fused LM head (``trl.trainer.utils.add_fused_lm_head``, TRL 1.16): vocabulary columns per projection tile, and
 # tokens per tile.

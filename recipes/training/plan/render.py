@@ -108,7 +108,8 @@ def render(plans: list[dict]) -> str:
     for plan in plans:
         lines.append(
             f"## {plan['recipe']} — stage {plan['stage']}: {plan['model']} on {plan['num_gpus']} GPU(s) of "
-            f"{plan['gpu_memory_gb']:g} GB, {plan['per_device_batch']} samples per GPU, checkpointing "
+            f"{plan['gpu_memory_gb']:g} GB, {plan['per_device_batch']} samples per GPU, a global batch of "
+            f"{plan['global_batch']} ({plan['gradient_accumulation_steps']} accumulation steps), checkpointing "
             f"{'on' if plan['checkpointing'] else 'off'}"
         )
         if plan["synthetic_frames"]:
@@ -116,6 +117,12 @@ def render(plans: list[dict]) -> str:
             lines.append(f"note: synthetic rows ({width}x{height} frames), not the mixture's data")
         if plan["processor_note"]:
             lines.append(f"note: {plan['processor_note']}")
+        if plan["max_length"]:
+            bound = plan["max_length"]
+            lines.append(
+                f"max_length {bound['value']}: {bound['rows_over']} of the {bound['rows_measured']} rows measured "
+                f"({bound['share']:.1%}) are longer and would be refused (never cut); memory is planned on the rest"
+            )
         lines += [
             "",
             "| source | rows | tokens p50 / p90 / p99 / max | visual tokens p50 / max | vision patches max |",
@@ -165,4 +172,6 @@ def render(plans: list[dict]) -> str:
             ),
             "",
         ]
+    if plans:  # one launch line for the recipe, one rank per planned GPU
+        lines += [f"launch: {plans[0]['launch']}", ""]
     return "\n".join(lines)
