@@ -2,7 +2,7 @@
 
 Run one recipe per YAML (the first line of each states its hardware), typically from a finished SFT run:
 
-    accelerate launch --config_file accelerate_configs/zero3.yaml recipes/grpo.py \
+    accelerate launch --config_file accelerate_configs/zero3.yaml --num_processes 4 recipes/grpo.py \
         --config recipes/qwen3-vl-8b/grpo/config_sureon_grpo.yaml
 
 Any field can be overridden on the command line (``--beta 0.04 --num_generations 4 --output_dir ...``). On a CPU
@@ -26,28 +26,38 @@ text-only rows mix in. Transformers generates on any machine. vLLM (``use_vllm``
 policy before any weights load (:func:`check_vllm` says why), so the recipes generate with transformers.
 """
 
-import json
+# ruff: noqa: E402 - the repository goes on sys.path before the project is imported
 import logging
 import math
 import sys
 from pathlib import Path
 
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# Before any project import: `accelerate launch recipes/grpo.py` runs this file as a script, from any folder.
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
 from trl import GRPOConfig, ModelConfig, TrlParser, get_peft_config
 
 from builders.errors import InputError
-
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # `accelerate launch recipes/grpo.py` runs this file as a script
-    sys.path.insert(0, str(REPO_ROOT))
-
-from recipes.evaluation.rewards import REWARDS, reward_functions  # noqa: E402
-from recipes.training.freezing import trainable_parameter_count  # noqa: E402
-from recipes.training.grpo_data import grpo_dataset  # noqa: E402
-from recipes.training.grpo_trainer import VisualGRPOTrainer  # noqa: E402
-from recipes.training.mixture import build_mixture, mixture_summary, parse_mixture  # noqa: E402
-from recipes.training.modeling import (  # noqa: E402
-    COMPLETE_MARKER,
+from builders.outputs import publish_permissions
+from recipes.evaluation.rewards import REWARDS, reward_functions
+from recipes.training.checkpoints import resume_checkpoint
+from recipes.training.freezing import trainable_parameter_count
+from recipes.training.grpo_data import grpo_dataset
+from recipes.training.grpo_trainer import VisualGRPOTrainer
+from recipes.training.launch import prepare_launch
+from recipes.training.mixture import (
+    build_mixture,
+    check_evaluation_data,
+    check_frames,
+    mixture_summary,
+    parse_mixture,
+)
+from recipes.training.model_card import write_model_card
+from recipes.training.model_folder import check_model_path
+from recipes.training.modeling import (
     apply_pixel_caps,
     attention_implementation,
     is_vision_language,
@@ -58,13 +68,19 @@ from recipes.training.modeling import (  # noqa: E402
     tokenizer_of,
     training_record,
 )
-from recipes.training.recipe_file import GRPO, run_script  # noqa: E402
-from recipes.training.scripts import (  # noqa: E402
+from recipes.training.recipe_file import GRPO, run_script
+from recipes.training.run import (
+    PublishCheckpoints,
+    claim_output_dir,
+    run_inputs,
+    save_final_model,
+    write_record,
+)
+from recipes.training.scripts import (
     GRPOScriptArguments,
     RecipeParser,
     available_reporters,
     configure_reporting,
-    last_checkpoint,
     recipe_path,
 )
 
@@ -136,6 +152,16 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: GRPOConfig, m
     }
 
 
+def check_data(script_args: GRPOScriptArguments, model_args: ModelConfig) -> None:
+    """The mixture checked before the run claims its folder or loads any weights: the sources, configs and splits
+    exist, none is evaluation data unless the recipe allows it, and a visual policy's video-QA rows have frames."""
+    sources = parse_mixture(script_args.dataset_mixture)
+    loaded, index, _ = build_mixture(sources)
+    check_evaluation_data(sources, script_args.allow_evaluation_data)
+    if is_vision_language(model_args.model_name_or_path, model_args.model_revision):
+        check_frames(loaded, index)
+
+
 def reward_means(log_history: list[dict], names: list[str]) -> dict[str, float | None]:
     """The last logged mean of each reward (TRL logs ``rewards/<name>/mean``; None or NaN for a step in which no row
     it applies to was drawn), None when it never applied."""
@@ -181,22 +207,41 @@ def check_vllm(training_args: GRPOConfig, model_path: str, revision: str | None 
 def main(
     script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig, recipe: str | None = None
 ) -> Path:
-    """Train (resuming from the last checkpoint), write the marker and card, push if asked; returns the folder."""
+    """Train (resuming from the newest complete checkpoint), write the marker and card, push if asked; returns the
+    folder."""
     if not model_args.model_name_or_path:
         raise InputError("model_name_or_path is required (an SFT run's folder or a base model)")
+    training_args = prepare_launch(script_args, training_args)
+    check_model_path(model_args.model_name_or_path, "model_name_or_path", model_args.model_revision)
     check_vllm(training_args, model_args.model_name_or_path, model_args.model_revision)
+    check_data(script_args, model_args)
+    inputs = run_inputs(
+        model_args.model_name_or_path,
+        [script_args.dataset_mixture],
+        recipe=recipe,
+        eval_results=script_args.eval_results,
+    )
+    claim_output_dir(training_args.output_dir, inputs, main_process=training_args.process_index == 0)
     # As in recipes/sft.py: pushing is ours (once, with our card), and the token never reaches a pickled checkpoint.
     push, token = training_args.push_to_hub, training_args.hub_token
-    set_fields(training_args, push_to_hub=False, hub_token=None)
+    requested = training_args.resume_from_checkpoint
+    if requested:  # checked whole before anything loads
+        resume_checkpoint(training_args.output_dir, requested, expect_optimizer=not training_args.save_only_model)
+    set_fields(training_args, push_to_hub=False, hub_token=None, resume_from_checkpoint=None)
     built = build_trainer(script_args, training_args, model_args)
     trainer, training_args = built["trainer"], built["training_args"]
+    trainer.add_callback(PublishCheckpoints())
     output_dir = Path(training_args.output_dir)
-    resume = last_checkpoint(str(output_dir))
+    resume, warnings = resume_checkpoint(output_dir, requested, expect_optimizer=not training_args.save_only_model)
+    for warning in warnings if trainer.is_world_process_zero() else []:
+        logger.warning("%s: %s", output_dir, warning)
     if resume:
         logger.info("resuming from %s", resume)
     with labelled_positions_only_on_cpu(script_args.cpu_labelled_positions_only):
         result = trainer.train(resume_from_checkpoint=resume)
-    trainer.save_model(str(output_dir))
+    # Every rank is done before rank 0 writes and uploads: an upload takes as long as it takes, and a rank waiting
+    # for it in a barrier would hit the process group's timeout (30 minutes by default) and abort the run mid-push.
+    saved = save_final_model(trainer, output_dir, model_args)
     names = [function.__name__ for function in trainer.reward_funcs]
     started_from = training_record(model_args.model_name_or_path, model_args.model_revision)
     summary = {
@@ -205,6 +250,7 @@ def main(
         "model": model_args.model_name_or_path,
         "started_from_sft": started_from is not None,
         "mixture": built["mixture"],
+        "allow_evaluation_data": script_args.allow_evaluation_data,
         "rewards": names,
         "reward_weights": [float(w) for w in training_args.reward_weights or [1.0] * len(names)],
         "reward_means": reward_means(trainer.state.log_history, names),
@@ -230,16 +276,17 @@ def main(
         "world_size": training_args.world_size,
         "train_loss": result.training_loss,
         "lora": model_args.lora_target_modules if model_args.use_peft else None,
+        **saved,
     }
-    # Every rank is done before rank 0 writes and uploads: an upload takes as long as it takes, and a rank waiting
-    # for it in a barrier would hit the process group's timeout (30 minutes by default) and abort the run mid-push.
-    trainer.accelerator.wait_for_everyone()
     if trainer.is_world_process_zero():
         tokenizer_of(built["processor"]).padding_side = "left"  # what generation needs
         built["processor"].save_pretrained(str(output_dir))
-        (output_dir / COMPLETE_MARKER).write_text(json.dumps(summary, indent=1, default=str))
+        publish_permissions(output_dir)
+        write_record(output_dir, summary)
         stages = ([started_from] if started_from and started_from.get("mixture") else []) + [summary]
-        card = write_card(script_args, training_args, stages, model_args.model_name_or_path, recipe)
+        card = write_model_card(
+            output_dir, script_args, training_args, stages, model_args.model_name_or_path, recipe, grpo=summary
+        )
         logger.info("model card: %s", card)
         if push:
             from builders.hub import push_folder
@@ -250,32 +297,6 @@ def main(
             )
             logger.info("pushed to %s", url)
     return output_dir
-
-
-def write_card(script_args, training_args, stages: list[dict], base_model: str, recipe: str | None) -> Path:
-    from recipes.training.model_card import read_eval_results, render_model_card
-
-    last = stages[-1]
-    card = render_model_card(
-        model_name=script_args.hub_model_name or training_args.hub_model_id or Path(training_args.output_dir).name,
-        base_model=base_model,
-        stages=stages,
-        training_args=training_args,
-        trainable=last["trainable"],
-        blind=last["blind"],
-        vision_language=last["vision_language"],
-        max_frames=script_args.max_frames,
-        frames_as=script_args.frames_as,
-        system_prompt=last["system_prompt"],
-        recipe=recipe,
-        hardware=script_args.hardware,
-        lora=", ".join(last["lora"]) if isinstance(last["lora"], list) else last["lora"],
-        eval_results=read_eval_results(script_args.eval_results) if script_args.eval_results else None,
-        grpo=last,
-    )
-    path = Path(training_args.output_dir) / "README.md"
-    card.save(path)
-    return path
 
 
 def cli(argv: list[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 
 Run one recipe per YAML (the first line of each states its hardware):
 
-    accelerate launch --config_file accelerate_configs/zero3.yaml recipes/sft.py \
+    accelerate launch --config_file accelerate_configs/zero3.yaml --num_processes 4 recipes/sft.py \
         --config recipes/qwen3-vl-8b/sft/config_sureon_vlm.yaml
 
 Any field can be overridden on the command line (``--learning_rate 5e-6 --output_dir ...``). A cross-validated
@@ -17,26 +17,47 @@ uniform vision-tower calls so ZeRO-3 never hangs on mixed modalities, multi-stag
 model card.
 """
 
+# ruff: noqa: E402 - the repository goes on sys.path before the project is imported
 import dataclasses
 import json
 import logging
 import sys
 from pathlib import Path
 
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# Before any project import: `accelerate launch recipes/sft.py` runs this file as a script, from any folder.
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
 from trl import ModelConfig, SFTConfig, TrlParser
 
 from builders.errors import InputError
-
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # `accelerate launch recipes/sft.py` runs this file as a script
-    sys.path.insert(0, str(REPO_ROOT))
-
-from recipes.training.mixture import mixture_summary  # noqa: E402
-from recipes.training.modeling import COMPLETE_MARKER, labelled_positions_only_on_cpu, tokenizer_of  # noqa: E402
-from recipes.training.recipe_file import run_script  # noqa: E402
-from recipes.training.scripts import SFTScriptArguments, last_checkpoint, recipe_path  # noqa: E402
-from recipes.training.sft_stages import build_stage_trainer, release_trainer, sft_parser, stage_plan  # noqa: E402
+from builders.outputs import publish_permissions, write_atomic
+from recipes.training.checkpoints import resume_checkpoint
+from recipes.training.collator import refused_rows
+from recipes.training.launch import prepare_launch
+from recipes.training.mixture import mixture_summary
+from recipes.training.model_card import write_model_card
+from recipes.training.model_folder import check_model_path
+from recipes.training.modeling import COMPLETE_MARKER, labelled_positions_only_on_cpu, tokenizer_of
+from recipes.training.recipe_file import run_script
+from recipes.training.run import (
+    PublishCheckpoints,
+    claim_output_dir,
+    run_inputs,
+    save_final_model,
+    write_record,
+)
+from recipes.training.scripts import SFTScriptArguments, recipe_path
+from recipes.training.sft_stages import (
+    REFUSED_ROWS,
+    build_stage_trainer,
+    check_stages,
+    release_trainer,
+    sft_parser,
+    stage_plan,
+)
 
 
 logger = logging.getLogger("sureon.sft")
@@ -55,16 +76,25 @@ def train_stage(stage: dict, model_path: str, script_args, training_args: SFTCon
     built = build_stage_trainer(stage, model_path, script_args, training_args, model_args)
     trainer, processor, folds = built["trainer"], built["processor"], built["folds"]
     training_args, script_args = built["training_args"], built["script_args"]
-    resume = last_checkpoint(training_args.output_dir)
+    trainer.add_callback(PublishCheckpoints())
+    resume, warnings = resume_checkpoint(
+        training_args.output_dir, stage.get("resume_from"), expect_optimizer=not training_args.save_only_model
+    )
+    for warning in warnings if trainer.is_world_process_zero() else []:
+        logger.warning("%s: %s", training_args.output_dir, warning)
     if resume:
         logger.info("resuming from %s", resume)
     with labelled_positions_only_on_cpu(script_args.cpu_labelled_positions_only):
         result = trainer.train(resume_from_checkpoint=resume)
-    trainer.save_model(training_args.output_dir)
+    saved = save_final_model(
+        trainer, training_args.output_dir, dataclasses.replace(model_args, model_name_or_path=model_path)
+    )
+    refused = refused_rows(Path(training_args.output_dir) / REFUSED_ROWS)
     summary = {
         "name": stage["name"],
         "model": model_path,
         "mixture": mixture_summary(built["loaded"]),
+        "allow_evaluation_data": script_args.allow_evaluation_data,
         "fold": script_args.fold,
         "num_folds": script_args.num_folds,
         "seed": training_args.seed,
@@ -73,6 +103,11 @@ def train_stage(stage: dict, model_path: str, script_args, training_args: SFTCon
         "vision_language": built["vision_language"],
         "frames_as": script_args.frames_as,
         "max_frames": script_args.max_frames,  # `sureon eval sureon --max-frames` shows the same frames
+        "max_length": built["max_length"],
+        "rows_over_max_length": len(refused),
+        "rows_over_max_length_by_visual_tokens": sum(
+            1 for row in refused if built["max_length"] and row["visual_tokens"] > built["max_length"]
+        ),
         "trainable": built["trainable"],
         "attn_implementation": built["attn_implementation"],
         "uniform_vision_calls": built["uniform"],
@@ -81,43 +116,19 @@ def train_stage(stage: dict, model_path: str, script_args, training_args: SFTCon
         "world_size": training_args.world_size,
         "train_loss": result.training_loss,
         "lora": model_args.lora_target_modules if built["peft_config"] is not None else None,
+        **saved,
     }
     main_process = trainer.is_world_process_zero()
     if main_process:
         tokenizer_of(processor).padding_side = "left"  # what generation needs
         processor.save_pretrained(training_args.output_dir)
         if folds is not None:
-            (Path(training_args.output_dir) / "folds.json").write_text(json.dumps(folds, indent=1, sort_keys=True))
-        (Path(training_args.output_dir) / COMPLETE_MARKER).write_text(json.dumps(summary, indent=1, default=str))
+            write_atomic(Path(training_args.output_dir) / "folds.json", json.dumps(folds, indent=1, sort_keys=True))
+        publish_permissions(training_args.output_dir)
+        write_record(training_args.output_dir, summary)
     trainer.accelerator.wait_for_everyone()
     release_trainer(trainer)
     return {"summary": summary, "training_args": training_args, "script_args": script_args, "main": main_process}
-
-
-def write_card(final: dict, summaries: list[dict], base_model: str, recipe: str | None) -> Path:
-    from recipes.training.model_card import read_eval_results, render_model_card
-
-    script_args, training_args = final["script_args"], final["training_args"]
-    last = summaries[-1]
-    card = render_model_card(
-        model_name=script_args.hub_model_name or training_args.hub_model_id or Path(training_args.output_dir).name,
-        base_model=base_model,
-        stages=summaries,
-        training_args=training_args,
-        trainable=last["trainable"],
-        blind=last["blind"],
-        vision_language=last["vision_language"],
-        max_frames=script_args.max_frames,
-        frames_as=script_args.frames_as,
-        system_prompt=last.get("system_prompt"),
-        recipe=recipe,
-        hardware=script_args.hardware,
-        lora=", ".join(last["lora"]) if isinstance(last["lora"], list) else last["lora"],
-        eval_results=read_eval_results(script_args.eval_results) if script_args.eval_results else None,
-    )
-    path = Path(training_args.output_dir) / "README.md"
-    card.save(path)
-    return path
 
 
 def main(
@@ -126,11 +137,30 @@ def main(
     """Run every stage (skipping finished ones), write the card, push if asked; returns the final model folder."""
     if not model_args.model_name_or_path:
         raise InputError("model_name_or_path is required")
+    training_args = prepare_launch(script_args, training_args)
+    check_model_path(model_args.model_name_or_path, "model_name_or_path", model_args.model_revision)
     plan = stage_plan(script_args, training_args)
+    requested = training_args.resume_from_checkpoint
+    if requested and len(plan) > 1:
+        raise InputError(
+            "resume_from_checkpoint with stages: each stage resumes from its own newest complete checkpoint; remove "
+            "the key (or train the stage alone)"
+        )
+    if requested:  # checked whole before anything loads
+        resume_checkpoint(plan[0]["output_dir"], requested, expect_optimizer=not training_args.save_only_model)
+    plan[0]["resume_from"] = requested
+    check_stages(plan, script_args, training_args, model_args)
+    inputs = run_inputs(
+        model_args.model_name_or_path,
+        [stage["dataset_mixture"] for stage in plan],
+        recipe=recipe,
+        eval_results=script_args.eval_results,
+    )
+    claim_output_dir(training_args.output_dir, inputs, main_process=training_args.process_index == 0)
     # Pushing is ours (once, with our card), never the Trainer's (it would push every checkpoint with its own card).
     # The token stays out of the training arguments: the Trainer pickles them into every checkpoint.
     push, token = training_args.push_to_hub, training_args.hub_token
-    training_args = dataclasses.replace(training_args, push_to_hub=False, hub_token=None)
+    training_args = dataclasses.replace(training_args, push_to_hub=False, hub_token=None, resume_from_checkpoint=None)
     model_path, summaries, final = model_args.model_name_or_path, [], None
     for stage in plan:
         marker = Path(stage["output_dir"]) / COMPLETE_MARKER
@@ -143,13 +173,15 @@ def main(
         model_path = stage["output_dir"]
     output_dir = Path(plan[-1]["output_dir"])
     if final["main"]:  # the other ranks are done: nothing waits on the upload (its time is unbounded)
-        card = write_card(final, summaries, model_args.model_name_or_path, recipe)
+        args = final["training_args"]
+        card = write_model_card(
+            output_dir, final["script_args"], args, summaries, model_args.model_name_or_path, recipe
+        )
         logger.info("model card: %s", card)
         if push:
             from builders.hub import push_folder
 
-            repo_id = final["training_args"].hub_model_id or output_dir.name
-            args = final["training_args"]
+            repo_id = args.hub_model_id or output_dir.name
             url = push_folder(output_dir, repo_id, private=bool(args.hub_private_repo), token=token, repo_type="model")
             logger.info("pushed to %s", url)
     return output_dir

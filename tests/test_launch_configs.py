@@ -144,3 +144,31 @@ def test_grpo_trains_on_two_ranks_under_zero3(tiny_qwen3_vl, sureon_build, tmp_p
     assert summary["world_size"] == 2 and summary["global_step"] == 2
     assert summary["trainable"]["all"]["trainable"] == sum(full_sizes(tiny_qwen3_vl).values())
     check_saved(tmp_path / "out", tiny_qwen3_vl)
+
+
+def test_the_shipped_lora_recipe_ends_with_a_model_evaluation_takes(tiny_qwen3_vl, sureon_build, bench, tmp_path):
+    """``recipes/qwen3-vl-8b/sft/config_sureon_vlm_lora.yaml`` with every key kept but the model, the data, the length
+    and the output folder, launched as its header says (``ddp.yaml``) on two CPU ranks: the run's folder holds the
+    merged model in the base's key layout, its adapter in ``adapter/``, and ``sureon eval sureon --mode both`` scores
+    the folder as it is."""
+    from sureon.cli import main as sureon
+
+    recipe = yaml.safe_load((REPO / "recipes" / "qwen3-vl-8b" / "sft" / "config_sureon_vlm_lora.yaml").read_text())
+    recipe |= {
+        "model_name_or_path": str(tiny_qwen3_vl),
+        "dataset_mixture": [{"path": str(sureon_build.out), "name": "db", "split": "train"}],
+        "max_steps": 1,
+        "output_dir": str(tmp_path / "out"),
+        "ddp_backend": "gloo",
+        "use_cpu": True,
+    }
+    summary = launch("ddp", "recipes/sft.py", recipe, tmp_path)
+    assert summary["world_size"] == 2 and summary["merged"] is True and set(summary["trainable"]) == {"adapters"}
+    out = tmp_path / "out"
+    assert (out / "adapter" / "adapter_config.json").is_file() and not (out / "adapter_config.json").exists()
+    check_saved(out, tiny_qwen3_vl)
+    evaluation = tmp_path / "eval"
+    argv = ["eval", "sureon", "--model", str(out), "--dataset", str(bench), "--mode", "both", "--out", str(evaluation)]
+    assert sureon([*argv, "--max-new-tokens", "4"]) == 0
+    scored = json.loads((evaluation / "summary.json").read_text())
+    assert scored["model"] == str(out)

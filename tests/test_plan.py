@@ -136,6 +136,39 @@ def test_plan_token_counts_equal_what_the_collator_produces(tmp_path, tiny_qwen3
     assert plan["processor_note"] is None  # the checkpoint's own processor was on disk
 
 
+def test_the_plan_counts_the_rows_a_recipes_max_length_refuses(tmp_path, tiny_qwen3_vl, sureon_build, capsys):
+    """max_length reaches the plan as it reaches the collator: the rows longer than it are counted as refused, the
+    memory is planned on the others, and a bound that refuses every row is one line."""
+    unbounded = plan_recipe(tiny_recipe(tmp_path, tiny_qwen3_vl, sureon_build), samples=10_000, seed=0)[0]
+    assert unbounded["max_length"] is None
+    lengths = sorted(count["tokens"] for count in measure_for_plan(tiny_qwen3_vl, sureon_build))
+    bound = lengths[len(lengths) // 2]
+    recipe = tiny_recipe(tmp_path, tiny_qwen3_vl, sureon_build, max_length=bound)
+    plan = plan_recipe(recipe, samples=10_000, seed=0)[0]
+    over = sum(1 for length in lengths if length > bound)
+    assert plan["max_length"] == {
+        "value": bound,
+        "rows_over": over,
+        "rows_measured": len(lengths),
+        "share": over / len(lengths),
+    }
+    assert plan["tokens"][0]["tokens"]["p100"] == lengths[-1]  # the table shows every measured row
+    assert plan["throughput"]["median_tokens"] <= bound  # memory and speed planned on the rows that train
+    assert cli_main(["plan", "--config", recipe]) == 0
+    assert f"max_length {bound}: {over} of the {len(lengths)} rows measured" in capsys.readouterr().out
+    too_short = tiny_recipe(tmp_path, tiny_qwen3_vl, sureon_build, max_length=lengths[0] - 1)
+    assert cli_main(["plan", "--config", too_short]) == 2
+    assert f"max_length {lengths[0] - 1} refuses every one of the {len(lengths)} rows" in capsys.readouterr().err
+
+
+def measure_for_plan(model, build) -> list[dict]:
+    """The rows of tiny_recipe's mixture as the plan measures them."""
+    settings = {"frames_as": "video", "max_frames": 8, "video_max_pixels": 8 * 48 * 48}
+    mixture = [{"path": str(build.out), "name": "db", "split": "train"}]
+    processor = apply_pixel_caps(load_processor(str(model)), None, settings["video_max_pixels"])
+    return measure_mixture(processor, mixture, settings, samples=10_000, seed=0)
+
+
 def saved_activation_bytes(model, **inputs) -> int:
     """Bytes autograd keeps for backward (each storage once, the weights excluded) in one training step."""
     saved = {}

@@ -3,6 +3,7 @@ a few real optimizer steps per modality, freezing, LoRA, folds, two-stage schedu
 
 import itertools
 import json
+import os
 import re
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from builders.prompt import answer_target
 from builders.sureon.clips import format_clock
 from recipes.sft import cli, main, make_parser
 from recipes.training.chat_inputs import flatten_text, split_visuals, video_metadata
-from recipes.training.collator import SFTCollator
+from recipes.training.collator import SFTCollator, refused_rows
 from recipes.training.freezing import parameter_group
 from recipes.training.mixture import MixtureSource, build_mixture, parse_mixture
 from recipes.training.modeling import load_model, load_processor
@@ -255,10 +256,43 @@ def test_every_batch_runs_the_vision_tower_once_per_modality(tiny_qwen3_vl, sure
     torch.testing.assert_close(with_dummies, without)
 
 
-def test_an_example_longer_than_max_length_is_an_error_not_a_silent_cut(tiny_qwen3_vl, sureon_build):
-    collator, index, _ = collator_for(tiny_qwen3_vl, [video_source(sureon_build)], max_length=16)
-    with pytest.raises(ValueError, match="exceed max_length=16"):
-        collator([index[0]])
+def test_a_row_longer_than_max_length_is_refused_whole_and_listed_never_cut(tiny_qwen3_vl, sureon_build, tmp_path):
+    """The recipe's max_length reaches the collator: a longer row trains as one masked padding token (never cut
+    inside its video's tokens or its answer), so the batch's loss is the other rows' loss, and the row is listed
+    with its token counts."""
+    entries = [video_source(sureon_build), text_source(tmp_path)]
+    unbounded, index, loaded = collator_for(tiny_qwen3_vl, entries, uniform_vision_calls=True)
+    video, text = index[0], index[loaded[0].rows_used]
+    lengths = {key: len(unbounded.encoded(row).input_ids) for key, row in (("video", video), ("text", text))}
+    assert lengths["text"] < lengths["video"]
+    log = tmp_path / "refused"
+    bounded, _, _ = collator_for(
+        tiny_qwen3_vl, entries, uniform_vision_calls=True, max_length=lengths["text"], refused_rows_log=str(log)
+    )
+    model = load_model(str(tiny_qwen3_vl), dtype="float32")
+    with torch.no_grad():
+        torch.testing.assert_close(model(**bounded([video, text])).loss, model(**unbounded([text])).loss)
+    batch = bounded([video, text])
+    assert batch["input_ids"].shape[1] == unbounded([text])["input_ids"].shape[1]  # as wide as the text row alone
+    (refused,) = refused_rows(log)
+    assert refused["row"] == video["row"] and refused["tokens"] == lengths["video"]
+    assert 0 < refused["visual_tokens"] < refused["tokens"] and refused["source"] == loaded[0].source.label
+    assert bounded([video])["labels"].eq(-100).all()
+
+
+def test_a_recipes_max_length_is_obeyed_and_counted_in_the_record(tiny_qwen3_vl, sureon_build, tmp_path):
+    collator, index, _ = collator_for(tiny_qwen3_vl, [video_source(sureon_build)])
+    lengths = sorted(len(collator.encoded(index[i]).input_ids) for i in range(len(index)))
+    bound = lengths[len(lengths) // 2]
+    over = sum(1 for length in lengths if length > bound)
+    assert 0 < over < len(lengths)
+    out, summary = run_sft(
+        tmp_path, tiny_qwen3_vl, [video_source(sureon_build)], steps=len(index) // 2, max_length=bound
+    )
+    assert summary["max_length"] == bound and summary["rows_over_max_length"] == over
+    assert len(refused_rows(out / "rows_over_max_length")) == over
+    _, unbounded = run_sft(tmp_path, tiny_qwen3_vl, [video_source(sureon_build)], name="unbounded", steps=1)
+    assert unbounded["max_length"] is None and unbounded["rows_over_max_length"] == 0
 
 
 def test_mixture_weights_folds_and_unknown_keys(sureon_build):
@@ -353,8 +387,11 @@ def test_a_run_shorter_than_its_warmup_stable_decay_schedule_is_refused(tiny_cau
     assert summary["global_step"] == 6
 
 
-def test_lora_trains_only_the_adapters(tiny_qwen3_vl, sureon_build, tmp_path):
+def test_lora_trains_only_the_adapters_and_ends_with_the_merged_model(tiny_qwen3_vl, sureon_build, tmp_path):
+    """The adapter stays in ``adapter/``; the run's folder holds the base with it merged, in the base's key layout,
+    which loads as any model does (evaluation, GRPO's start, the guessers take the folder as it is)."""
     from peft import PeftModel
+    from safetensors import safe_open
 
     out, summary = run_sft(
         tmp_path,
@@ -369,7 +406,7 @@ def test_lora_trains_only_the_adapters(tiny_qwen3_vl, sureon_build, tmp_path):
         "v_proj",
     )
     base = load_model(str(tiny_qwen3_vl), dtype="float32")
-    adapted = PeftModel.from_pretrained(load_model(str(tiny_qwen3_vl), dtype="float32"), str(out))
+    adapted = PeftModel.from_pretrained(load_model(str(tiny_qwen3_vl), dtype="float32"), str(out / "adapter"))
     merged = {name: p for name, p in adapted.named_parameters()}
     lora = {name for name in merged if "lora_" in name}
     assert lora and all("language_model" in name for name in lora)
@@ -378,6 +415,20 @@ def test_lora_trains_only_the_adapters(tiny_qwen3_vl, sureon_build, tmp_path):
         peft_name = next(n for n in merged if n.endswith((name.replace("weight", "base_layer.weight"), name)))
         assert torch.equal(parameter, merged[peft_name]), name
     assert set(summary["trainable"]) == {"adapters"}
+    assert summary["adapter"] == "adapter" and summary["merged"] is True
+    assert not (out / "adapter_config.json").exists()
+
+    def keys(folder):
+        with safe_open(str(folder / "model.safetensors"), "pt") as weights:
+            return set(weights.keys())
+
+    assert keys(out) == keys(tiny_qwen3_vl)
+    expected = dict(adapted.merge_and_unload().named_parameters())
+    loaded = dict(load_model(str(out), dtype="float32").named_parameters())
+    assert loaded.keys() == expected.keys()
+    assert all(torch.allclose(loaded[name], expected[name]) for name in expected)
+    before = dict(base.named_parameters())
+    assert any(not torch.equal(loaded[name], before[name]) for name in expected if "q_proj" in name)
 
 
 def test_resume_continues_from_the_last_checkpoint(tiny_qwen3_vl, sureon_build, tmp_path):
@@ -388,6 +439,34 @@ def test_resume_continues_from_the_last_checkpoint(tiny_qwen3_vl, sureon_build, 
     assert summary["global_step"] == 3
     state = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())
     assert [entry["step"] for entry in state["log_history"] if "loss" in entry] == [1, 2, 3]
+    # The weights, the checkpoints' included, are readable as the umask allows (safetensors writes them 0600)
+    umask = os.umask(0o022)
+    os.umask(umask)
+    modes = {path.relative_to(out): path.stat().st_mode & 0o777 for path in out.rglob("*") if path.is_file()}
+    assert {path: mode for path, mode in modes.items() if mode != 0o666 & ~umask} == {}
+    assert Path("checkpoint-3/model.safetensors") in modes and Path("model.safetensors") in modes
+
+
+def test_a_save_cut_short_is_passed_over_and_a_requested_one_refused(tiny_qwen3_vl, sureon_build, tmp_path, caplog):
+    """A job killed while saving checkpoint-2 (its weights written, trainer_state.json not yet) resumes from
+    checkpoint-1, names checkpoint-2 in a warning, and trains on; asked for by name, checkpoint-2 is one line."""
+    entries = [video_source(sureon_build)]
+    run_sft(tmp_path, tiny_qwen3_vl, entries, steps=2)
+    (tmp_path / "run" / "training_complete.json").unlink()
+    (tmp_path / "run" / "checkpoint-2" / "trainer_state.json").unlink()
+    half_written = str(tmp_path / "run" / "checkpoint-2")
+    with pytest.raises(ValueError, match=r"checkpoint-2 is incomplete \(no trainer_state.json"):
+        run_sft(tmp_path, tiny_qwen3_vl, entries, "--resume_from_checkpoint", half_written, steps=3)
+    with caplog.at_level("WARNING"):
+        out, summary = run_sft(tmp_path, tiny_qwen3_vl, entries, steps=3)
+    assert summary["resumed_from"].endswith("checkpoint-1") and summary["global_step"] == 3
+    assert any("checkpoint-2: no trainer_state.json" in record.message for record in caplog.records)
+    state = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())
+    assert [entry["step"] for entry in state["log_history"] if "loss" in entry] == [1, 2, 3]
+    _, resumed = run_sft(
+        tmp_path, tiny_qwen3_vl, entries, "--resume_from_checkpoint", str(out / "checkpoint-2"), steps=3
+    )
+    assert resumed["resumed_from"] == str(out / "checkpoint-2")
 
 
 def test_two_stage_schedule_continues_from_stage_one(tiny_qwen3_vl, sureon_build, tmp_path):

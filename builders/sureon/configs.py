@@ -36,6 +36,16 @@ CONFIGS: dict[str, ConfigSpec] = {
 }
 
 
+def is_evaluation_data(config: str | None, split: str) -> bool:
+    """Whether a build's ``config``/``split`` is evaluation data, which training on would inflate every score measured
+    on it: the Sureon benchmark and validation pools (any Sureon config whose split is not ``train``), the public
+    corpus's benchmarks (``bench-*``), and any split other than ``train`` (a SurgiQ build's ``test`` among them).
+    ``sureon export sft`` and the training recipes refuse it unless told otherwise."""
+    config = config or ""
+    sureon_evaluation = config in CONFIGS and CONFIGS[config].split != "train"
+    return sureon_evaluation or config.startswith("bench") or split != "train"
+
+
 def passes_curation(record: dict) -> bool:
     """In Sureon-DB and ``validation_curated``: passed blind curation; sequence summaries (flag null) pass through."""
     return record["passes_blind_curation"] is True or (

@@ -86,7 +86,7 @@ def normalise_row(row: dict, position: int, source: str) -> dict:
 def load_mcq(dataset: str, config: str | None, split: str) -> list[dict]:
     """The split's rows in the audit's fields, frames left out (every check is blind, so a build's frames, embedded
     or stored as files, are never read)."""
-    from recipes.evaluation.inputs import load_build
+    from builders.build_loading import load_build
 
     ds = load_build(dataset, config, split)
     ds = ds.remove_columns([c for c in ("frames", "frame_timestamps") if c in ds.column_names])

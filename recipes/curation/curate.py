@@ -283,7 +283,7 @@ def report_markdown(report: dict) -> str:
 def load_records(dataset: str, config: str | None, split: str) -> tuple[list[dict], object]:
     """The split's rows without frames (guessers are blind: a build's frames, embedded or stored as files, are never
     read), and its features."""
-    from recipes.evaluation.inputs import load_build
+    from builders.build_loading import load_build
 
     ds = load_build(dataset, config, split, expected=SUREON_BUILD)
     ds = ds.remove_columns([c for c in ("frames", "frame_timestamps") if c in ds.column_names])

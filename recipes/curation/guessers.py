@@ -105,10 +105,10 @@ def parse_guesser_spec(spec: str) -> dict[str, str]:
 
 def check_guesser_spec(spec: str, option: str = "--guesser") -> dict[str, str]:
     """A guesser spec checked before any data or model loads: its keys, its backend, a local model that is there
-    (:func:`recipes.evaluation.inputs.check_model_path`), an endpoint that answers, its system prompt file."""
+    (:func:`recipes.training.model_folder.check_model_path`), an endpoint that answers, its system prompt file."""
     from builders.llm import check_endpoint
     from recipes.evaluation.inference import BACKENDS
-    from recipes.evaluation.inputs import check_model_path
+    from recipes.training.model_folder import check_model_path
 
     fields = parse_guesser_spec(spec)
     backend = fields.get("backend", "transformers")

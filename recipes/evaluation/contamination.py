@@ -91,7 +91,7 @@ def _shared_ids(folder: Path, config: str | None, split: str, column: str, evalu
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from recipes.evaluation.inputs import data_files
+    from builders.build_loading import data_files
 
     if not folder.is_dir() or not evaluated:
         return set()

@@ -252,7 +252,7 @@ def check_sources(args) -> None:
     ``--backend openai``, the judge's), so a mistake costs milliseconds, not a dataset load and a minute of
     retries."""
     from builders.llm import check_endpoint
-    from recipes.evaluation.inputs import check_model_path
+    from recipes.training.model_folder import check_model_path
 
     resolve_settings(args)
     if args.backend == "openai":

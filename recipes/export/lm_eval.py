@@ -190,8 +190,8 @@ def readme(tasks: list[dict], dataset: str) -> str:
 
 def export_lm_eval(dataset: str, out: Path, *, split: str = "test", overwrite: bool = False) -> dict:
     """Write the task folder; returns the manifest (per task: rows read = scored + left out)."""
+    from builders.build_loading import build_configs
     from builders.outputs import staged_output
-    from recipes.evaluation.inputs import build_configs
 
     out = Path(out).resolve()
     names = build_configs(dataset)

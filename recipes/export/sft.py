@@ -26,7 +26,9 @@ Without ``--config`` a Sureon build exports ``db`` (Sureon-DB); a public-corpus 
 ``train`` are evaluation data: exporting them as training rows is refused unless ``--allow-evaluation-data`` says so.
 
 ``OUT.manifest.json`` reconciles the counts (rows read = written; nothing is skipped: a row that cannot be written
-is an error naming it). The output is written atomically; two exports of the same build are byte-identical.
+is an error naming it). The output is written atomically; two exports of the same build are byte-identical. An
+existing OUT (or its manifest) is replaced only with ``--overwrite``, and only if it is an export sureon wrote there,
+unchanged since (:func:`builders.outputs.write_owned_file`): a file of yours of that name is never replaced.
 """
 
 import argparse
@@ -36,12 +38,13 @@ from pathlib import Path
 from builders.arguments import positive_int
 from builders.errors import InputError
 from builders.hub import check_build_path, media_root
-from builders.outputs import write_atomic
+from builders.outputs import check_file_replaceable, check_output_location, write_owned_file
 from builders.prompt import answer_target, format_messages
 from recipes.export.frames import FrameStore, undecoded
 
 
 COMMAND = "sureon export sft"
+MANIFEST_KIND = f"{COMMAND} manifest"  # the kinds of file --out and OUT.manifest.json are (builders.outputs)
 FORMATS = ("swift", "llava")
 IMAGE_TOKEN = "<image>"
 
@@ -79,7 +82,7 @@ def load_rows(dataset: str, config: str | None, split: str):
     """The split with frames undecoded (JPEG bytes or paths), so they are written as stored, never re-encoded, and
     the folder relative frame paths resolve against (:func:`builders.hub.media_root`: a local build, or a Hub build's
     media/)."""
-    from recipes.evaluation.inputs import load_build
+    from builders.build_loading import load_build
 
     rows = load_build(dataset, config, split)
     return undecoded(rows), media_root(dataset, rows)
@@ -88,10 +91,10 @@ def load_rows(dataset: str, config: str | None, split: str):
 def training_config(dataset: str, config: str | None, split: str, allow_evaluation_data: bool = False) -> str:
     """The config to export: ``config``, else ``db`` for a Sureon build; evaluation data is refused unless allowed
     (the benchmark scored as training rows would inflate every score measured on it)."""
-    from builders.sureon.build import CONFIGS
+    from builders.sureon.configs import is_evaluation_data
 
     if config is None:
-        from recipes.evaluation.inputs import build_configs
+        from builders.build_loading import build_configs
 
         names = build_configs(dataset)
         if "db" not in names:
@@ -100,8 +103,7 @@ def training_config(dataset: str, config: str | None, split: str, allow_evaluati
                 "--config clip for a public-corpus build"
             )
         config = "db"
-    sureon_evaluation = config in CONFIGS and CONFIGS[config].split != "train"
-    if (sureon_evaluation or config.startswith("bench") or split != "train") and not allow_evaluation_data:
+    if is_evaluation_data(config, split) and not allow_evaluation_data:
         raise InputError(
             f"{dataset} ({config}/{split}) is evaluation data (the benchmark or a validation pool): export a training "
             "config (db or train_all; image or clip of a public build) with --split train, or pass "
@@ -126,15 +128,18 @@ def export_sft(
 
     if fmt not in FORMATS:
         raise InputError(f"--format must be one of {FORMATS}, got {fmt!r}")
+    out = Path(out).resolve()
+    manifest_path, frames_folder = out.with_name(f"{out.name}.manifest.json"), out.with_name(f"{out.stem}_frames")
+    check_file_replaceable(out, kind=COMMAND, overwrite=overwrite)
+    check_file_replaceable(manifest_path, kind=MANIFEST_KIND, overwrite=overwrite, option="--out's manifest")
+    for option, written in (("--out's manifest", manifest_path), ("--out's frames folder", frames_folder)):
+        check_output_location(written, {"--dataset": dataset}, option)
     check_build_path(dataset)
     config = training_config(dataset, config, split, allow_evaluation_data)
-    out = Path(out).resolve()
-    if out.exists() and not overwrite:
-        raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
     rows, media_root = load_rows(dataset, config, split)
     if "question" not in rows.column_names:
         raise InputError(f"{dataset} ({config}/{split}) is not a video-QA build: columns {rows.column_names}")
-    store = FrameStore(media_root, out.with_name(f"{out.stem}_frames"))
+    store = FrameStore(media_root, frames_folder)
     write_row = ROW_WRITERS[fmt]
     exported, with_frames = [], 0
     for number, record in enumerate(tqdm(rows, desc=f"export {fmt}", unit="row")):
@@ -146,7 +151,6 @@ def export_sft(
         exported.append(write_row(key, text, images, target))
     if len(exported) != len(rows):
         raise AssertionError(f"{len(rows)} rows read but {len(exported)} written")
-    out.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "swift":
         body = "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in exported)
     else:
@@ -165,8 +169,8 @@ def export_sft(
         "frames_folder": str(store.folder),
         "frame_files": len(store.written),
     }
-    for path, text in ((out, body), (out.with_name(f"{out.name}.manifest.json"), json.dumps(manifest, indent=2))):
-        write_atomic(path, text)
+    write_owned_file(out, body, kind=COMMAND, overwrite=overwrite)
+    write_owned_file(manifest_path, json.dumps(manifest, indent=2), kind=MANIFEST_KIND, overwrite=overwrite)
     return manifest
 
 

@@ -19,8 +19,8 @@ REQUIRED_COLUMNS = ("question_id", "category", "question", "answer_format", "fra
 def load_sureon_split(dataset: str, config: str, split: str, harness: str):
     """``(absolute build folder, split)`` of a local Sureon build with frames for every question; anything else (a
     Hub id, a public-corpus build, an annotation-only build) is refused with what to do instead."""
+    from builders.build_loading import load_build
     from builders.hub import check_build_path
-    from recipes.evaluation.inputs import load_build
 
     check_build_path(dataset, "--dataset")
     source = Path(dataset).expanduser().resolve()

@@ -19,7 +19,12 @@ That is what stops DeepSpeed ZeRO-3 from hanging when ranks draw different modal
 ``find_unused_parameters``.
 """
 
+import json
+import logging
+import os
+import socket
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -30,12 +35,16 @@ from recipes.training.mixture import Example, LoadedSource, to_example
 from recipes.training.modeling import tokenizer_of
 
 
+logger = logging.getLogger(__name__)
+
+
 @dataclass
 class EncodedExample:
     input_ids: list[int]
     labels: list[int]
     mm_token_type_ids: list[int] | None = None
     visual: dict[str, torch.Tensor] = field(default_factory=dict)
+    refused: bool = False  # longer than max_length: one masked padding token stands in for it
 
     def nbytes(self) -> int:
         """About what the example holds in memory: 8 bytes a token id, label and type, and its visual tensors."""
@@ -57,6 +66,7 @@ class SFTCollator:
     uniform_vision_calls: bool = False
     system_prompt: str | None = None
     encoded_cache_mb: float = 0.0
+    refused_rows_log: str | None = None  # a folder: the rows longer than max_length, one JSONL file per process
 
     def __post_init__(self):
         self.tokenizer = tokenizer_of(self.processor)
@@ -67,6 +77,7 @@ class SFTCollator:
             )
         self._encoded: dict[tuple[int, int], EncodedExample] = {}
         self._encoded_bytes = 0
+        self._refused_any = False
 
     def example(self, index_row: dict) -> Example:
         item = self.sources[index_row["source"]]
@@ -103,28 +114,55 @@ class SFTCollator:
         token_types = encoded.get("mm_token_type_ids") if self.is_vlm else None
         token_types = token_types[0].tolist() + [0] * len(completion_ids) if token_types is not None else None
         visual = {key: encoded[key] for key in VISUAL_KEYS if key in encoded}
-        input_ids = prompt_ids + completion_ids
-        if self.max_length is not None and len(input_ids) > self.max_length:
-            raise InputError(
-                f"example {example.key}: {len(input_ids)} tokens exceed max_length={self.max_length}; raise "
-                "max_length (or set it to null) or lower max_frames / the pixel caps; truncating would cut "
-                "visual tokens or the answer"
-            )
         labels = [-100] * len(prompt_ids) + completion_ids
-        return EncodedExample(input_ids, labels, token_types, visual)
+        return EncodedExample(prompt_ids + completion_ids, labels, token_types, visual)
 
     def encoded(self, index_row: dict) -> EncodedExample:
-        """``encode(example(index_row))``, from the cache when it holds the row (``encoded_cache_mb``)."""
+        """``encode(example(index_row))``, from the cache when it holds the row (``encoded_cache_mb``); a row longer
+        than ``max_length`` becomes an empty row (:meth:`refuse`)."""
         key = (int(index_row["source"]), int(index_row["row"]))
         cached = self._encoded.get(key)
         if cached is not None:
             return cached
-        item = self.encode(self.example(index_row))
+        example = self.example(index_row)
+        item = self.encode(example)
+        if self.max_length is not None and len(item.input_ids) > self.max_length:
+            item = self.refuse(index_row, example.key, item)
         size = item.nbytes()
         if self._encoded_bytes + size <= self.encoded_cache_mb * 2**20:
             self._encoded[key] = item
             self._encoded_bytes += size
         return item
+
+    def refuse(self, index_row: dict, key: str, item: EncodedExample) -> EncodedExample:
+        """A row longer than ``max_length`` is never cut (a cut inside a video's tokens breaks Qwen3-VL's match of
+        features to tokens, and a cut answer trains on half a label): it trains as one masked padding token, which
+        scores nothing and changes no gradient, and is listed in ``refused_rows_log`` (one file per process, dataloader
+        workers included), which the run's record counts (:func:`refused_rows`). TRL 1.16's SFT loss divides by the
+        labelled tokens of the whole step clamped at 1 (``SFTTrainer.compute_loss``), so even a step of refused rows
+        only is a zero loss, not a NaN."""
+        visual = sum(1 for kind in item.mm_token_type_ids or [] if kind)
+        label = self.sources[int(index_row["source"])].source.label
+        entry = {"source": label, "row": int(index_row["row"]), "key": key, "tokens": len(item.input_ids)}
+        entry["visual_tokens"] = visual
+        if not self._refused_any:
+            logger.warning(
+                "%s row %s: %d tokens (%d of them visual) exceed max_length=%d: the row is refused (not cut) and "
+                "counted in the run's record; raise max_length or lower max_frames / the pixel caps to train on it",
+                label,
+                entry["row"],
+                entry["tokens"],
+                visual,
+                self.max_length,
+            )
+            self._refused_any = True
+        if self.refused_rows_log is not None:
+            folder = Path(self.refused_rows_log)
+            folder.mkdir(parents=True, exist_ok=True)
+            with (folder / f"{socket.gethostname()}-{os.getpid()}.jsonl").open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(entry) + "\n")
+        types = [0] if item.mm_token_type_ids is not None else None
+        return EncodedExample([self.tokenizer.pad_token_id], [-100], types, {}, refused=True)
 
     def __call__(self, index_rows: list[dict]) -> dict[str, torch.Tensor]:
         encoded = [self.encoded(index_row) for index_row in index_rows]
@@ -201,3 +239,16 @@ def append_dummy_visual(batch: dict[str, torch.Tensor], processor, kind: str) ->
     batch[key] = pixels
     batch[grid_key] = grid
     return len(tokens)
+
+
+def refused_rows(folder: str | Path) -> list[dict]:
+    """The rows a run refused for their length (``SFTCollator.refused_rows_log``), each once, in a stable order."""
+    rows = {}
+    for path in sorted(Path(folder).glob("*.jsonl")) if Path(folder).is_dir() else []:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                entry = json.loads(line)
+                rows[(entry["source"], entry["row"])] = entry
+            except (json.JSONDecodeError, KeyError, TypeError):
+                continue  # a line a killed process left half-written
+    return [rows[key] for key in sorted(rows)]

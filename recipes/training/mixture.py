@@ -31,8 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from builders.build_loading import load_build
 from builders.errors import InputError
-from builders.hub import check_build_path, media_root
+from builders.hub import media_root
 from builders.options import stable_seed
 from builders.prompt import answer_target, format_messages
 from builders.sureon.folds import assign_folds
@@ -84,6 +85,55 @@ def parse_mixture(entries: Iterable[dict]) -> list[MixtureSource]:
     return sources
 
 
+def check_evaluation_data(sources: list[MixtureSource], allowed: bool) -> None:
+    """Refuse a source that is evaluation data (the benchmark, a validation pool, a public ``bench-*``, any split but
+    ``train``: :func:`builders.sureon.configs.is_evaluation_data`) unless the recipe says ``allow_evaluation_data:
+    true``: a model trained on the test questions scores whatever it memorised, and nothing downstream would say so
+    but the run's record."""
+    from builders.sureon.configs import is_evaluation_data
+
+    refused = [source.label for source in sources if is_evaluation_data(source.name, source.split)]
+    if refused and not allowed:
+        raise InputError(
+            f"dataset_mixture: {', '.join(refused)} is evaluation data (the benchmark, a validation pool or a "
+            "non-train split): training on it inflates every score measured on it; train on a training config "
+            "(db or train_all; image or clip of a public build) with split train, or set allow_evaluation_data: true "
+            "to train on it anyway (the run's record says so, and sureon eval warns when it scores those rows)"
+        )
+
+
+def check_frames(loaded: list["LoadedSource"], index) -> None:
+    """Refuse clips without frames in a visual run: a build made with ``--on-missing-video annotation-only`` keeps the
+    questions of a missing video without frames, and a visual recipe trained them as text while its card said
+    "Frames per clip: 8" (evaluation refuses the same build). A clip is a row that names one (``clip_id``); a video-QA
+    row that names none and has no frames is a text question, and trains as one. Counted from the Arrow columns: no
+    frame is decoded."""
+    import pyarrow.compute as pc
+
+    problems = []
+    for position, item in enumerate(loaded):
+        columns = item.dataset.column_names
+        if item.format != "video_qa" or "clip_id" not in columns:
+            continue
+        used = sorted({row for source, row in zip(index["source"], index["row"], strict=True) if source == position})
+        clips = item.dataset.data.column("clip_id").to_pylist()
+        if "frames" in columns:
+            lengths = pc.list_value_length(item.dataset.data.column("frames")).to_pylist()
+        else:
+            lengths = [0] * len(clips)
+        empty = [row for row in used if clips[row] and not lengths[row]]
+        if empty:
+            ids = item.dataset.select(empty[:3])["question_id"] if "question_id" in columns else []
+            example = f" (e.g. {', '.join(map(str, ids))})" if ids else ""
+            where = "" if "frames" in columns else ": it has no frames column"
+            problems.append(f"{item.source.label}: {len(empty)} of {len(used)} rows have no frames{example}{where}")
+    if problems:
+        raise InputError(
+            f"dataset_mixture: {'; '.join(problems)}: an annotation-only build, whose clips would train as text; "
+            "rebuild it with --videos and --on-missing-video skip, or set blind: true for a text-only run"
+        )
+
+
 def detect_format(column_names: list[str], source: MixtureSource) -> str:
     if source.format != "auto":
         return source.format
@@ -121,11 +171,15 @@ class LoadedSource:
 
 
 def load_source(source: MixtureSource):
-    import datasets
-
-    check_build_path(source.path, "dataset_mixture source")
-    dataset = datasets.load_dataset(
-        source.path, source.name, split=source.split, revision=source.revision, data_files=source.data_files
+    """A source through the one loader of builds (:func:`builders.build_loading.load_build`): a path, config or split
+    that is not there is one line naming what the build has, before any weights load."""
+    dataset = load_build(
+        source.path,
+        source.name,
+        source.split,
+        option="dataset_mixture source",
+        revision=source.revision,
+        data_files=source.data_files,
     )
     renames = {column: field_name for field_name, column in source.columns.items() if column != field_name}
     missing = [column for column in renames if column not in dataset.column_names]

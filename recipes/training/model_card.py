@@ -113,3 +113,37 @@ def render_model_card(
         rewards=list(zip(grpo["rewards"], grpo["reward_weights"], strict=True)) if grpo else [],
         citation=SUREON_CITATION,
     )
+
+
+def write_model_card(
+    output_dir: str | Path,
+    script_args,
+    training_args,
+    stages: list[dict],
+    base_model: str,
+    recipe: str | None,
+    grpo: dict | None = None,
+) -> Path:
+    """Render the card of a finished run from its stages' records (the last one's settings) and write it as
+    ``output_dir/README.md``; ``grpo``: the GRPO stage's record (``recipes/grpo.py``)."""
+    last = stages[-1]
+    card = render_model_card(
+        model_name=script_args.hub_model_name or training_args.hub_model_id or Path(output_dir).name,
+        base_model=base_model,
+        stages=stages,
+        training_args=training_args,
+        trainable=last["trainable"],
+        blind=last["blind"],
+        vision_language=last["vision_language"],
+        max_frames=script_args.max_frames,
+        frames_as=script_args.frames_as,
+        system_prompt=last.get("system_prompt"),
+        recipe=recipe,
+        hardware=script_args.hardware,
+        lora=", ".join(last["lora"]) if isinstance(last["lora"], list) else last["lora"],
+        eval_results=read_eval_results(script_args.eval_results) if script_args.eval_results else None,
+        grpo=grpo,
+    )
+    path = Path(output_dir) / "README.md"
+    card.save(path)
+    return path

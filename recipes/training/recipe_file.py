@@ -16,7 +16,9 @@ not run TRL's parser, read the keys itself and ignored a misspelt one. So every 
   batch of 0 would fail mid-run or train wrongly);
 - each ``stages:`` entry (``recipes/sft.py`` only) overrides training and data settings, never the model, and has its
   own ``dataset_mixture``; each ``dataset_mixture`` entry is checked against ``MixtureSource``'s fields the same way;
-- ``model_name_or_path`` and the data are given; GRPO's ``reward_funcs`` exist, one ``reward_weights`` entry each.
+- ``model_name_or_path`` and the data are given; GRPO's ``reward_funcs`` exist, one ``reward_weights`` entry each;
+- LoRA settings (``lora_r``, ``lora_target_modules``, ...) come with ``use_peft: true`` (TRL ignores them otherwise);
+- no key is written twice (:func:`builders.yaml_file.load_yaml_mapping`: YAML would let the last one win).
 
 Every problem found is listed in one line (``error: training recipe RECIPE: key: ...; key: ...``): one edit fixes all.
 ``recipes/sft.py`` and ``recipes/grpo.py`` print it and exit 2 (:func:`run_script`), as ``sureon`` does.
@@ -45,6 +47,19 @@ EXAMPLES = {
 }
 MAX_PROBLEMS_SHOWN = 12
 
+# ModelConfig's LoRA settings: read only with use_peft: true (without it TRL runs a full fine-tune and ignores them).
+LORA_KEYS = (
+    "lora_r",
+    "lora_alpha",
+    "lora_dropout",
+    "lora_target_modules",
+    "lora_target_parameters",
+    "lora_modules_to_save",
+    "lora_task_type",
+    "use_rslora",
+    "use_dora",
+)
+
 # Fields that also take one string (PEFT reads "all-linear" as every linear layer).
 STRING_OR_LIST = {"lora_target_modules", "lora_target_parameters", "lora_modules_to_save"}
 
@@ -55,6 +70,7 @@ RANGES = {
     "per_device_train_batch_size": positive_int,
     "per_device_eval_batch_size": positive_int,
     "gradient_accumulation_steps": positive_int,
+    "global_batch_size": positive_int,
     "num_train_epochs": positive_float,
     "max_steps": int_range(-1),
     "warmup_steps": float_range(0),
@@ -409,6 +425,12 @@ def check_recipe(
         problems.append("model_name_or_path is missing: name the model to start from (a Hub id or a local folder)")
     elif model is not None and (not isinstance(model, str) or not model.strip()):
         problems.append(f"model_name_or_path: {model!r} is not a Hub id or a local folder")
+    lora = [key for key in LORA_KEYS if key in recipe]
+    if lora and checked.get("use_peft") is not True:
+        problems.append(
+            f"{', '.join(lora)} without use_peft: true: a full fine-tune would run and ignore them; add use_peft: "
+            "true for a LoRA run, or remove them"
+        )
     fold, folds = checked.get("fold"), checked.get("num_folds", 4)
     if isinstance(fold, int) and isinstance(folds, int) and not isinstance(fold, bool) and fold >= folds >= 2:
         problems.append(f"fold: {fold} is not below num_folds ({folds}); folds count from 0")

@@ -1,5 +1,5 @@
 """What the two launch scripts share (``recipes/sft.py``, ``recipes/grpo.py``): their argument dataclasses, the
-parser that reads a recipe strictly before TRL's does, reporting and checkpoint helpers.
+parser that reads a recipe strictly before TRL's does, and reporting.
 
 Support code, not a launch script: ``recipes.training.recipe_file`` checks a recipe against these dataclasses for
 ``sureon plan`` and ``sureon reproduce`` too, and no support module may import a launch script.
@@ -14,7 +14,8 @@ from typing import Any
 from trl import SFTConfig, TrlParser
 
 from builders.errors import InputError
-from recipes.training.recipe_file import RecipeError, config_path, read_recipe
+from recipes.training.launch import with_derived_accumulation
+from recipes.training.recipe_file import LORA_KEYS, SFT, RecipeError, config_path, read_recipe
 
 
 @dataclass
@@ -53,6 +54,21 @@ class SharedScriptArguments:
         metadata={
             "help": "on a CPU, score only the labelled positions through TRL's fused LM head, as on CUDA (~40 %% less "
             "CPU a step on tiny models; float rounding differs: recipes.training.modeling)"
+        },
+    )
+    allow_evaluation_data: bool = field(
+        default=False,
+        metadata={
+            "help": "let dataset_mixture name evaluation data (the benchmark, a validation pool, a bench-* config, a "
+            "non-train split); refused otherwise, and recorded with the weights so that sureon eval warns"
+        },
+    )
+    global_batch_size: int | None = field(
+        default=None,
+        metadata={
+            "help": "rows per optimizer step over all ranks; the launch derives gradient_accumulation_steps from it "
+            "(global_batch_size / (per_device_train_batch_size × ranks)), so the run is the same on any number of "
+            "GPUs and machines (recipes.training.launch); give it or gradient_accumulation_steps, not both"
         },
     )
     hardware: str | None = field(default=None, metadata={"help": "stated in the model card"})
@@ -109,29 +125,39 @@ class RecipeParser(TrlParser):
     def __init__(self, dataclass_types, kind: str, rewards: Collection[str] | None = None):
         super().__init__(dataclass_types)
         self.kind, self.rewards = kind, rewards
+        if kind == SFT:
+            # SFTConfig's own default (1024) is TRL's truncation length; a recipe's max_length bounds the collator's
+            # rows instead (a longer row is refused, never cut: recipes.training.collator), and unset means no bound.
+            self.set_defaults(max_length=None)
 
     def parse_args_and_config(self, args=None, *rest, **kwargs):
         args = list(args) if args is not None else sys.argv[1:]
         recipe = config_path(args)
+        settings = {}
         if recipe is not None:
             # The model may come from the command line (--model_name_or_path); main() checks that one is given.
             required = "--model_name_or_path" not in args
-            read_recipe(
+            settings = read_recipe(
                 recipe, self.kind, dataclass_types=self.dataclass_types, require_model=required, rewards=self.rewards
             )
+        # The accumulation that makes the global batch on these ranks, before GRPOConfig derives its generation batch.
+        args = with_derived_accumulation(args, settings, recipe_path=recipe)
         try:
-            return super().parse_args_and_config(args, *rest, **kwargs)
+            parsed = super().parse_args_and_config(args, *rest, **kwargs)
         except InputError:
             raise
         except ValueError as err:  # TrainingArguments / GRPOConfig refusing a setting in __post_init__
             where = f"training recipe {recipe}" if recipe else "the command line"
             raise RecipeError(f"{where}: {' '.join(str(err).split())}") from err
-
-
-def last_checkpoint(output_dir: str) -> str | None:
-    from transformers.trainer_utils import get_last_checkpoint
-
-    return get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
+        lora_options = [
+            arg.split("=")[0] for arg in args if arg.startswith("--") and arg[2:].split("=")[0] in LORA_KEYS
+        ]
+        if lora_options and not any(getattr(item, "use_peft", False) for item in parsed):
+            raise RecipeError(
+                f"the command line: {', '.join(lora_options)} without use_peft: a full fine-tune would run and ignore "
+                "them; add --use_peft true for a LoRA run, or drop them"
+            )
+        return parsed
 
 
 def configure_reporting(training_args: SFTConfig) -> None:

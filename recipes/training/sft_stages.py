@@ -14,10 +14,19 @@ from trl import ModelConfig, SFTConfig, SFTTrainer, TrlParser, get_peft_config
 from builders.errors import InputError
 from recipes.training.collator import SFTCollator
 from recipes.training.freezing import apply_freezing, trainable_parameter_count
-from recipes.training.mixture import build_mixture, parse_mixture
-from recipes.training.modeling import apply_pixel_caps, attention_implementation, load_model, load_processor
+from recipes.training.mixture import build_mixture, check_evaluation_data, check_frames, parse_mixture
+from recipes.training.modeling import (
+    apply_pixel_caps,
+    attention_implementation,
+    is_vision_language,
+    load_model,
+    load_processor,
+)
 from recipes.training.recipe_file import SFT, check_fields, settable_fields
 from recipes.training.scripts import RecipeParser, SFTScriptArguments, available_reporters, configure_reporting
+
+
+REFUSED_ROWS = "rows_over_max_length"  # in a stage's output folder: the rows its max_length refused
 
 
 def sft_parser() -> TrlParser:
@@ -56,6 +65,28 @@ def stage_plan(script_args: SFTScriptArguments, training_args: SFTConfig) -> lis
     return plan
 
 
+def check_stages(
+    plan: list[dict], script_args: SFTScriptArguments, training_args: SFTConfig, model_args: ModelConfig
+) -> None:
+    """Every stage checked before the run claims its folder or loads any weights, stage 2 too (it would otherwise
+    fail hours in, once stage 1 had trained): its learning-rate schedule fits its length, its sources exist with the
+    configs and splits named, none is evaluation data unless the recipe allows it, and a visual run's clips all have
+    frames."""
+    vision_language = None
+    for stage in plan:
+        overrides = stage.get("overrides", {})
+        training_overrides = {key: value for key, value in overrides.items() if not hasattr(script_args, key)}
+        check_lr_schedule(dataclasses.replace(training_args, **training_overrides))
+        sources = parse_mixture(stage["dataset_mixture"])
+        loaded, index, _ = build_mixture(sources)
+        check_evaluation_data(sources, overrides.get("allow_evaluation_data", script_args.allow_evaluation_data))
+        if not overrides.get("blind", script_args.blind):
+            if vision_language is None:
+                vision_language = is_vision_language(model_args.model_name_or_path, model_args.model_revision)
+            if vision_language:
+                check_frames(loaded, index)
+
+
 def check_lr_schedule(training_args: SFTConfig) -> None:
     """``warmup_stable_decay`` counts its decay in steps (``lr_scheduler_kwargs.num_decay_steps``): in a run shorter
     than warmup + decay, transformers makes the stable phase negative without a word and the rate drops to a point
@@ -86,6 +117,8 @@ def build_stage_trainer(
         script_args, **{k: v for k, v in stage.get("overrides", {}).items() if hasattr(script_args, k)}
     )
     overrides = {k: v for k, v in stage.get("overrides", {}).items() if not hasattr(script_args, k)}
+    # The recipe's max_length bounds the collator's rows (refused above it, never cut); TRL's own truncation stays off.
+    max_length = overrides.get("max_length", training_args.max_length)
     training_args = dataclasses.replace(
         training_args,
         **overrides,
@@ -97,6 +130,11 @@ def build_stage_trainer(
     )
     configure_reporting(training_args)
     check_lr_schedule(training_args)
+    # The data first: a source, config or split that is not there fails before any weights load.
+    sources = parse_mixture(stage["dataset_mixture"])
+    loaded, index, folds = build_mixture(
+        sources, seed=training_args.seed, fold=script_args.fold, num_folds=script_args.num_folds
+    )
     processor = prepare_processor(load_processor(model_path, revision=model_args.model_revision), script_args)
     if model is None:
         model = load_model(
@@ -120,10 +158,6 @@ def build_stage_trainer(
         raise InputError("with LoRA only the adapters train: choose the adapted layers with lora_target_modules")
     trainable = apply_freezing(model, frozen) if peft_config is None else {}
 
-    sources = parse_mixture(stage["dataset_mixture"])
-    loaded, index, folds = build_mixture(
-        sources, seed=training_args.seed, fold=script_args.fold, num_folds=script_args.num_folds
-    )
     uniform = script_args.uniform_vision_calls
     if uniform is None:
         uniform = vision_language and not script_args.blind
@@ -136,10 +170,11 @@ def build_stage_trainer(
         blind=script_args.blind,
         frames_as=script_args.frames_as,
         max_frames=script_args.max_frames,
-        max_length=training_args.max_length,
+        max_length=max_length,
         uniform_vision_calls=uniform,
         system_prompt=script_args.system_prompt,
         encoded_cache_mb=script_args.encoded_cache_mb,
+        refused_rows_log=str(Path(stage["output_dir"]) / REFUSED_ROWS),
     )
     trainer = SFTTrainer(
         model=model,
@@ -163,6 +198,7 @@ def build_stage_trainer(
         "peft_config": peft_config,
         "training_args": training_args,
         "script_args": script_args,
+        "max_length": max_length,
     }
 
 

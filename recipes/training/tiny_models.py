@@ -247,6 +247,9 @@ def build_tiny_qwen3_vl(
     out = Path(out)
     model.save_pretrained(out)
     processor.save_pretrained(out)
+    from builders.outputs import publish_permissions
+
+    publish_permissions(out)
     return out
 
 
@@ -267,6 +270,9 @@ def build_tiny_causal_lm(
     out = Path(out)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
+    from builders.outputs import publish_permissions
+
+    publish_permissions(out)
     return out
 
 

@@ -3,21 +3,26 @@
 This folder is the one place that lists them: one module per group of commands (``test_build_sureon.py``: `build
 sureon`, `world`, `videos fetch`, `pipeline`; ``test_build_public.py``; ``test_plan_and_surgiq.py``: `plan`, `build
 surgiq`, `near-duplicates`; ``test_models.py``: `eval`, `report`, `curate`, `audit`, `shortcuts`, `export`, `push`;
-``test_review.py``), each holding its ``CASES``: the command, the mistake, the command line, the exit status it must
-end with, a phrase its message must contain, and what it may leave behind (nothing at ``--out``, unless a case
-documents a partial output). ``test_commands.py`` checks that every command of ``sureon`` has cases. Every case runs
-``sureon`` in this process (``sureon.cli.main``) and :func:`check_bad_input` checks what a user would see:
+``test_review.py``; ``test_training.py``: the launch scripts ``recipes/sft.py`` and ``recipes/grpo.py``;
+``test_written_paths.py``: a cache or side output at, inside or around an input, for the builds and `pipeline`), each
+holding its ``CASES``: the command, the mistake, the command line, the exit status it must end with, a phrase its
+message must contain, and what it may leave behind (nothing at ``--out``, or at a launch script's ``--output_dir``,
+unless a case documents a partial output). ``test_commands.py`` checks that every command of ``sureon`` and every
+launch script has cases. Every case runs ``sureon`` (``sureon.cli.main``) or the launch script (its ``cli``) in this
+process, and :func:`check_bad_input` checks what a user would see:
 
 - the exit status, and that the message holds the phrase;
 - no traceback: a user's mistake is one line (``error: ...``, or argparse's own ``error: argument ...``);
 - nothing at ``--out`` afterwards, and no staging folder beside it;
-- every input is untouched: the files of every existing path among the arguments are the same before and after.
+- every input is untouched: the files of every existing path among the arguments are the same before and after
+  (for a launch script, the recipe's model and mixture folders too).
 
 A case builds its inputs in its own folder from the :class:`Inputs` it is given (the sample release, the sample
 videos, tiny models, ...), so a case reads like the command a user typed.
 """
 
 import hashlib
+import importlib
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +30,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import yaml
 
 from sample_data.make_sample_release import release_rows, write_release
 from sureon import cli
@@ -86,8 +92,39 @@ class BadInput:
     leaves: str = ""  # "" : nothing at --out afterwards; else what partial output is documented, and where
 
 
+LAUNCH_SCRIPTS = ("recipes/sft.py", "recipes/grpo.py")
+
+
 def _out_of(argv: list[str]) -> Path | None:
-    return Path(argv[argv.index("--out") + 1]) if "--out" in argv else None
+    for option in ("--out", "--output_dir"):
+        if option in argv:
+            return Path(argv[argv.index(option) + 1])
+    return None
+
+
+def _recipe_inputs(argv: list[str]) -> list[Path]:
+    """The local paths a launch script's recipe names: its model and every mixture source (stages' too)."""
+    if "--config" not in argv:
+        return []
+    try:
+        recipe = yaml.safe_load(Path(argv[argv.index("--config") + 1]).read_text())
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return []
+    if not isinstance(recipe, dict):
+        return []
+    mixtures = [recipe.get("dataset_mixture")] + [stage.get("dataset_mixture") for stage in recipe.get("stages") or []]
+    paths = [recipe.get("model_name_or_path")] + [
+        entry.get("path") for mixture in mixtures for entry in mixture or [] if isinstance(entry, dict)
+    ]
+    return [Path(path) for path in paths if isinstance(path, str) and Path(path).is_absolute() and Path(path).exists()]
+
+
+def _run(command: str, argv: list[str]) -> int:
+    """``sureon ARGV``, or a launch script's ``cli(ARGV)`` for a case of ``recipes/sft.py`` / ``recipes/grpo.py``."""
+    if command in LAUNCH_SCRIPTS:
+        script = importlib.import_module(command.removesuffix(".py").replace("/", "."))
+        return script.cli(argv)
+    return cli.main(argv)
 
 
 def _snapshot(paths: list[Path]) -> dict[str, str]:
@@ -110,12 +147,13 @@ def check_bad_input(case: BadInput, tmp_path: Path, request, capsys) -> None:
     parsed_inputs = [
         Path(value) for value in argv if Path(value).is_absolute() and Path(value).exists() and Path(value) != out
     ]
+    parsed_inputs += [path for path in _recipe_inputs(argv) if path != out and path not in parsed_inputs]
     if existed_before:
         parsed_inputs.append(out)  # an --out that is an input must survive too
     before = _snapshot(parsed_inputs)
 
     try:
-        status = cli.main(argv)
+        status = _run(case.command, argv)
     except SystemExit as exit:  # argparse refuses a bad option value so
         status = exit.code
     err = capsys.readouterr().err

@@ -223,7 +223,7 @@ PUBLIC_BUILD = "the public benchmarks are the bench-* configs of a public build 
 def check_benchmarks(dataset: Path, names: list[str], option: str = "--dataset") -> None:
     """Every ``--benchmark`` is a ``bench-*`` config of the build, checked on its card before anything loads; the
     message names the benchmarks the build has."""
-    from recipes.evaluation.inputs import build_configs
+    from builders.build_loading import build_configs
 
     for name in names:
         if not name.startswith("bench-"):
@@ -240,7 +240,7 @@ def check_benchmarks(dataset: Path, names: list[str], option: str = "--dataset")
 
 
 def load_benchmark(dataset: Path, name: str, limit: int | None):
-    from recipes.evaluation.inputs import load_build
+    from builders.build_loading import load_build
 
     if not name.startswith("bench-"):
         raise InputError(f"--benchmark {name}: {PUBLIC_BUILD}")

@@ -127,7 +127,7 @@ def load_benchmark(args):
     as files (a training config's default layout) stay paths, resolved against the build by ``generate_all``."""
     from datasets import Image, List
 
-    from recipes.evaluation.inputs import load_build
+    from builders.build_loading import load_build
 
     dataset = load_build(args.dataset, args.config, args.split, expected=SUREON_BUILD)
     if "frames" in dataset.column_names and not frames_are_files(dataset.features):

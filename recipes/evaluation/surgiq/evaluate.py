@@ -123,7 +123,7 @@ class EvalResult:
 
 
 def load_surgiq(dataset: str, config: str, split: str) -> list[dict]:
-    from recipes.evaluation.inputs import load_build
+    from builders.build_loading import load_build
 
     ds = load_build(dataset, config, split, expected=SURGIQ_BUILD)
     missing = [c for c in REQUIRED_COLUMNS if c not in ds.column_names]
@@ -205,7 +205,7 @@ def evaluate(opts: EvalOptions) -> EvalResult:
     import torch
 
     from recipes.evaluation.contamination import find_contamination, warn
-    from recipes.evaluation.inputs import check_model_path
+    from recipes.training.model_folder import check_model_path
     from recipes.training.modeling import load_model, load_processor, resolve_system_prompt, tokenizer_of
 
     if not 0 <= opts.shots <= MAX_SHOTS:
