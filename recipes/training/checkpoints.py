@@ -85,16 +85,32 @@ def torch_file_problem(path: Path) -> str | None:
     return None
 
 
-def _weights_problem(folder: Path) -> str | None:
+class NotAWeightIndex(ValueError):
+    """A ``*.index.json`` beside the weights that is not the index transformers writes."""
+
+
+def sharded_weights(folder: Path) -> tuple[str, list[str], list[str]] | None:
+    """``(index file name, the shards it lists, those missing)`` of a sharded checkpoint, None when ``folder`` has no
+    weight index; :class:`NotAWeightIndex` when its index cannot be read."""
     for index_name in WEIGHT_INDEXES:
         index = folder / index_name
         if index.is_file():
             try:
                 shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
             except (json.JSONDecodeError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
-                return f"{index_name} is not a weight index"
-            missing = [shard for shard in shards if not (folder / shard).is_file()]
-            return f"{len(missing)} of {len(shards)} weight shards missing (e.g. {missing[0]})" if missing else None
+                raise NotAWeightIndex(f"{index_name} is not a weight index") from None
+            return index_name, shards, [shard for shard in shards if not (folder / shard).is_file()]
+    return None
+
+
+def _weights_problem(folder: Path) -> str | None:
+    try:
+        sharded = sharded_weights(folder)
+    except NotAWeightIndex as err:
+        return str(err)
+    if sharded is not None:
+        _, shards, missing = sharded
+        return f"{len(missing)} of {len(shards)} weight shards missing (e.g. {missing[0]})" if missing else None
     if any((folder / name).is_file() for name in WEIGHT_FILES) or _deepspeed_tag(folder) is not None:
         return None
     return "no weights"

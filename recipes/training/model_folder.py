@@ -14,7 +14,7 @@ from pathlib import Path
 
 from builders.errors import InputError
 from builders.hub import looks_local, model_weight_files
-from recipes.training.checkpoints import WEIGHT_INDEXES
+from recipes.training.checkpoints import NotAWeightIndex, sharded_weights
 
 
 # What a saved processor leaves beside the weights (transformers 5.25's names: PROCESSOR_NAME, IMAGE_PROCESSOR_NAME,
@@ -57,26 +57,21 @@ def _check_model_folder(folder: Path, label: str) -> None:
         raise InputError(f"{label}: {_adapter(folder)}")
     if not (folder / "config.json").is_file():
         raise InputError(f"{label}: the folder has no config.json: {_no_model_hint(folder)}")
-    for index_name in WEIGHT_INDEXES:
-        index = folder / index_name
-        if index.is_file():
-            try:
-                shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-            except (json.JSONDecodeError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
-                raise InputError(f"{label}: {index_name} is not a weight index: copy the model again") from None
-            missing = [shard for shard in shards if not (folder / shard).is_file()]
-            if missing:
-                raise InputError(
-                    f"{label}: {len(missing)} of the {len(shards)} weight shards {index_name} lists are missing "
-                    f"(e.g. {missing[0]}): an incomplete copy or download; copy the model again"
-                )
-            break
-    else:
-        if not weights:
-            raise InputError(
-                f"{label}: config.json but no weights (*.safetensors or pytorch_model*.bin): an incomplete copy, or a "
-                "training run that never saved; copy the model again or give its checkpoint"
-            )
+    try:
+        sharded = sharded_weights(folder)
+    except NotAWeightIndex as err:
+        raise InputError(f"{label}: {err}: copy the model again") from None
+    if sharded is not None and sharded[2]:
+        index_name, shards, missing = sharded
+        raise InputError(
+            f"{label}: {len(missing)} of the {len(shards)} weight shards {index_name} lists are missing "
+            f"(e.g. {missing[0]}): an incomplete copy or download; copy the model again"
+        )
+    if sharded is None and not weights:
+        raise InputError(
+            f"{label}: config.json but no weights (*.safetensors or pytorch_model*.bin): an incomplete copy, or a "
+            "training run that never saved; copy the model again or give its checkpoint"
+        )
     _check_processor_files(folder, label)
 
 

@@ -47,13 +47,15 @@ def run_inputs(model_path: str | None, mixtures: list, *, recipe: str | None = N
     inputs = {}
     if model_path:
         inputs["model_name_or_path"] = model_path
-    for mixture in mixtures:
+    for stage, mixture in enumerate(mixtures, start=1):
+        prefix = f"stage {stage} " if len(mixtures) > 1 else ""
         for position, source in enumerate(mixture or []):
             path = source.get("path") if isinstance(source, dict) else source
             data_files = source.get("data_files") if isinstance(source, dict) else None
-            for value in [path, *(_as_list(data_files))]:
-                if isinstance(value, str) and Path(value).expanduser().exists():
-                    inputs[f"dataset_mixture[{position}] {value}"] = value
+            for number, value in enumerate([path, *_as_list(data_files)]):
+                label = f"{prefix}dataset_mixture[{position}]" + (f" data_files[{number - 1}]" if number else "")
+                if isinstance(value, str):
+                    inputs[label] = value
     if recipe:
         inputs["the recipe"] = recipe
     for label, path in files.items():
