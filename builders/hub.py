@@ -209,10 +209,10 @@ def pushed_kind(folder: Path, repo_type: str | None = None) -> str:
     it is one line (:class:`InputError`), found from the file listing before anything is sent.
 
     A model is a finished training run: ``config.json``, weights and ``training_complete.json``. A dataset is a
-    build: sureon's :data:`builders.outputs.MARKER` and the card declaring its configs. Only
-    folders sureon wrote are pushed: a build carries the marker; a training run is sureon's once finished (its
-    ``training_complete.json``; a run's folder will carry the marker too). ``repo_type`` given against the folder's
-    kind is refused, as is a folder holding a file named like a credential (:data:`SECRET_NAMES`)."""
+    build: sureon's :data:`builders.outputs.MARKER` and the card declaring its configs. Only folders sureon wrote are
+    pushed: a build carries the marker; a training run is sureon's once finished (its ``training_complete.json``; a
+    run of this version carries the marker from its start, an earlier one does not). ``repo_type`` given against the
+    folder's kind is refused, as is a folder holding a file named like a credential (:data:`SECRET_NAMES`)."""
     from builders.outputs import MARKER
 
     if repo_type is not None and repo_type not in REPO_TYPES:
