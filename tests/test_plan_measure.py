@@ -251,7 +251,9 @@ def real_width_overrides(tmp_path, model, clips, **extra) -> dict:
 def run_recipe(script: str, recipe_path, tmp_path, overrides) -> None:
     """``script`` (``recipes/sft.py``, ``recipes/grpo.py``) on ``recipe_path`` with ``overrides``, the arithmetic
     skipped, in its own process."""
-    recipe = yaml.safe_load(recipe_path.read_text()) | overrides
+    recipe = yaml.safe_load(recipe_path.read_text())
+    recipe.pop("global_batch_size", None)  # the overrides' accumulation measures one micro-batch
+    recipe |= overrides
     path = tmp_path / recipe_path.name
     path.write_text(yaml.safe_dump(recipe))
     run_python("-m", "recipes.training.plan.instruments", script, "--config", str(path))

@@ -42,12 +42,16 @@ def to_pil(image):
     return Image.open(image).convert("RGB")
 
 
-def split_visuals(messages: list[dict], max_frames: int | None = None) -> tuple[list[dict], list, list[dict]]:
+def split_visuals(
+    messages: list[dict], max_frames: int | None = None, load=to_pil
+) -> tuple[list[dict], list, list[dict]]:
     """Take images and videos out of the messages (in order), leaving placeholders for the chat template.
 
     Returns ``(messages, images, videos)``; each video is ``{"frames", "timestamps"}``. ``max_frames`` caps a clip
     either way it is shown, with the same evenly spaced choice: a video keeps at most that many frames, and a
     message with more images keeps that many of them, each dropped image taking its ``Frame at`` tag with it.
+    ``load`` turns each kept frame into what is returned: decoded by default; the length-grouped batches
+    (``recipes.training.batching``) keep what the row stores, to read its size without decoding it.
     """
     images, videos, stripped = [], [], []
     for message in messages:
@@ -56,11 +60,11 @@ def split_visuals(messages: list[dict], max_frames: int | None = None) -> tuple[
             parts = []
             for part in _cap_images(content, max_frames):
                 if part.get("type") == "image":
-                    images.append(to_pil(part["image"]))
+                    images.append(load(part["image"]))
                     part = {"type": "image"}
                 elif part.get("type") == "video":
                     keep = evenly_spaced(part["video"], max_frames)
-                    frames = [to_pil(part["video"][i]) for i in keep]
+                    frames = [load(part["video"][i]) for i in keep]
                     videos.append({"frames": frames, "timestamps": [part["timestamps"][i] for i in keep]})
                     part = {"type": "video"}
                 parts.append(part)

@@ -165,7 +165,11 @@ class SFTCollator:
         return EncodedExample([self.tokenizer.pad_token_id], [-100], types, {}, refused=True)
 
     def __call__(self, index_rows: list[dict]) -> dict[str, torch.Tensor]:
-        encoded = [self.encoded(index_row) for index_row in index_rows]
+        return self.collate([self.encoded(index_row) for index_row in index_rows])
+
+    def collate(self, encoded: list[EncodedExample]) -> dict[str, torch.Tensor]:
+        """Encoded examples as one batch: padded, their visual tensors joined, the dummy visuals appended (what
+        ``sureon plan`` times for a row beside its encoding)."""
         batch = self.pad(encoded)
         for key in VISUAL_KEYS:
             parts = [item.visual[key] for item in encoded if key in item.visual]

@@ -12,6 +12,7 @@ import torch
 from trl import ModelConfig, SFTConfig, SFTTrainer, TrlParser, get_peft_config
 
 from builders.errors import InputError
+from recipes.training.batching import GROUPED, cached_row_lengths, use_grouped_batches
 from recipes.training.collator import SFTCollator
 from recipes.training.freezing import apply_freezing, trainable_parameter_count
 from recipes.training.mixture import build_mixture, check_evaluation_data, check_frames, parse_mixture
@@ -112,7 +113,8 @@ def build_stage_trainer(
     stage: dict, model_path: str, script_args, training_args: SFTConfig, model_args: ModelConfig, model=None
 ) -> dict:
     """The trainer of one stage, ready to train: processor with the pixel caps, model (``model`` when given, e.g.
-    random weights built in memory by ``benchmarks/gpu_sft.py``), freezing, the mixture and its collator."""
+    random weights built in memory by ``benchmarks/gpu_sft.py``), freezing, the mixture and its collator, and with
+    ``train_sampling_strategy: group_by_length`` the length-grouped batches (``recipes/training/batching.py``)."""
     script_args = dataclasses.replace(
         script_args, **{k: v for k, v in stage.get("overrides", {}).items() if hasattr(script_args, k)}
     )
@@ -136,6 +138,19 @@ def build_stage_trainer(
         sources, seed=training_args.seed, fold=script_args.fold, num_folds=script_args.num_folds
     )
     processor = prepare_processor(load_processor(model_path, revision=model_args.model_revision), script_args)
+    rows = {
+        "blind": script_args.blind,
+        "frames_as": script_args.frames_as,
+        "max_frames": script_args.max_frames,
+        "max_length": max_length,
+        "system_prompt": script_args.system_prompt,
+    }
+    lengths = None
+    if training_args.train_sampling_strategy == GROUPED:
+        # Counted before the model loads (a row that cannot be read stops the run now, not hours in); transformers'
+        # own sampler for this key would read each row's input_ids, which the index rows do not have.
+        with training_args.main_process_first(desc="counting the rows' tokens"):
+            lengths = cached_row_lengths(SFTCollator(processor, loaded, **rows), index, stage["output_dir"])
     if model is None:
         model = load_model(
             model_path,
@@ -167,12 +182,8 @@ def build_stage_trainer(
     collator = SFTCollator(
         processor,
         loaded,
-        blind=script_args.blind,
-        frames_as=script_args.frames_as,
-        max_frames=script_args.max_frames,
-        max_length=max_length,
+        **rows,
         uniform_vision_calls=uniform,
-        system_prompt=script_args.system_prompt,
         encoded_cache_mb=script_args.encoded_cache_mb,
         refused_rows_log=str(Path(stage["output_dir"]) / REFUSED_ROWS),
     )
@@ -184,6 +195,8 @@ def build_stage_trainer(
         processing_class=processor,
         peft_config=peft_config,
     )
+    if lengths is not None:
+        use_grouped_batches(trainer, lengths)
     if peft_config is not None:
         trainable = {"adapters": {"trainable": trainable_parameter_count(trainer.model)}}
     return {

@@ -1,14 +1,21 @@
 """Tokens measured, not guessed: rows of the mixture (or synthetic clips) through the training collator, GRPO prompts
-through the GRPO trainer's own encoding, with the recipe's frame count and pixel caps."""
+through the GRPO trainer's own encoding, with the recipe's frame count and pixel caps. Each SFT row also carries the
+CPU seconds the collator took for it (``cpu_seconds``: the process's CPU time on one thread, as a dataloader worker
+runs, from reading and decoding its frames to the batch tensors), which size the data loader (``plan/batching.py``'s
+``loader_plan``). A worker also hands each batch to the training process, which ``benchmarks/sft_collator.py``
+measures beside it (1.1-1.5x the collator's time for the 8B recipe's clips)."""
 
 import io
 import math
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 
 PERCENTILES = (50, 90, 99, 100)
+SYNTHETIC_TIMINGS = 3  # encodings of each synthetic row timed (the median kept): a single one is noisy
 
 
 def plan_processor(model_name: str, processor_path: str | None, settings: dict):
@@ -76,21 +83,52 @@ def encoded_counts(encoded, merge: int) -> dict:
 
 
 def measure_mixture(processor, mixture: list[dict], settings: dict, samples: int, seed: int) -> list[dict]:
-    """Token counts of a seeded sample of the mixture's rows, each encoded by the training collator."""
+    """Token counts of a seeded sample of the mixture's rows, each encoded by the training collator, and the CPU
+    seconds of each: its encoding and its share of joining a batch of ``per_device_train_batch_size`` rows."""
     loaded, index = _load_mixture(mixture, seed)
     collator = collator_for(processor, loaded, settings)
     picked = np.random.default_rng(seed).choice(len(index), size=min(samples, len(index)), replace=False)
     merge = _merge_size(processor)
-    counts = []
-    for position in sorted(int(p) for p in picked):
-        index_row = index[position]
-        counts.append(
-            {
-                "source": loaded[index_row["source"]].source.label,
-                **encoded_counts(collator.encode(collator.example(index_row)), merge),
-            }
-        )
+    batch_size = settings.get("per_device_train_batch_size") or 1
+    counts, batch = [], []
+    with one_thread():
+        collator.encode(collator.example(index[int(picked[0])]))  # first use: imports, template compiled (untimed)
+        for position in sorted(int(p) for p in picked):
+            index_row = index[position]
+            started = time.process_time()
+            encoded = collator.encode(collator.example(index_row))
+            count = {"source": loaded[index_row["source"]].source.label, **encoded_counts(encoded, merge)}
+            batch.append((count, encoded, time.process_time() - started))
+            if len(batch) == batch_size:
+                counts += collated(collator, batch)
+                batch = []
+        counts += collated(collator, batch)
     return counts
+
+
+def collated(collator, batch: list[tuple[dict, object, float]]) -> list[dict]:
+    """The rows' counts with their ``cpu_seconds``: each row's encoding and its share of joining the batch (the
+    padding and the batch's pixel tensors: 4 clips' pixels are 126 MiB, whose fresh pages cost the kernel too)."""
+    if not batch:
+        return []
+    started = time.process_time()
+    collator.collate([encoded for _, encoded, _ in batch])
+    share = (time.process_time() - started) / len(batch)
+    return [{**count, "cpu_seconds": seconds + share} for count, _, seconds in batch]
+
+
+@contextmanager
+def one_thread():
+    """Torch on one thread while the rows are timed, as PyTorch runs each dataloader worker
+    (``torch.utils.data._utils.worker``: ``torch.set_num_threads(1)``)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _load_mixture(mixture: list[dict], seed: int):
@@ -155,24 +193,23 @@ def write_synthetic_clips(folder: Path, count: int, size: tuple[int, int], frame
     rows = []
     for number in range(count):
         row = synthetic_clip_row(number, size, frames)
-        encoded = []
-        for frame in row["frames"]:
-            buffer = io.BytesIO()
-            frame.save(buffer, format="JPEG", quality=90)
-            encoded.append({"bytes": buffer.getvalue(), "path": None})
-        rows.append({**row, "frames": encoded})
+        rows.append({**row, "frames": [jpeg_bytes(frame) for frame in row["frames"]]})
     path = Path(folder) / "synthetic_clips.parquet"
     Dataset.from_list(rows, features=video_qa_features(with_frames=True)).to_parquet(str(path))
     return path
 
 
 def measure_synthetic(processor, settings: dict, size: tuple[int, int]) -> list[dict]:
-    """Token counts of one synthetic clip (``max_frames`` frames) and one image of ``size``."""
+    """Token counts of one synthetic clip (``max_frames`` frames) and one image of ``size``, their frames stored as
+    the builders store them (JPEG, quality 90), so that ``cpu_seconds`` includes decoding them; each row's CPU is
+    timed in a batch of ``per_device_train_batch_size`` copies of it."""
     from recipes.training.mixture import to_example
 
     collator = collator_for(processor, [], settings)
     merge = _merge_size(processor)
+    batch_size = settings.get("per_device_train_batch_size") or 1
     clip = synthetic_clip_row(0, size, settings.get("max_frames") or 8)
+    clip["frames"] = [jpeg_bytes(frame) for frame in clip["frames"]]
     image_row = {
         "messages": [
             {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": clip["question"]}]},
@@ -181,16 +218,37 @@ def measure_synthetic(processor, settings: dict, size: tuple[int, int]) -> list[
         "images": [clip["frames"][0]],
     }
     rows = []
-    for label, row, fmt in (("synthetic clip", clip, "video_qa"), ("synthetic image", image_row, "messages")):
-        example = to_example(
-            row,
-            fmt,
-            blind=collator.blind,
-            frames_as=collator.frames_as,
-            system_prompt=collator.system_prompt,
-        )
-        rows.append({"source": f"{label} {size[0]}x{size[1]}", **encoded_counts(collator.encode(example), merge)})
+    with one_thread():
+        for label, row, fmt in (("synthetic clip", clip, "video_qa"), ("synthetic image", image_row, "messages")):
+            example = to_example(
+                row,
+                fmt,
+                blind=collator.blind,
+                frames_as=collator.frames_as,
+                system_prompt=collator.system_prompt,
+            )
+            collator.encode(example)  # first use: imports, template compiled (untimed)
+            seconds = []
+            for _ in range(SYNTHETIC_TIMINGS):  # a batch of the recipe's size of this row
+                started = time.process_time()
+                batch = [({}, collator.encode(example), 0.0) for _ in range(batch_size)]
+                encoding = time.process_time() - started
+                seconds.append(encoding / batch_size + collated(collator, batch)[0]["cpu_seconds"])
+            rows.append(
+                {
+                    "source": f"{label} {size[0]}x{size[1]}",
+                    **encoded_counts(batch[0][1], merge),
+                    "cpu_seconds": float(np.median(seconds)),
+                }
+            )
     return rows
+
+
+def jpeg_bytes(frame) -> dict:
+    """A PIL frame as a build stores it: ``{"bytes": JPEG at quality 90, "path": None}``."""
+    buffer = io.BytesIO()
+    frame.save(buffer, format="JPEG", quality=90)
+    return {"bytes": buffer.getvalue(), "path": None}
 
 
 def grpo_settings(processor, settings: dict) -> dict:
@@ -208,8 +266,9 @@ def grpo_settings(processor, settings: dict) -> dict:
 def measure_grpo_mixture(processor, mixture: list[dict], settings: dict, samples: int, seed: int) -> list[dict]:
     """Prompt tokens of a seeded sample of a GRPO recipe's checkable rows, each rendered by
     ``recipes.training.grpo_data`` and encoded by the GRPO trainer's own ``encode_row`` (what generation and the
-    log-probability passes see: its clips as video or images, at ``max_frames``, with the pixel caps)."""
-    from recipes.training.grpo_data import grpo_dataset
+    log-probability passes see: its clips as video or images, at ``max_frames``, with the pixel caps); each row's
+    ``kind`` is its answer kind (``grpo_data.answer_kind``: what ``completion_budgets`` bound)."""
+    from recipes.training.grpo_data import answer_kind, grpo_dataset
     from recipes.training.grpo_trainer import encode_row
 
     loaded, index = _load_mixture(mixture, seed)
@@ -217,24 +276,30 @@ def measure_grpo_mixture(processor, mixture: list[dict], settings: dict, samples
     sources = dataset.with_format(None)["source"]
     picked = np.random.default_rng(seed).choice(len(dataset), size=min(samples, len(dataset)), replace=False)
     merge = _merge_size(processor)
-    return [
-        {
-            "source": loaded[sources[position]].source.label,
-            **encoded_counts(encode_row(processor, dataset[position]), merge),
-        }
-        for position in sorted(int(p) for p in picked)
-    ]
+    counts = []
+    for position in sorted(int(p) for p in picked):
+        row = dataset[position]
+        counts.append(
+            {
+                "source": loaded[sources[position]].source.label,
+                "kind": answer_kind(row),
+                **encoded_counts(encode_row(processor, row), merge),
+            }
+        )
+    return counts
 
 
 def measure_grpo_synthetic(processor, settings: dict, size: tuple[int, int]) -> list[dict]:
-    """Prompt tokens of one synthetic clip (``max_frames`` frames of ``size``) as the GRPO trainer encodes it."""
-    from recipes.training.grpo_data import grpo_row
+    """Prompt tokens of one synthetic clip (``max_frames`` frames of ``size``) as the GRPO trainer encodes it: a
+    lettered question, so the kind mix is all ``letter`` (the Sureon-DB's own kind; the public corpus's grounded
+    kinds are measured only from built rows, ``measure_grpo_mixture``)."""
+    from recipes.training.grpo_data import answer_kind, grpo_row
     from recipes.training.grpo_trainer import encode_row
 
     clip = synthetic_clip_row(0, size, settings.get("max_frames") or 8)
     row = grpo_row(clip, **grpo_settings(processor, settings))
     counts = encoded_counts(encode_row(processor, row), _merge_size(processor))
-    return [{"source": f"synthetic clip {size[0]}x{size[1]} (GRPO prompt)", **counts}]
+    return [{"source": f"synthetic clip {size[0]}x{size[1]} (GRPO prompt)", "kind": answer_kind(row), **counts}]
 
 
 def _merge_size(processor) -> int:
