@@ -153,6 +153,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/surgiq_scoring.py
 	$(PY) benchmarks/sft_collator.py
 	$(PY) benchmarks/cpu_lm_head.py
+	$(PY) benchmarks/grpo_generation.py
 	$(PY) benchmarks/radg.py
 	$(PY) benchmarks/blind_scoring.py
 	$(PY) benchmarks/review_store.py
@@ -160,6 +161,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/videos_fetch.py
 	$(PY) benchmarks/blur.py
 	$(PY) benchmarks/public_eval.py
+	$(PY) benchmarks/gpu_grpo.py
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -2,7 +2,7 @@
 
 Run one recipe per YAML (the first line of each states its hardware), typically from a finished SFT run:
 
-    accelerate launch --config_file accelerate_configs/zero3.yaml --num_processes 4 recipes/grpo.py \
+    accelerate launch --config_file accelerate_configs/zero2.yaml --num_processes 4 recipes/grpo.py \
         --config recipes/qwen3-vl-8b/grpo/config_sureon_grpo.yaml
 
 Any field can be overridden on the command line (``--beta 0.04 --num_generations 4 --output_dir ...``). On a CPU
@@ -21,9 +21,10 @@ stage, its rewards and their weights, and resumes from its last checkpoint when 
 Clips reach the policy as SFT trained on them and ``sureon eval sureon`` shows them: ``frames_as: video`` (the
 default, as in SFT) gives each prompt its clip as one video (the frames and timestamps the build stored, at most
 ``max_frames`` of them chosen as SFT and evaluation choose them, Qwen3-VL's ``<t seconds>`` markers and temporal
-patches), through ``recipes.training.grpo_trainer.VisualGRPOTrainer``, TRL's GRPOTrainer with three hooks; image and
-text-only rows mix in. Transformers generates on any machine. vLLM (``use_vllm``) is refused for a vision-language
-policy before any weights load (:func:`check_vllm` says why), so the recipes generate with transformers.
+patches), through ``recipes.training.grpo_trainer.VisualGRPOTrainer``, TRL's GRPOTrainer with a few documented
+hooks; image and text-only rows mix in. Transformers generates on any machine. vLLM (``use_vllm``) is refused for a
+vision-language policy before any weights load (:func:`check_vllm` says why), so the recipes generate with
+transformers.
 """
 
 # ruff: noqa: E402 - the repository goes on sys.path before the project is imported
@@ -45,8 +46,8 @@ from builders.outputs import publish_permissions
 from recipes.evaluation.rewards import REWARDS, reward_functions
 from recipes.training.checkpoints import resume_checkpoint
 from recipes.training.freezing import trainable_parameter_count
-from recipes.training.grpo_data import grpo_dataset
-from recipes.training.grpo_trainer import VisualGRPOTrainer
+from recipes.training.grpo_data import check_completion_budgets, grpo_dataset
+from recipes.training.grpo_trainer import PACKED_ATTENTION, VisualGRPOTrainer
 from recipes.training.launch import prepare_launch
 from recipes.training.mixture import (
     build_mixture,
@@ -60,6 +61,7 @@ from recipes.training.model_folder import check_model_path
 from recipes.training.modeling import (
     apply_pixel_caps,
     attention_implementation,
+    default_attn_implementation,
     is_vision_language,
     labelled_positions_only_on_cpu,
     load_model,
@@ -135,6 +137,9 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: GRPOConfig, m
     uniform = vision_language if script_args.uniform_vision_calls is None else script_args.uniform_vision_calls
     trainer = VisualGRPOTrainer(
         uniform_vision_calls=uniform and vision_language,
+        completion_budgets=script_args.completion_budgets,
+        share_prompt_prefill=script_args.share_prompt_prefill,
+        share_prompt_in_training=script_args.share_prompt_in_training,
         model=model,
         reward_funcs=rewards,
         args=training_args,
@@ -152,14 +157,69 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: GRPOConfig, m
     }
 
 
-def check_data(script_args: GRPOScriptArguments, model_args: ModelConfig) -> None:
+def check_data(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig) -> None:
     """The mixture checked before the run claims its folder or loads any weights: the sources, configs and splits
-    exist, none is evaluation data unless the recipe allows it, and a visual policy's video-QA rows have frames."""
+    exist, none is evaluation data unless the recipe allows it, a visual policy's video-QA rows have frames, and the
+    generation cuts it asks for apply: they cut transformers' ``generate`` (not vLLM's, nor continuous batching),
+    and every reference answer fits its kind's completion budget (the model's own tokenizer counts it)."""
     sources = parse_mixture(script_args.dataset_mixture)
-    loaded, index, _ = build_mixture(sources)
+    loaded, index, _ = build_mixture(sources, seed=training_args.seed)
     check_evaluation_data(sources, script_args.allow_evaluation_data)
     if is_vision_language(model_args.model_name_or_path, model_args.model_revision):
         check_frames(loaded, index)
+    cuts = [name for name in ("completion_budgets", "share_prompt_prefill") if getattr(script_args, name)]
+    other = [name for name in ("use_vllm", "use_transformers_continuous_batching") if getattr(training_args, name)]
+    if cuts and other:
+        raise InputError(
+            f"{' and '.join(cuts)} with {other[0]}: true: they cut transformers' own generate call, which "
+            f"{other[0]} replaces; set {other[0]}: false, or drop {' and '.join(cuts)}"
+        )
+    if script_args.completion_budgets:
+        processor = load_processor(model_args.model_name_or_path, revision=model_args.model_revision)
+        check_completion_budgets(
+            loaded, index, tokenizer_of(processor), script_args.completion_budgets, training_args.max_completion_length
+        )
+    check_prompt_sharing(script_args, training_args, model_args)
+
+
+def check_prompt_sharing(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig) -> None:
+    """Refuse, in one line, ``share_prompt_in_training`` where it cannot run, or where grouping each prompt's
+    completions into micro-batches would change an optimizer step's gradient (docs/training/grpo.md): the packed
+    pass needs an attention that takes a 4-D mask; ``bnpo`` divides each micro-batch's loss by its own tokens,
+    ``top_entropy_quantile`` below 1 keeps each micro-batch's high-entropy tokens, and the entropy bonus is a mean over
+    a micro-batch's tokens, so each depends on which completions share a micro-batch; and with
+    ``steps_per_generation`` other than the accumulation, the grouping decides which completions each step sees."""
+    if not script_args.share_prompt_in_training:
+        return
+    problems = []
+    attention = model_args.attn_implementation or default_attn_implementation()
+    if attention not in PACKED_ATTENTION:
+        chosen = "attn_implementation" if model_args.attn_implementation else "this machine's default attention"
+        problems.append(
+            f"{chosen} {attention} takes no 4-D mask, which the packed pass needs: set attn_implementation: sdpa"
+        )
+    changes = []  # settings under which the grouping would change an optimizer step's gradient
+    if training_args.loss_type == "bnpo":
+        changes.append("loss_type bnpo divides each micro-batch's loss by its own tokens (use dapo, TRL's default)")
+    if training_args.top_entropy_quantile < 1.0:
+        changes.append(
+            f"top_entropy_quantile {training_args.top_entropy_quantile} keeps each micro-batch's high-entropy tokens"
+        )
+    if training_args.entropy_coef != 0.0 or training_args.use_adaptive_entropy:
+        changes.append("the entropy bonus (entropy_coef, use_adaptive_entropy) is a mean over a micro-batch's tokens")
+    if training_args.steps_per_generation != training_args.gradient_accumulation_steps:
+        changes.append(
+            f"steps_per_generation {training_args.steps_per_generation} is not the accumulation "
+            f"({training_args.gradient_accumulation_steps}), so the grouping would pick each step's completions "
+            "(leave steps_per_generation unset)"
+        )
+    if changes:
+        problems.append(
+            "grouping each prompt's completions into micro-batches would change an optimizer step's gradient: "
+            + "; ".join(changes)
+        )
+    if problems:
+        raise InputError("share_prompt_in_training: " + "; ".join(problems) + "; or drop share_prompt_in_training")
 
 
 def reward_means(log_history: list[dict], names: list[str]) -> dict[str, float | None]:
@@ -214,7 +274,7 @@ def main(
     training_args = prepare_launch(script_args, training_args)
     check_model_path(model_args.model_name_or_path, "model_name_or_path", model_args.model_revision)
     check_vllm(training_args, model_args.model_name_or_path, model_args.model_revision)
-    check_data(script_args, model_args)
+    check_data(script_args, training_args, model_args)
     inputs = run_inputs(
         model_args.model_name_or_path,
         [script_args.dataset_mixture],
@@ -256,6 +316,9 @@ def main(
         "reward_means": reward_means(trainer.state.log_history, names),
         "num_generations": training_args.num_generations,
         "max_completion_length": training_args.max_completion_length,
+        "completion_budgets": script_args.completion_budgets,
+        "share_prompt_prefill": script_args.share_prompt_prefill,
+        "share_prompt_in_training": script_args.share_prompt_in_training,
         "beta": training_args.beta,
         "loss_type": training_args.loss_type,
         "use_vllm": training_args.use_vllm,

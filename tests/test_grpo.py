@@ -452,3 +452,355 @@ def test_a_grpo_recipe_mistake_is_one_line_before_anything_loads(mistake, tmp_pa
     error = capsys.readouterr().err.strip()
     assert error.startswith(f"error: training recipe {path}: ") and says in error and "\n" not in error, error
     assert not (tmp_path / "run").exists()
+
+
+# --- generation cut per answer kind and per prompt (completion_budgets, share_prompt_prefill) -----------------------
+
+
+def test_every_checkable_row_has_one_answer_kind():
+    """The kinds ``completion_budgets`` name: a lettered question, an event order, each grounded JSON shape; an
+    open-ended row has none."""
+    from public_converters.grounded import SHAPES
+    from recipes.training.grpo_data import ANSWER_KINDS, answer_kind
+
+    assert ANSWER_KINDS == ("letter", "order", *SHAPES)
+    assert answer_kind(mcq_row()) == "letter" and answer_kind(order_row()) == "order"
+    assert [answer_kind(grounded_row(shape, {})) for shape in ("label", "boxes", "window")] == [
+        "label",
+        "boxes",
+        "window",
+    ]
+    public = {"qa_id": "x", "grounded": True, "template_id": "grounded_tool_count", "answer": '{"count": 2}'}
+    assert answer_kind(public) == "count"
+    with pytest.raises(ValueError, match="sm: no checkable answer"):
+        answer_kind({"question_id": "sm", "answer": "Dissection, then clipping."})
+
+
+def test_each_rank_generates_whole_groups_of_the_8b_recipe():
+    """TRL's RepeatSampler puts a prompt's num_generations copies side by side, and accelerate hands each rank a run
+    of per_device_train_batch_size × steps_per_generation rows: at the 8B recipe's settings every rank's generation
+    batch holds whole groups (4 prompts × 8 copies), so sharing a prompt's prefill saves 8 prefills in 8 there."""
+    from accelerate.data_loader import BatchSamplerShard
+    from torch.utils.data import BatchSampler
+    from trl.trainer.utils import RepeatSampler
+
+    from recipes.training.launch import hardware_gpus
+
+    recipe = yaml.safe_load((REPO / "recipes" / "qwen3-vl-8b" / "grpo" / "config_sureon_grpo.yaml").read_text())
+    gpus, copies = hardware_gpus(recipe["hardware"]), recipe["num_generations"]
+    accumulation = recipe["global_batch_size"] // (recipe["per_device_train_batch_size"] * gpus)
+    per_rank = recipe["per_device_train_batch_size"] * accumulation  # steps_per_generation defaults to accumulation
+    sampler = RepeatSampler(range(1000), mini_repeat_count=copies, batch_size=per_rank * gpus // copies,
+                            repeat_count=accumulation, shuffle=True, seed=recipe["seed"])  # fmt: skip
+    for rank in range(gpus):
+        shard = BatchSamplerShard(BatchSampler(sampler, per_rank, drop_last=False), gpus, rank, split_batches=False)
+        for batch in list(shard)[: 2 * accumulation]:
+            counts = {index: batch.count(index) for index in batch}
+            assert len(batch) == per_rank and set(counts.values()) == {copies}, (rank, counts)
+    assert per_rank // copies == 4
+
+
+@pytest.fixture(scope="module")
+def cut_trainer(tiny_qwen3_vl, sureon_build, tmp_path_factory):
+    """The tiny recipe's trainer on the sample build, 4 completions a prompt, its cuts off (each test sets those it
+    measures); and a generation batch of a lettered question and an event order, 4 copies each."""
+    from recipes.grpo import build_trainer
+
+    tmp = tmp_path_factory.mktemp("cuts")
+    path = tiny_config(tmp, tiny_qwen3_vl, sureon_build, "cuts", num_generations=4, per_device_train_batch_size=8,
+                       max_frames=4, completion_budgets=None, share_prompt_prefill=False,
+                       share_prompt_in_training=False)  # fmt: skip
+    trainer = build_trainer(*make_parser().parse_args_and_config(["--config", str(path)]))["trainer"]
+    trainer.model.train()  # as the training loop leaves it: TRL logs and scales the loss by the model's mode
+    trainer.current_gradient_accumulation_steps = trainer.args.gradient_accumulation_steps
+    rows = list(trainer.train_dataset)
+    picked = [next(r for r in rows if r["options"]), next(r for r in rows if r["answer_order"])]
+    return trainer, [row for row in picked for _ in range(4)]
+
+
+def completions(output) -> list[list[int]]:
+    pairs = zip(output["completion_ids"], output["completion_mask"], strict=True)
+    return [ids[mask.bool()].tolist() for ids, mask in pairs]
+
+
+def test_each_generation_cut_is_counted_and_sharing_the_prefill_changes_no_completion_reward_or_loss(cut_trainer):
+    """One generation batch (2 prompts × 4 completions, clips as video) before and after each cut, from one seed,
+    counted by hooks on the vision tower and the language model (benchmarks/grpo_generation.py's counter):
+
+    - share_prompt_prefill: the vision tower sees 2 videos instead of 8 and the prefill computes 2 prompts (less
+      their last token) plus one token a row; the same first-token logits (float tolerance), the same completions,
+      advantages, logged rewards and loss;
+    - completion_budgets: each completion is the uncut one cut at its budget (the letter's 2, the order's 6), and
+      the batch stops decoding when its last row is done;
+    - both: the two savings together, the budgets' completions."""
+    import torch
+
+    from benchmarks.grpo_generation import generate
+
+    trainer, batch = cut_trainer
+    budgets = {"letter": 2, "order": 6}
+    settings = {"trl": {}, "shared": {"share": True}, "budgets": {"budgets": budgets},
+                "both": {"budgets": budgets, "share": True}}  # fmt: skip
+    runs, first_logits = {}, {}
+    for name, cut in settings.items():
+        logits = []  # the LM head's outputs over the whole batch: the first is the first token's
+
+        def record(module, args, output, logits=logits):
+            if len(output) == len(batch):
+                logits.append(output[:, -1].clone())
+
+        hook = trainer.model.lm_head.register_forward_hook(record)
+        try:
+            counts, output, _ = generate(trainer, batch, 0, budgets=cut.get("budgets"), share=cut.get("share", False))
+        finally:
+            hook.remove()
+        first_logits[name] = logits[0]
+        rewards = {key: values[-1] for key, values in trainer._metrics["train"].items() if key.startswith("reward")}
+        # the loss of these completions, with the same non-zero advantages (a random policy earns no reward)
+        scored = {**output, "advantages": torch.linspace(-1.0, 1.0, len(batch))}
+        loss = trainer._compute_loss(trainer.model, scored).detach() if name in ("trl", "shared") else None
+        runs[name] = (counts, output, rewards, loss)
+
+    trl, shared = runs["trl"], runs["shared"]
+    width = trl[1]["prompt_ids"].shape[1]
+    assert (trl[0].vision_inputs, shared[0].vision_inputs) == (8, 2)
+    assert shared[0].vision_patches * 4 == trl[0].vision_patches
+    assert (trl[0].prefill_tokens, shared[0].prefill_tokens) == (8 * width, 2 * (width - 1) + 8)
+    assert shared[0].decode_steps == trl[0].decode_steps == trl[1]["completion_ids"].shape[1] - 1
+    torch.testing.assert_close(first_logits["shared"], first_logits["trl"], atol=1e-5, rtol=0)
+    assert completions(shared[1]) == completions(trl[1])
+    torch.testing.assert_close(shared[1]["advantages"], trl[1]["advantages"])
+    assert shared[2] == pytest.approx(trl[2], nan_ok=True) and "rewards/mcq_accuracy/mean" in trl[2]
+    torch.testing.assert_close(shared[3], trl[3])
+    assert trl[3].abs() > 0
+
+    cut = [budgets["letter"]] * 4 + [budgets["order"]] * 4
+    expected = [ids[:budget] for ids, budget in zip(completions(trl[1]), cut, strict=True)]
+    for name in ("budgets", "both"):
+        counts, output, _, _ = runs[name]
+        assert completions(output) == expected, name
+        assert counts.generated_tokens == sum(map(len, expected)) < trl[0].generated_tokens
+        assert counts.decode_steps == max(map(len, expected)) - 1 < trl[0].decode_steps
+    assert runs["both"][0].prefill_tokens == shared[0].prefill_tokens and runs["both"][0].vision_inputs == 2
+    assert runs["budgets"][0].prefill_tokens == trl[0].prefill_tokens
+
+
+def test_a_completion_that_ends_its_answer_stops_at_its_end_of_turn(cut_trainer, tiny_qwen3_vl):
+    """A policy that answers with a letter and ends its turn (``<|im_end|>``, one of TRL's eos_token_ids) gives
+    completions of those 2 tokens, with the cuts or without: nothing runs on to max_completion_length."""
+    from benchmarks.grpo_generation import generate
+    from recipes.training.modeling import load_processor, tokenizer_of
+
+    trainer, batch = cut_trainer
+    end = tokenizer_of(load_processor(str(tiny_qwen3_vl))).convert_tokens_to_ids("<|im_end|>")
+    assert end in trainer.eos_token_ids
+    config = trainer.generation_config
+    saved = (config.do_sample, config.sequence_bias)
+    config.do_sample, config.sequence_bias = False, letter_answers(tiny_qwen3_vl)
+    try:
+        for cut in ({}, {"budgets": {"letter": 4, "order": 8}, "share": True}):
+            _, output, _ = generate(trainer, batch, 0, budgets=cut.get("budgets"), share=cut.get("share", False))
+            assert all(len(ids) == 2 and ids[-1] == end for ids in completions(output)), completions(output)
+    finally:
+        config.do_sample, config.sequence_bias = saved
+
+
+def test_the_8b_budgets_are_twice_the_longest_sample_answer_and_hold_every_one(sureon_build):
+    """The 8B recipe's budgets of the Sureon-DB's kinds follow their stated rule on the sample release (twice the
+    longest reference answer in the stand-in tokenizer's tokens, plus the end-of-turn, rounded up to 4), and every
+    reference answer of the sample build fits them; one a budget cannot hold is refused, naming the row and the fix."""
+    from recipes.training.architectures import standin_processor
+    from recipes.training.grpo_data import check_completion_budgets, longest_references
+
+    recipe = yaml.safe_load((REPO / "recipes" / "qwen3-vl-8b" / "grpo" / "config_sureon_grpo.yaml").read_text())
+    budgets, cap = recipe["completion_budgets"], recipe["max_completion_length"]
+    tokenizer = standin_processor().tokenizer
+    loaded, index, _ = build_mixture(parse_mixture([{"path": str(sureon_build.out), "name": "db"}]))
+    longest = longest_references(loaded, index, tokenizer)
+    assert set(longest) == {"letter", "order"}
+    for kind, (needed, _) in longest.items():
+        answer = needed - 1
+        assert budgets[kind] == -(-(2 * answer + 1) // 4) * 4, kind
+    check_completion_budgets(loaded, index, tokenizer, budgets, cap)
+    needed, where = longest["order"]
+    with pytest.raises(ValueError, match=f"order: {needed - 1} tokens cannot hold the reference answer of {where}"):
+        check_completion_budgets(loaded, index, tokenizer, {"order": needed - 1}, cap)
+
+
+def test_the_plans_grpo_rows_carry_their_answer_kind(sureon_build):
+    """``sureon plan``'s measured GRPO rows name their answer kind (what the budgets bound); a synthetic clip is a
+    lettered question."""
+    from recipes.training.architectures import standin_processor
+    from recipes.training.plan.tokens import measure_grpo_mixture, measure_grpo_synthetic
+
+    processor, settings = standin_processor(), {"max_frames": 2}
+    rows = measure_grpo_mixture(processor, [{"path": str(sureon_build.out), "name": "db"}], settings, 4, 0)
+    assert rows and {row["kind"] for row in rows} <= {"letter", "order"}
+    assert [row["kind"] for row in measure_grpo_synthetic(processor, settings, (64, 36))] == ["letter"]
+
+
+# --- the prompt once per micro-batch in the training passes (share_prompt_in_training) -----------------------------
+
+
+@pytest.fixture(scope="module")
+def packing_trainer(tiny_qwen3_vl, sureon_build, tmp_path_factory):
+    """The tiny recipe's trainer (the random tiny Qwen3-VL, sdpa) on a mixture of clips, images and text questions;
+    and one prompt of each: a video, an image and a text prompt."""
+    from test_grpo_video import mixed_config
+
+    from recipes.grpo import build_trainer
+
+    tmp = tmp_path_factory.mktemp("packing")
+    path = mixed_config(tmp, tiny_qwen3_vl, sureon_build, "packing")
+    trainer = build_trainer(*make_parser().parse_args_and_config(["--config", str(path)]))["trainer"]
+    trainer.model.train()  # as the training loop leaves it: TRL scales the loss by the model's mode
+    trainer.current_gradient_accumulation_steps = 1
+    rows = list(trainer.train_dataset)
+    videos = next(r for r in rows if r["visuals"]["videos"])
+    images = next(r for r in rows if r["visuals"]["images"])
+    text = next(r for r in rows if not r["visuals"]["videos"] and not r["visuals"]["images"])
+    return trainer, [videos, images, text]
+
+
+def scored_batch(trainer, rows: list[dict], lengths: list[int], masked: tuple[int, ...] = ()) -> dict:
+    """TRL's layout of scored completions for ``rows`` (each row's prompt as the trainer encodes it, left-padded;
+    random completions of ``lengths`` tokens, right-padded), the rows in ``masked`` masked whole as
+    ``mask_truncated_completions`` masks a completion; advantages from -1 to 1."""
+    import torch
+
+    from recipes.training.grpo_trainer import BATCH_VISUALS
+
+    prompts = trainer.encode_batch(rows)
+    generator = torch.Generator().manual_seed(0)
+    width, length, count = max(len(p.input_ids) for p in prompts), max(lengths), len(rows)
+    pad = trainer._tokenizer.pad_token_id
+    prompt_ids, completion_ids = torch.full((count, width), pad), torch.full((count, length), pad)
+    prompt_mask, completion_mask = torch.zeros_like(prompt_ids), torch.zeros_like(completion_ids)
+    for row, (prompt, size) in enumerate(zip(prompts, lengths, strict=True)):
+        prompt_ids[row, width - len(prompt.input_ids) :] = torch.tensor(prompt.input_ids)
+        prompt_mask[row, width - len(prompt.input_ids) :] = 1
+        completion_ids[row, :size] = torch.randint(10, 200, (size,), generator=generator)
+        completion_mask[row, :size] = 0 if row in masked else 1
+    return {
+        "prompt_ids": prompt_ids,
+        "prompt_mask": prompt_mask,
+        "completion_ids": completion_ids,
+        "completion_mask": completion_mask,
+        "advantages": torch.linspace(-1.0, 1.0, count),
+        "num_items_in_batch": completion_mask.sum(),
+        BATCH_VISUALS: prompts,
+    }
+
+
+def loss_and_gradients(trainer, batch: dict) -> dict:
+    """TRL's ``_compute_loss`` of one micro-batch, backward: its per-token log-probabilities and entropies, its loss,
+    every parameter's gradient, and what the pass computed (benchmarks/grpo_generation.py's counter)."""
+    from benchmarks.grpo_generation import counting_passes
+
+    recorded = []
+    score = type(trainer)._get_per_token_logps_and_entropies
+
+    def recording(model, *args, **kwargs):
+        recorded.append(score(trainer, model, *args, **kwargs))
+        return recorded[-1]
+
+    trainer._get_per_token_logps_and_entropies = recording  # an instance attribute over the class's method
+    trainer.model.zero_grad(set_to_none=True)
+    try:
+        with counting_passes(trainer.model) as counts:
+            loss = trainer._compute_loss(trainer.model, batch)
+    finally:
+        del trainer._get_per_token_logps_and_entropies
+    loss.backward()
+    ((logps, entropies, _),) = recorded
+    gradients = {name: p.grad.clone() for name, p in trainer.model.named_parameters() if p.grad is not None}
+    return {"logps": logps.detach(), "entropies": entropies.detach(), "loss": loss.detach(), "gradients": gradients,
+            "counts": counts}  # fmt: skip
+
+
+@pytest.mark.parametrize("checkpointing", [False, True], ids=["checkpointing off", "checkpointing on"])
+def test_the_prompt_once_per_micro_batch_gives_trls_log_probabilities_loss_and_gradients(
+    packing_trainer, checkpointing, monkeypatch
+):
+    """One micro-batch of 3 completions each of a video, an image and a text prompt, interleaved, of 1 to 7 tokens,
+    one masked whole (as mask_truncated_completions masks one): with share_prompt_in_training the policy's pass runs
+    each prompt once (the vision tower sees the clip and the image once, not 3 times; the language model computes
+    each prompt less its last token once, then each completion's branch) and gives TRL's per-token
+    log-probabilities, entropies, loss and every parameter's gradient (float32, within float rounding), with
+    activation checkpointing off and on."""
+    import torch
+
+    trainer, (video, image, text) = packing_trainer
+    order = [video, image, text, video, text, image, video, image, text]
+    lengths = [5, 3, 1, 4, 6, 2, 7, 2, 3]
+    batch = scored_batch(trainer, order, lengths, masked=(7,))
+    if checkpointing:
+        trainer.model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    try:
+        runs = {}
+        for share in (False, True):
+            monkeypatch.setattr(trainer, "share_prompt_in_training", share)
+            runs[share] = loss_and_gradients(trainer, batch)
+    finally:
+        trainer.model.activation_checkpointing_disable()
+    trl, packed = runs[False], runs[True]
+    torch.testing.assert_close(packed["logps"], trl["logps"], atol=1e-5, rtol=0)
+    mask = batch["completion_mask"].bool()
+    assert (trl["logps"][~mask] == 0).all() and mask.sum() == sum(lengths) - 2
+    torch.testing.assert_close(packed["entropies"][mask], trl["entropies"][mask], atol=1e-5, rtol=0)
+    torch.testing.assert_close(packed["loss"], trl["loss"], atol=1e-6, rtol=1e-5)
+    assert trl["loss"].abs() > 0 and packed["gradients"].keys() == trl["gradients"].keys()
+    for name, gradient in trl["gradients"].items():
+        torch.testing.assert_close(packed["gradients"][name], gradient, atol=1e-6, rtol=1e-4, msg=name)
+    assert any(g.abs().sum() > 0 for n, g in trl["gradients"].items() if ".visual." in n)  # through the prompt too
+
+    prompts = batch["visual_inputs"]
+    before, after = trl["counts"], packed["counts"]
+    assert (before.vision_inputs, after.vision_inputs) == (6, 2)  # 3 clips and 3 images; each once
+    assert before.vision_patches == 3 * after.vision_patches
+    width = batch["prompt_ids"].shape[1] + batch["completion_ids"].shape[1]
+    assert before.llm_positions == len(order) * width
+    scored = batch["completion_mask"].sum(1).tolist()  # each branch: the prompt's last token and all but the last
+    packed_lengths = [
+        len(prompt.input_ids) - 1 + sum(max(n, 1) for p, n in zip(prompts, scored, strict=True) if p is prompt)
+        for prompt in (prompts[0], prompts[1], prompts[2])
+    ]
+    assert after.llm_positions == 3 * max(packed_lengths) < before.llm_positions / 2
+
+
+def test_grouping_a_prompts_completions_leaves_the_steps_gradient_as_it_is(packing_trainer, monkeypatch):
+    """A generation batch of 2 prompts × 4 completions, split into 2 micro-batches of one optimizer step (dapo, the
+    recipe's loss: normalised by the step's tokens; steps_per_generation = accumulation = 2): TRL's ``_prepare_inputs``
+    shuffles the rows, mixing the prompts; with share_prompt_in_training the same shuffle is followed by grouping,
+    each micro-batch one prompt's 4 completions, packed. The step's summed loss and every gradient are TRL's, and the
+    random stream after the split is the same (generation samples as it would have)."""
+    import torch
+
+    trainer, (video, image, _) = packing_trainer
+    batch = scored_batch(trainer, [video] * 4 + [image] * 4, [3, 5, 2, 4, 1, 6, 3, 2])
+    monkeypatch.setattr(trainer.args, "steps_per_generation", 2)
+    monkeypatch.setattr(trainer, "current_gradient_accumulation_steps", 2)
+    monkeypatch.setattr(trainer, "_generate_and_score_completions", lambda inputs: dict(batch))
+    steps = {}
+    for share in (False, True):
+        monkeypatch.setattr(trainer, "share_prompt_in_training", share)
+        trainer._step, trainer._buffered_inputs = 0, None
+        torch.manual_seed(3)
+        trainer._prepare_inputs([{}] * 8)
+        after_split = torch.random.get_rng_state()
+        trainer.model.zero_grad(set_to_none=True)
+        total = 0.0
+        for micro_batch in trainer._buffered_inputs:
+            loss = trainer._compute_loss(trainer.model, micro_batch)
+            loss.backward()
+            total += loss.detach()
+        prompts = [{id(p) for p in micro_batch["visual_inputs"]} for micro_batch in trainer._buffered_inputs]
+        gradients = {name: p.grad.clone() for name, p in trainer.model.named_parameters() if p.grad is not None}
+        steps[share] = (after_split, prompts, total, gradients)
+    (trl_rng, trl_prompts, trl_loss, trl_gradients), (rng, prompts, loss, gradients) = steps[False], steps[True]
+    assert any(len(ids) == 2 for ids in trl_prompts) and all(len(ids) == 1 for ids in prompts)
+    assert torch.equal(rng, trl_rng)
+    torch.testing.assert_close(loss, trl_loss, atol=1e-6, rtol=1e-5)
+    assert gradients.keys() == trl_gradients.keys()
+    for name, gradient in trl_gradients.items():
+        torch.testing.assert_close(gradients[name], gradient, atol=1e-6, rtol=1e-4, msg=name)

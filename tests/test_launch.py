@@ -124,7 +124,8 @@ def test_grpo_derives_its_generation_batch_from_the_derived_accumulation():
     argv = ["--config", str(GRPO_8B), "--bf16", "false", "--use_cpu", "true"]
     script_args, training_args, _ = make_parser().parse_args_and_config(argv)
     assert script_args.global_batch_size == 128 and training_args.world_size == 1
-    assert training_args.gradient_accumulation_steps == training_args.steps_per_generation == 32
+    per_device = training_args.per_device_train_batch_size
+    assert training_args.gradient_accumulation_steps == training_args.steps_per_generation == 128 // per_device
     assert training_args.generation_batch_size == 128
 
 

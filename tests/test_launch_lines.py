@@ -17,7 +17,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from recipes.training.launch import accumulation_for
+from recipes.training.launch import accumulation_for, hardware_strategy, launch_line, launch_strategy
 from recipes.training.recipe_file import load_recipe_yaml
 
 
@@ -206,4 +206,29 @@ def test_sureon_plan_prints_a_launch_line_for_the_recipes_hardware(capsys, monke
         command = printed[0].removeprefix("launch: ")
         assert parse(command)["script_options"]["--config"] == path
         check_line(command)
-        assert {stage["launch"] for stage in json.loads(plan_json.read_text())} == {command}
+        plans = json.loads(plan_json.read_text())
+        assert {stage["launch"] for stage in plans} == {command}
+        # the accelerate config is the strategy the recipe's hardware names, and the one its time is planned under
+        strategy = hardware_strategy(load_recipe_yaml(recipe)["hardware"])
+        assert parse(command)["options"]["--config_file"] == f"accelerate_configs/{strategy}.yaml", recipe
+        assert {stage["time"]["strategy"] for stage in plans} == {strategy}
+
+
+def test_the_strategy_is_read_from_the_brackets_of_the_recipes_hardware():
+    assert hardware_strategy("4× NVIDIA H200 141 GB (DeepSpeed ZeRO-3)") == "zero3"
+    assert hardware_strategy("4× NVIDIA H200 141 GB (DeepSpeed ZeRO-2)") == "zero2"
+    assert hardware_strategy("8× H100 (FSDP2, full sharding)") == "fsdp"
+    assert hardware_strategy("1× NVIDIA H200 141 GB (LoRA)") == "ddp"  # brackets naming no sharding: DDP
+    assert hardware_strategy("4× ZeRO-3-ready GPUs") == "ddp"  # only the brackets name it
+    assert hardware_strategy(None) is None and hardware_strategy("  ") is None
+    # a recipe without hardware keeps the shipped choices; over several machines, the one multi-machine config
+    assert (
+        launch_strategy(None, lora=True, num_gpus=1) == "ddp"
+        and launch_strategy(None, lora=False, num_gpus=4) == "zero3"
+    )
+    assert launch_strategy("16× H200 (DeepSpeed ZeRO-2)", lora=False, num_gpus=16) == "zero3"
+    zero2 = launch_line("r.yaml", script="recipes/grpo.py", num_gpus=4, strategy="zero2")
+    assert zero2.startswith("accelerate launch --config_file accelerate_configs/zero2.yaml --num_processes 4 ")
+    assert "multi_node_zero3.yaml --num_machines 2" in launch_line(
+        "r.yaml", script="recipes/sft.py", num_gpus=16, strategy="zero3"
+    )

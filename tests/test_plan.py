@@ -390,12 +390,24 @@ def test_grpo_reference_model_generation_and_vllm_share(tmp_path, meta_8b):
     assert plan_recipe(asleep, synthetic_frames=(768, 432))[0]["memory"]["zero3"]["fits"]
 
 
-def test_sureon_plan_prints_the_grpo_table(capsys):
-    argv = ["plan", "--config", str(RECIPE_GRPO), "--synthetic-frames", "768x432"]
-    assert cli_main(argv) == 0
+def test_sureon_plan_prints_the_grpo_table(capsys, tmp_path):
+    out = tmp_path / "plan.json"
+    argv = ["plan", "--config", str(RECIPE_GRPO), "--synthetic-frames", "768x432", "--rows", "70000"]
+    assert cli_main([*argv, "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "GRPO: 8 completions per prompt of at most 256 tokens" in printed and "no reference model" in printed
     assert "| GRPO memory per GPU (GB) |" in printed and "generated per GPU at a time by transformers" in printed
+    # the time per step, as the issue's JSON names it: per stage, a sample being a prompt
+    plan = json.loads(out.read_text())[0]
+    time = plan["time"]
+    assert {"step_seconds", "samples_per_step", "epoch_hours", "terms"} <= set(time)
+    assert time["epoch_hours"] == pytest.approx(-(-70000 // time["samples_per_step"]) * time["step_seconds"] / 3600)
+    assert "padding" in plan and "loader" in plan  # none for GRPO's prompts: encoded in the trainer, never padded
+    assert (
+        "| term | seconds per step | source | how |" in printed and "| decode: the host's work per step |" in printed
+    )
+    assert f"an epoch of 70,000 prompts (--rows): {time['steps_per_epoch']:,} steps" in printed
+    assert "these are predictions until benchmarks/gpu_grpo.py has measured them on a GPU" in printed
 
 
 def test_grpo_prompts_are_counted_as_the_grpo_trainer_encodes_them(tmp_path):
@@ -418,3 +430,236 @@ def test_grpo_prompts_are_counted_as_the_grpo_trainer_encodes_them(tmp_path):
     assert grpo["frames_as"] == "video" and images["grpo"]["frames_as"] == "images"
     assert images["grpo"]["prompt_visual_tokens_p99"] > 1.5 * grpo["prompt_visual_tokens_p99"]
     assert images["grpo"]["kv_cache"] > grpo["kv_cache"] and images["grpo"]["prefill"] > grpo["prefill"] > 0
+
+
+# --- time per step (recipes/training/plan/timing.py) ----------------------------------------------------------------
+
+RECIPE_GRPO_BEFORE = REPO / "tests" / "plan_fixtures" / "config_sureon_grpo_before.yaml"
+SOURCES = {"measured", "formula", "assumed"}
+
+
+@pytest.fixture(scope="module")
+def grpo_before_and_after():
+    """The 8B GRPO recipe as it was before issue 50 (a copy of it from git history) and as shipped, each planned on
+    4 H200s on synthetic 768x432 frames: one command each, as docs/training/planning.md prints them."""
+    return {
+        name: plan_recipe(path, num_gpus=4, synthetic_frames=(768, 432))[0]
+        for name, path in (("before", RECIPE_GRPO_BEFORE), ("after", RECIPE_GRPO))
+    }
+
+
+def terms_of(plan: dict) -> dict[str, float]:
+    return {term["name"]: term["seconds"] for term in plan["time"]["terms"]}
+
+
+def test_the_step_is_the_sum_of_named_terms_each_with_its_source(plan_8b, grpo_before_and_after):
+    for plan in (plan_8b, *grpo_before_and_after.values()):
+        time = plan["time"]
+        assert time["terms"] and all({"name", "seconds", "source"} <= set(term) for term in time["terms"])
+        assert {term["source"] for term in time["terms"]} <= SOURCES
+        assert time["step_seconds"] == pytest.approx(sum(term["seconds"] for term in time["terms"]), rel=1e-12)
+        assert time["step_seconds"] > 0 and time["hardware"]["gpu"] == "H200"
+    # SFT: a step of the global batch, checkpointing's recompute named (the recipe checkpoints), no data: no epoch
+    sft = plan_8b["time"]
+    assert sft["samples_per_step"] == plan_8b["global_batch"] == 64 and sft["epoch_hours"] is None
+    assert terms_of(plan_8b)["activation checkpointing's recompute"] > 0
+    # beside it, as the issue names them: the padding share as configured and the loader's cores
+    assert 0 <= plan_8b["padding"]["share"] < 1 and plan_8b["padding"]["grouped"]  # the recipe groups by length
+    assert {"cpu_seconds_per_sample", "cores_needed"} <= set(plan_8b["loader"])
+    assert plan_8b["loader"]["cores_needed"] == pytest.approx(
+        plan_8b["loader"]["cpu_seconds_per_sample"] * sft["samples_per_second"]
+    )
+    # GRPO: a sample is a prompt, 128 completions a step in groups of 8
+    assert grpo_before_and_after["before"]["time"]["samples_per_step"] == 128 / 8
+
+
+def test_todays_grpo_recipe_still_plans_and_each_cut_of_the_new_one_moves_its_terms(grpo_before_and_after):
+    """Before: ZeRO-3 (the model gathered for generation, decode synced over the ranks), every completion may run to
+    256 tokens, the prompt prefilled once per completion. After (the shipped recipe): ZeRO-2, completions cut at
+    their kind's budget (a multiple-choice letter here), the prefill once per prompt: the plan's terms move as each
+    cut says, and a prompt costs less."""
+    before, after = grpo_before_and_after["before"], grpo_before_and_after["after"]
+    old, new = before["time"]["grpo"], after["time"]["grpo"]
+    assert before["time"]["strategy"] == "zero3" and after["time"]["strategy"] == "zero2"
+    assert "ZeRO-3 gather of the model for generation" in terms_of(before)
+    assert "ZeRO-3 gather of the model for generation" not in terms_of(after)
+    assert old["synced_decode"] and not new["synced_decode"]
+    assert old["decode_steps"] == old["completion_width"] == 256
+    budget = yaml.safe_load(RECIPE_GRPO.read_text())["completion_budgets"]["letter"]
+    assert new["decode_steps"] == new["completion_width"] == budget  # the synthetic rows are lettered options
+    assert old["prefills_per_generation_batch"] == 32 and new["prefills_per_generation_batch"] == 32 // 8
+    for name in ("vision tower (generation)", "prefill (generation)"):
+        assert terms_of(before)[name] == pytest.approx(8 * terms_of(after)[name])
+    decode = "decode: the host's work per step"
+    assert terms_of(before)[decode] == pytest.approx(256 / budget * terms_of(after)[decode])
+    per_prompt = {
+        name: plan["time"]["step_seconds"] / plan["time"]["samples_per_step"]
+        for name, plan in (("before", before), ("after", after))
+    }
+    # the training passes take each prompt once per micro-batch of its 8 completions, not once per completion
+    assert not old["share_prompt_in_training"] and new["share_prompt_in_training"]
+    assert (
+        new["training_prompts_per_micro_batch"] == 1
+        and new["training_sequence_tokens"] < old["training_sequence_tokens"]
+    )
+    training = ("training forward and backward", "activation checkpointing's recompute")
+    for name in training:
+        assert terms_of(before)[name] > 7 * terms_of(after)[name], name
+    # the issue's goal: a prompt at least 3x cheaper on the recipe's 4 H200s, the same rewards and group size
+    assert per_prompt["before"] >= 3 * per_prompt["after"]
+
+
+@pytest.fixture(scope="module")
+def grpo_prompt():
+    """One synthetic 8-frame 768x432 clip as the GRPO trainer encodes it, at the 8B recipe's pixel caps."""
+    from recipes.training.plan.tokens import measure_grpo_synthetic
+
+    processor = apply_pixel_caps(standin_processor(), 602112, 6422528)
+    return measure_grpo_synthetic(processor, {"frames_as": "video", "max_frames": 8}, (768, 432))[0]
+
+
+def grpo_time_of(meta_8b, prompt, rows=None, strategy="zero3", **settings):
+    from recipes.training.plan.timing import grpo_time, hardware_figures
+
+    total = sum(p.numel() for p in meta_8b.parameters())
+    base = {"num_generations": 8, "max_completion_length": 256, "per_device_train_batch_size": 4}
+    return grpo_time(
+        meta_8b.config,
+        matmul_parameters(meta_8b),
+        base | settings,
+        prompt_row=prompt,
+        rows=rows or [prompt],
+        per_device_batch=4,
+        accumulation=8,
+        num_gpus=4,
+        strategy=strategy,
+        total_parameters=total,
+        trainable=total,
+        frozen=set(),
+        lora=False,
+        adapters=0,
+        checkpointing=True,
+        hardware=hardware_figures("4× NVIDIA H200 141 GB"),
+        assumed_mfu=0.4,
+    )
+
+
+def test_grpo_decode_steps_follow_the_budgets_of_the_kinds_a_batch_holds(meta_8b, grpo_prompt):
+    """With budgets, a batch decodes until its longest completion ends: the largest budget among its prompts, whose
+    expectation follows the kinds' shares; the width training pads to is a rank's own (4 prompts), the decode every
+    rank's (16). A kind without a budget keeps max_completion_length; rows without a kind plan the largest budget."""
+    from recipes.training.plan.timing import expected_longest
+
+    assert expected_longest([4, 100], [3, 1], 1) == pytest.approx(0.75 * 4 + 0.25 * 100)
+    assert expected_longest([4, 100], [3, 1], 4) == pytest.approx(4 + 96 * (1 - 0.75**4))
+    rows = [{**grpo_prompt, "kind": "letter"}] * 3 + [{**grpo_prompt, "kind": "boxes"}]
+    budgets = {"letter": 4, "boxes": 100}
+    cut = grpo_time_of(meta_8b, grpo_prompt, rows, completion_budgets=budgets)["grpo"]
+    assert cut["decode_steps"] == pytest.approx(expected_longest([4, 100], [3, 1], 16))
+    assert cut["completion_width"] == pytest.approx(expected_longest([4, 100], [3, 1], 4))
+    unbudgeted = grpo_time_of(meta_8b, grpo_prompt, rows, completion_budgets={"letter": 4})["grpo"]
+    assert unbudgeted["decode_steps"] == pytest.approx(expected_longest([4, 256], [3, 1], 16))
+    kindless = {key: value for key, value in grpo_prompt.items() if key != "kind"}
+    no_kinds = grpo_time_of(meta_8b, kindless, completion_budgets=budgets)["grpo"]
+    assert no_kinds["decode_steps"] == no_kinds["completion_width"] == 100
+
+
+def test_grpo_prefill_sharing_and_the_strategy_move_only_their_own_terms(meta_8b, grpo_prompt):
+    """share_prompt_prefill divides the vision tower's and the prefill's terms by the copies of a prompt on a rank and
+    leaves the decode alone; ZeRO-2 drops the gather of the model for generation and the synced decode, but not the
+    decode steps: a rank that ends first waits at TRL's gather of the rewards, so the step still waits for the
+    longest completion of every rank."""
+    today = grpo_time_of(meta_8b, grpo_prompt)
+    shared = grpo_time_of(meta_8b, grpo_prompt, share_prompt_prefill=True)
+    zero2 = grpo_time_of(meta_8b, grpo_prompt, strategy="zero2")
+    for name in ("vision tower (generation)", "prefill (generation)"):
+        assert terms_of({"time": today})[name] == pytest.approx(8 * terms_of({"time": shared})[name])
+    for name in ("decode (memory-bound)", "training forward and backward"):
+        assert terms_of({"time": today})[name] == terms_of({"time": shared})[name] == terms_of({"time": zero2})[name]
+    assert today["grpo"]["synced_decode"] and not zero2["grpo"]["synced_decode"]
+    assert today["grpo"]["decode_steps"] == zero2["grpo"]["decode_steps"] == 256
+    assert "ZeRO-3 gather of the model for generation" not in terms_of({"time": zero2})
+    assert "ZeRO-2 communication" in terms_of({"time": zero2})
+    ungathered = grpo_time_of(meta_8b, grpo_prompt, ds3_gather_for_generation=False)
+    assert terms_of({"time": ungathered})["ZeRO-3 gathers in every decode step (ds3_gather_for_generation false)"] > (
+        terms_of({"time": today})["ZeRO-3 gather of the model for generation"] * 200
+    )
+    # The old policy's pass once generation and the optimizer step are out of step; the reference's with a KL term.
+    assert "old policy's log-probabilities" not in terms_of({"time": today})
+    misaligned = grpo_time_of(meta_8b, grpo_prompt, num_iterations=2)
+    assert "old policy's log-probabilities" in terms_of({"time": misaligned})
+    assert "reference model's log-probabilities" in terms_of({"time": grpo_time_of(meta_8b, grpo_prompt, beta=0.04)})
+
+
+def test_grpo_prompts_once_per_micro_batch_move_only_the_training_passes(meta_8b, grpo_prompt):
+    """share_prompt_in_training: a rank's rows grouped by prompt and cut into micro-batches, each micro-batch one
+    packed sequence per distinct prompt (the prompt once less its last token, then each completion with it, to its
+    own length): the training terms and the old policy's and reference's passes are the packed sequences' FLOPs,
+    generation's terms stay as they were."""
+    from recipes.training.plan.timing import forward_flops, prompts_per_micro_batch, training_flops
+
+    # 32 rows in groups of 8: micro-batches of 4 hold one prompt, of 8 one, of 16 two; groups of 6 straddle them
+    assert [prompts_per_micro_batch(batch, 32, 8) for batch in (4, 8, 16)] == [1, 1, 2]
+    assert prompts_per_micro_batch(4, 24, 6) == pytest.approx(8 / 6)
+    settings = {"completion_budgets": {"letter": 4}, "beta": 0.04, "num_iterations": 2}
+    today = grpo_time_of(meta_8b, grpo_prompt, **settings)
+    shared = grpo_time_of(meta_8b, grpo_prompt, share_prompt_in_training=True, **settings)
+    for name in ("vision tower (generation)", "prefill (generation)", "decode (memory-bound)"):
+        assert terms_of({"time": shared})[name] == terms_of({"time": today})[name], name
+    grpo, config, matmuls = shared["grpo"], meta_8b.config, matmul_parameters(meta_8b)
+    packed = {**grpo_prompt, "tokens": grpo_prompt["tokens"] - 1 + 4 * 4, "labelled": 4 * 4}
+    assert grpo["training_prompts_per_micro_batch"] == 1 and grpo["training_sequence_tokens"] == packed["tokens"]
+    rate = 0.4 * 989e12
+    # one packed prompt per micro-step, 8 micro-steps a step (per GPU), 8 of them over a generation batch
+    trained = terms_of({"time": shared})["training forward and backward"]
+    assert trained == pytest.approx(8 * training_flops(config, matmuls, packed, frozen=set()) / rate)
+    batches = 8 / (8 * 2)  # accumulation / (steps_per_generation × num_iterations)
+    for name in ("old policy's log-probabilities", "reference model's log-probabilities"):
+        assert terms_of({"time": shared})[name] == pytest.approx(
+            batches * 8 * forward_flops(config, matmuls, packed) / rate
+        )
+        assert terms_of({"time": today})[name] > 3 * terms_of({"time": shared})[name]
+    assert terms_of({"time": today})["training forward and backward"] > 3 * trained
+
+
+def test_sft_time_counts_padding_and_checkpointing_and_reads_the_hardware(meta_8b, grpo_prompt):
+    from recipes.training.plan.timing import hardware_figures, recipe_gpu, sft_time
+
+    total = sum(p.numel() for p in meta_8b.parameters())
+    row = {**grpo_prompt, "labelled": 8}
+
+    def step(share, checkpointing=True, hardware="4× NVIDIA H200 141 GB"):
+        return sft_time(
+            meta_8b.config,
+            matmul_parameters(meta_8b),
+            [row],
+            per_device_batch=4,
+            accumulation=4,
+            num_gpus=4,
+            padding_share=share,
+            frozen=set(),
+            lora=False,
+            adapters=0,
+            checkpointing=checkpointing,
+            strategy="zero3",
+            total_parameters=total,
+            trainable=total,
+            hardware=hardware_figures(hardware),
+            assumed_mfu=0.4,
+        )
+
+    unpadded, padded = step(0.0), step(0.25, checkpointing=False)
+    assert "padding" not in terms_of({"time": unpadded}) and "activation checkpointing's recompute" not in terms_of(
+        {"time": padded}
+    )
+    # a quarter of the tokens padding: the LLM's linear layers run over a third more tokens per row (16 rows a GPU)
+    padding = terms_of({"time": padded})["padding"]
+    llm_per_token = 6 * matmul_parameters(meta_8b)["llm"] * 16 / (0.4 * 989e12)
+    assert padding == pytest.approx(llm_per_token * row["tokens"] / 3, rel=0.01)
+    h100, h200 = step(0.0, hardware="1× NVIDIA H100 80GB HBM3"), unpadded
+    assert hardware_figures("1× NVIDIA H100 80GB HBM3")["hbm_tbps"] == 3.35
+    assert terms_of({"time": h100})["optimizer step"] > terms_of({"time": h200})["optimizer step"]
+    assert recipe_gpu("4× NVIDIA H100 PCIe") is None and recipe_gpu("8× H200 (DeepSpeed ZeRO-3)").name == "H200"
+    given = hardware_figures("4× NVIDIA H200 141 GB", hbm_tbps=4.0, interconnect_gbps=400)
+    assert (given["hbm_tbps"], given["interconnect_gbps"], given["peak_tflops"]) == (4.0, 400, 989.0)
+    assert "--hbm-tbps" in given["source"]

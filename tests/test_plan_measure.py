@@ -273,15 +273,16 @@ def test_sft_recipe_takes_a_step_at_the_real_widths(tmp_path, cut_8b, synthetic_
 def test_grpo_recipe_takes_a_step_at_the_real_widths(tmp_path, cut_8b, synthetic_clips):
     """``recipes/grpo.py`` with the 8B GRPO recipe on the cut-depth 8B: generation by transformers (vLLM is not in
     this environment) of a few tokens per completion, rewards, and one optimizer step. Its group of 8 completions is
-    kept: one prompt generated for 8 steps of one completion (so that generation prefills 8 clips, not 32)."""
+    kept: one prompt, its 8 completions one micro-batch (generation prefills its clip once, and the training pass
+    runs it once, the completions packed after it: share_prompt_in_training)."""
     overrides = real_width_overrides(
         tmp_path,
         cut_8b,
         synthetic_clips,
         use_vllm=False,
         max_completion_length=4,
-        per_device_train_batch_size=1,
-        steps_per_generation=8,
+        completion_budgets=None,  # the recipe's budgets exceed these 4 tokens, every completion's cap here
+        per_device_train_batch_size=8,
     )
     overrides["dataset_mixture"][0]["exclude_categories"] = ["SM"]
     run_recipe("recipes/grpo.py", RECIPE_GRPO, tmp_path, overrides)

@@ -225,3 +225,19 @@ def test_the_lengths_are_counted_once_and_read_back_on_restart(tiny_qwen3_vl, su
     other, _, _ = collator_for(tiny_qwen3_vl, [video_source(sureon_build)], max_frames=2)
     with pytest.raises(AssertionError, match="counted again"):
         batching.cached_row_lengths(other, index, tmp_path / "stage")
+
+
+def test_a_pictures_size_is_read_whatever_image_formats_pil_has_registered():
+    """Once every PIL plugin is registered (another library's ``Image.init()``), PIL's format probes read lines from
+    the stream: a stored frame's size still comes from its header."""
+    import io
+
+    import pyarrow as pa
+    from PIL import Image
+
+    from recipes.training.batching import picture_size
+
+    Image.init()
+    stored = io.BytesIO()
+    Image.new("RGB", (64, 48)).save(stored, "JPEG")
+    assert picture_size(stored.getvalue()) == picture_size(pa.py_buffer(stored.getvalue())) == (64, 48)

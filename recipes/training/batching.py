@@ -304,7 +304,8 @@ def _stored_pictures(cell) -> list | None:
 def picture_size(stored) -> tuple[int, int]:
     """``(width, height)`` of a stored picture as the collator will see it, from its header: PIL opens lazily and
     decodes no pixel until asked (EXIF rotation applied, as ``datasets`` applies it when it decodes)."""
-    import pyarrow as pa
+    import io
+
     from PIL import Image
 
     if isinstance(stored, dict):  # datasets' {"bytes", "path"}
@@ -313,9 +314,8 @@ def picture_size(stored) -> tuple[int, int]:
         return _file_picture_size(str(stored))
     if isinstance(stored, Image.Image):
         return _oriented_size(stored)
-    if isinstance(stored, bytes | bytearray):
-        stored = pa.py_buffer(stored)
-    with Image.open(pa.BufferReader(stored)) as image:
+    # A file object with every method PIL's format probes call (once all its plugins are registered, some read lines).
+    with Image.open(io.BytesIO(memoryview(stored))) as image:
         return _oriented_size(image)
 
 

@@ -15,6 +15,11 @@ the public corpus and text-only rows mix with either. Rows are rendered when a b
 transform over the mixture's index table), so frames stay in the memory-mapped Arrow files as in SFT. A row no
 reward can check (an open-ended answer: summaries, templated free text) teaches nothing under verifiable rewards:
 such rows are left out and counted per source (``rows_checkable`` next to ``rows_used``), never dropped silently.
+
+Each checkable row has an answer kind (:data:`ANSWER_KINDS`, :func:`answer_kind`): ``letter`` (lettered options),
+``order`` (an event order) or the grounded JSON shape (``label``, ``boxes``, ``window``, ...). A recipe's
+``completion_budgets`` give each kind the most new tokens a completion may take; :func:`check_completion_budgets`
+refuses, before the run claims its folder, a budget some row's reference answer (plus the end-of-turn) does not fit.
 """
 
 from dataclasses import dataclass
@@ -22,7 +27,9 @@ from typing import Any
 
 from builders.errors import InputError
 from builders.hub import resolve_frames
+from builders.prompt import answer_target
 from builders.sureon.categories import ORDERING
+from public_converters.grounded import SHAPES
 from public_converters.templating import GROUNDED
 from recipes.training.chat_inputs import flatten_text, split_visuals
 from recipes.training.mixture import LoadedSource, to_example
@@ -57,6 +64,24 @@ def is_checkable(row: dict) -> bool:
     return bool(row.get("options") or row.get("answer_order") or grounded_shape(row)[0])
 
 
+# What a checkable row's answer is, by the format its prompt asks for and its rewards read: a bare option letter, the
+# event letters in order, or grounded JSON of one shape (public_converters.grounded.SHAPES).
+ANSWER_KINDS = ("letter", "order", *SHAPES)
+
+
+def answer_kind(row: dict) -> str:
+    """The answer kind of a checkable row (a mixture row or a GRPO row): ``letter``, ``order`` or its grounded shape.
+    A row no reward can check (:func:`is_checkable` false) has none: a ``ValueError``."""
+    if row.get("options"):
+        return "letter"
+    if row.get("answer_order"):
+        return "order"
+    shape = grounded_shape(row)[0]
+    if shape is None:
+        raise InputError(f"{row.get('question_id') or row.get('qa_id')}: no checkable answer, so no answer kind")
+    return shape
+
+
 def reference_columns(row: dict, target: str) -> dict:
     shape, key = grounded_shape(row)
     return {
@@ -72,14 +97,67 @@ def reference_columns(row: dict, target: str) -> dict:
 
 
 _SCREEN_COLUMNS = ("options", "answer_order", "grounded", "template_id", "answer_shape", "answer_key")
+_ANSWER_COLUMNS = ("answer", "answer_index")  # what answer_target reads besides the screen's columns
+
+
+def small_columns(item: LoadedSource, columns: tuple[str, ...]) -> list[dict]:
+    """Every row of a source with only ``columns`` (those it has): read without decoding a frame."""
+    dataset = item.dataset
+    present = [column for column in columns if column in dataset.column_names]
+    table = dataset.select_columns(present).to_dict() if present else {}
+    return [{c: table[c][i] for c in present} for i in range(len(dataset))]
 
 
 def checkable_rows(item: LoadedSource) -> list[bool]:
     """``is_checkable`` of every row of a source, read from its small columns only (no frames decoded)."""
-    dataset = item.dataset
-    columns = [column for column in _SCREEN_COLUMNS if column in dataset.column_names]
-    table = dataset.select_columns(columns).to_dict() if columns else {}
-    return [is_checkable({c: table[c][i] for c in columns}) for i in range(len(dataset))]
+    return [is_checkable(row) for row in small_columns(item, _SCREEN_COLUMNS)]
+
+
+def longest_references(loaded: list[LoadedSource], index, tokenizer) -> dict[str, tuple[int, str]]:
+    """``{kind: (tokens, where)}``: for each answer kind among the checkable rows of the mixture's ``index``, the
+    tokens its longest reference answer needs in a completion (the answer's own, by ``tokenizer``, and the
+    end-of-turn that ends it) and which row that is (``SOURCE row N``); read from the small columns only."""
+    drawn: dict[int, set[int]] = {}  # source -> the rows the index draws from it
+    for source, row in zip(index["source"], index["row"], strict=True):
+        drawn.setdefault(source, set()).add(row)
+    longest: dict[str, tuple[int, str]] = {}
+    for number, rows in sorted(drawn.items()):
+        item = loaded[number]
+        table = small_columns(item, _SCREEN_COLUMNS + _ANSWER_COLUMNS)
+        picked = [(r, answer_kind(table[r])) for r in sorted(rows) if is_checkable(table[r])]
+        targets = [answer_target(table[r]) for r, _ in picked]
+        encoded = tokenizer(targets, add_special_tokens=False)["input_ids"] if targets else []
+        for (r, kind), ids in zip(picked, encoded, strict=True):
+            needed = len(ids) + 1
+            if needed > longest.get(kind, (0, ""))[0]:
+                longest[kind] = (needed, f"{item.source.label} row {r}")
+    return longest
+
+
+def check_completion_budgets(
+    loaded: list[LoadedSource], index, tokenizer, budgets: dict[str, int] | None, max_completion_length: int | None
+) -> None:
+    """Refuse, in one line, ``completion_budgets`` that cut a reference answer short: for every checkable row of the
+    mixture's ``index`` whose kind has a budget, its reference answer's tokens plus the end-of-turn must fit the
+    budget (else no completion of that row could ever be right), and no budget may exceed ``max_completion_length``
+    (still every completion's cap). Kinds without a budget keep TRL's bound, ``max_completion_length``."""
+    if not budgets:
+        return
+    problems = [
+        f"{kind}: {budget} is above max_completion_length ({max_completion_length}), which stays every "
+        "completion's cap: lower the budget or raise max_completion_length"
+        for kind, budget in budgets.items()
+        if max_completion_length is not None and budget > max_completion_length
+    ]
+    for kind, (needed, where) in sorted(longest_references(loaded, index, tokenizer).items()):
+        if kind in budgets and needed > budgets[kind]:
+            problems.append(
+                f"{kind}: {budgets[kind]} tokens cannot hold the reference answer of {where} ({needed - 1} tokens "
+                f"and the end-of-turn): raise it to at least {needed}, or leave {kind} out to allow "
+                "max_completion_length"
+            )
+    if problems:
+        raise InputError("completion_budgets: " + "; ".join(problems))
 
 
 def grpo_row(

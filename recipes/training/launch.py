@@ -384,12 +384,34 @@ def machines_for(num_gpus: int) -> int:
     return next(m for m in range(1, num_gpus + 1) if num_gpus % m == 0 and num_gpus // m <= GPUS_PER_MACHINE)
 
 
-def launch_line(recipe_path: str | Path, *, script: str, num_gpus: int, lora: bool) -> str:
-    """The ``accelerate launch`` line that runs ``recipe_path`` on ``num_gpus`` GPUs, one rank each: ZeRO-3 for a
-    full fine-tune, DDP for LoRA (the shipped recipes' choices), over machines of up to 8 GPUs beyond one."""
+STRATEGY_NAMES = ((r"ZeRO[- ]?3", "zero3"), (r"ZeRO[- ]?2", "zero2"), (r"\bFSDP", "fsdp"))
+
+
+def hardware_strategy(hardware: str | None) -> str | None:
+    """The parallelism a recipe's ``hardware`` names in brackets (``4× NVIDIA H200 141 GB (DeepSpeed ZeRO-3)`` ->
+    ``zero3``): ``zero2``, ``zero3``, ``fsdp``, or ``ddp`` when the brackets name none of them (``(LoRA)``); None
+    when the recipe states no hardware."""
+    if not hardware or not hardware.strip():
+        return None
+    named = " ".join(re.findall(r"\(([^)]*)\)", hardware))
+    return next((strategy for pattern, strategy in STRATEGY_NAMES if re.search(pattern, named, re.IGNORECASE)), "ddp")
+
+
+def launch_strategy(hardware: str | None, *, lora: bool, num_gpus: int) -> str:
+    """The strategy :func:`launch_line` launches (and ``sureon plan`` times): the one the recipe's ``hardware`` names;
+    for a recipe that names no hardware, DDP for LoRA and ZeRO-3 for a full fine-tune (the shipped recipes' choices);
+    over several machines ZeRO-3, the one multi-machine config (``accelerate_configs/multi_node_zero3.yaml``)."""
+    if machines_for(num_gpus) > 1:
+        return "zero3"
+    return hardware_strategy(hardware) or ("ddp" if lora else "zero3")
+
+
+def launch_line(recipe_path: str | Path, *, script: str, num_gpus: int, strategy: str) -> str:
+    """The ``accelerate launch`` line that runs ``recipe_path`` on ``num_gpus`` GPUs, one rank each, with the
+    accelerate config of ``strategy`` (:func:`launch_strategy`), over machines of up to 8 GPUs beyond one."""
     machines = machines_for(num_gpus)
     if machines == 1:
-        config = "ddp" if lora else "zero3"
+        config = strategy
         where = ""
     else:
         config = "multi_node_zero3"

@@ -321,6 +321,10 @@ def _accepts(hint, kind: type) -> bool:
 
 
 def _unknown(key: str, known, where_known: str) -> str:
+    # keys transformers 5 replaced, which a recipe written for transformers 4 still holds
+    replaced = {"group_by_length": "train_sampling_strategy: group_by_length"}
+    if key in replaced:
+        return f"unknown key {key!r} (transformers 5 replaced it: write {replaced[key]!r})"
     close = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.75)
     if close:
         return f"unknown key {key!r} (did you mean {close[0]!r}?)"

@@ -108,12 +108,47 @@ DEFAULT_REWARDS = ["mcq_accuracy", "order_accuracy", "format"]
 
 @dataclass
 class GRPOScriptArguments(SharedScriptArguments):
-    """GRPO's own option (the rewards) after the shared ones; every field maps onto a flat key of the recipe YAML."""
+    """GRPO's own options (the rewards, and how generation is cut: docs/training/grpo.md) after the shared ones;
+    every field maps onto a flat key of the recipe YAML."""
 
     reward_funcs: list[str] = field(
         default_factory=lambda: list(DEFAULT_REWARDS),
         metadata={"help": "rewards (recipes.evaluation.rewards); weights: GRPOConfig's reward_weights"},
     )
+    completion_budgets: dict[str, int] | None = field(
+        default=None,
+        metadata={
+            "help": "the most new tokens a completion of each answer kind may take (recipes.training.grpo_data."
+            "ANSWER_KINDS: letter, order, label, boxes, ...); a completion stops there or at its own end-of-turn, "
+            "and a kind left out keeps max_completion_length; refused when a reference answer does not fit"
+        },
+    )
+    share_prompt_prefill: bool = field(
+        default=False,
+        metadata={
+            "help": "run the vision tower and the prompt's prefill once per distinct prompt of a generation batch, "
+            "each of its num_generations completions decoding from a copy of that cache (same sampling)"
+        },
+    )
+    share_prompt_in_training: bool = field(
+        default=False,
+        metadata={
+            "help": "run each prompt once per micro-batch in the training passes (its completions packed after it, "
+            "a 4-D mask: sdpa or eager attention) and group each prompt's completions into micro-batches; the same "
+            "log-probabilities, loss and gradients as TRL's passes"
+        },
+    )
+
+    def __post_init__(self):
+        from recipes.training.grpo_data import ANSWER_KINDS
+
+        budgets = self.completion_budgets or {}
+        unknown = sorted(set(budgets) - set(ANSWER_KINDS))
+        if unknown:
+            raise ValueError(f"completion_budgets: unknown answer kinds {unknown}; known: {list(ANSWER_KINDS)}")
+        below = {kind: budget for kind, budget in budgets.items() if not isinstance(budget, int) or budget < 1}
+        if below:
+            raise ValueError(f"completion_budgets: {below}: each budget is a number of tokens, at least 1")
 
 
 class RecipeParser(TrlParser):

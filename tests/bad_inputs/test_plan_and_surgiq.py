@@ -172,6 +172,11 @@ PLAN = [
         "plan", "--gpu-memory -80", _plan("--gpu-memory", "-80"), "--gpu-memory: -80 is not a number greater than 0"
     ),
     BadInput("plan", "--samples 0", _plan("--samples", "0"), "--samples: 0 is not an integer of at least 1"),
+    BadInput("plan", "--rows 0", _plan("--rows", "0"), "--rows: 0 is not an integer of at least 1"),
+    BadInput("plan", "--hbm-tbps 0", _plan("--hbm-tbps", "0"), "--hbm-tbps: 0 is not a number greater than 0"),
+    BadInput(
+        "plan", "--interconnect-gbps -1", _plan("--interconnect-gbps", "-1"), "--interconnect-gbps: -1 is not a number"
+    ),
     BadInput("plan", "--assumed-mfu 40 (a percent)", _plan("--assumed-mfu", "40"), "--assumed-mfu: 40 is not"),
     BadInput("plan", "--synthetic-frames 768", _plan("--synthetic-frames", "768"), "--synthetic-frames: '768'"),
     BadInput("plan", "--synthetic-frames 0x432", _plan("--synthetic-frames", "0x432"), "with positive sizes"),

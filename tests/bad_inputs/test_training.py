@@ -197,6 +197,12 @@ CASES = [
     ),
     BadInput(
         SFT,
+        "transformers 4's group_by_length key",
+        launch(group_by_length=True),
+        "(transformers 5 replaced it: write 'train_sampling_strategy: group_by_length')",
+    ),
+    BadInput(
+        SFT,
         "a visual recipe on an annotation-only build",
         launch(dataset_mixture=annotation_only_build),
         "rows have no frames",
@@ -258,6 +264,70 @@ CASES = [
         "a global batch the per-device batch cannot split",
         launch(global_batch_size=5, reward_funcs=["mcq_accuracy"], num_generations=2, per_device_train_batch_size=2),
         "global_batch_size 5 is not a multiple of per_device_train_batch_size 2 × 1 rank(s)",
+    ),
+    # -- generation cut as the recipe says, or not at all (recipes.training.grpo_data.check_completion_budgets)
+    BadInput(
+        GRPO,
+        "a completion budget a reference answer does not fit",
+        launch(completion_budgets={"order": 5}, num_generations=2, per_device_train_batch_size=2),
+        "order: 5 tokens cannot hold the reference answer of",
+    ),
+    BadInput(
+        GRPO,
+        "a completion budget above max_completion_length",
+        launch(
+            completion_budgets={"letter": 16},
+            max_completion_length=8,
+            num_generations=2,
+            per_device_train_batch_size=2,
+        ),
+        "letter: 16 is above max_completion_length (8)",
+    ),
+    BadInput(
+        GRPO,
+        "a completion budget of an unknown answer kind",
+        launch(completion_budgets={"letters": 4}, num_generations=2, per_device_train_batch_size=2),
+        "completion_budgets: unknown answer kinds ['letters']",
+    ),
+    BadInput(
+        GRPO,
+        "generation cuts with continuous batching",
+        launch(
+            share_prompt_prefill=True,
+            use_transformers_continuous_batching=True,
+            num_generations=2,
+            per_device_train_batch_size=2,
+        ),
+        "share_prompt_prefill with use_transformers_continuous_batching: true",
+    ),
+    # -- the prompt once per micro-batch in training, where that leaves the step's gradient as it is (check_data)
+    BadInput(
+        GRPO,
+        "the training passes' packed prompts with flash-attention",
+        launch(
+            share_prompt_in_training=True,
+            attn_implementation="flash_attention_2",
+            num_generations=2,
+            per_device_train_batch_size=2,
+        ),
+        "attn_implementation flash_attention_2 takes no 4-D mask, which the packed pass needs",
+    ),
+    BadInput(
+        GRPO,
+        "the training passes' grouped prompts with a loss normalised per micro-batch",
+        launch(share_prompt_in_training=True, loss_type="bnpo", num_generations=2, per_device_train_batch_size=2),
+        "loss_type bnpo divides each micro-batch's loss by its own tokens",
+    ),
+    BadInput(
+        GRPO,
+        "the training passes' grouped prompts with a generation batch over several steps",
+        launch(
+            share_prompt_in_training=True,
+            steps_per_generation=2,
+            num_generations=2,
+            per_device_train_batch_size=2,
+        ),
+        "steps_per_generation 2 is not the accumulation (1)",
     ),
 ]
 

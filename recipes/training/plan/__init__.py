@@ -21,9 +21,15 @@ per GPU under ZeRO-2, ZeRO-3 and FSDP, whether it fits, and the throughput to ex
 - **GRPO** adds the reference model, the KV cache and prefill of each generation batch, and vLLM's pool.
 - **Throughput** is model FLOPs (6 per parameter and token for what trains, 2 forward-only for a frozen tower, 4
   for a frozen part gradients flow through, plus attention) at an assumed MFU, stated as an assumption.
+- **Time** per optimizer step and per epoch on the GPU the recipe's hardware names, under the strategy it names
+  (``recipes.training.launch.launch_strategy``), as a sum of named terms each marked measured, formula or assumed
+  (``timing.py``): the training FLOPs and their recompute, the padding (``batching.py``'s share), the optimizer step,
+  the communication; for GRPO also the generation (vision tower, prefill, decode steps, ZeRO-3's gather) and the
+  log-probability passes. Beside it the data loader's CPU cores (``batching.py``'s ``loader_plan``).
 
 The parts, each readable alone: ``command.py`` (the command line and the plan of each stage), ``recipe.py`` (reading
 a recipe: stages, freezing, LoRA, GRPO, the checkpoint it plans), ``tokens.py`` (token measurement through the
 training collator and the GRPO trainer's encoding), ``parameters.py``, ``memory.py`` (model states, activations, the
-KV cache and generation), ``flops.py``, ``grpo.py`` (GRPO's memory on top of the policy's) and ``render.py``.
+KV cache and generation), ``flops.py``, ``grpo.py`` (GRPO's memory on top of the policy's), ``timing.py``,
+``batching.py`` and ``render.py``.
 """

@@ -12,11 +12,12 @@ from recipes.training.launch import (
     accumulation_for,
     hardware_gpus,
     launch_line,
+    launch_strategy,
 )
 from recipes.training.plan.comparison import compare
 from recipes.training.plan.flops import matmul_parameters, training_flops
 from recipes.training.plan.grpo import grpo_plan
-from recipes.training.plan.measure import ARITHMETIC, MEASURE_BATCH, measure_stage
+from recipes.training.plan.measure import ARITHMETIC, MEASURE_BATCH, machine, measure_stage
 from recipes.training.plan.memory import (
     GB,
     RESERVED_BYTES,
@@ -43,6 +44,7 @@ from recipes.training.plan.recipe import (
     recipe_stages,
 )
 from recipes.training.plan.render import render
+from recipes.training.plan.timing import grpo_time, hardware_figures, sft_time
 from recipes.training.plan.tokens import (
     measure_grpo_mixture,
     measure_grpo_synthetic,
@@ -73,8 +75,29 @@ def add_arguments(parser) -> None:
         type=frame_size,
         help="measure synthetic clips and images of this size instead of the mixture's rows (data not built yet)",
     )
+    hardware = parser.add_argument_group(
+        "hardware",
+        "the GPU's figures the time per step is predicted at: the GPU the recipe's hardware names (H200, H100 SXM: "
+        "NVIDIA's datasheets), else an H200's; each option replaces one",
+    )
+    hardware.add_argument("--peak-tflops", type=positive_float, help="dense bf16 peak per GPU (H200, H100: 989)")
+    hardware.add_argument("--hbm-tbps", type=positive_float, help="memory bandwidth per GPU, TB/s (H200: 4.8)")
+    hardware.add_argument(
+        "--interconnect-gbps",
+        type=positive_float,
+        help="GPU-to-GPU bandwidth per GPU, both directions, GB/s (NVLink on H200 / H100: 900; over several machines "
+        "give the network's per GPU)",
+    )
+    hardware.add_argument(
+        "--decode-step-overhead-ms",
+        type=positive_float,
+        help="the host's work per decode step of GRPO's generation (default: measured, docs/training/planning.md)",
+    )
     parser.add_argument(
-        "--peak-tflops", type=positive_float, default=989.0, help="dense bf16 peak per GPU (H200: 989)"
+        "--rows",
+        type=positive_int,
+        help="rows (GRPO: prompts) in an epoch of each stage, for its hours (default: the mixture's; without data "
+        "the plan gives hours per 1,000 samples)",
     )
     parser.add_argument(
         "--assumed-mfu",
@@ -126,6 +149,10 @@ def run(args) -> int:
         processor_path=args.processor,
         synthetic_frames=args.synthetic_frames,
         peak_tflops=args.peak_tflops,
+        hbm_tbps=args.hbm_tbps,
+        interconnect_gbps=args.interconnect_gbps,
+        decode_step_overhead_ms=args.decode_step_overhead_ms,
+        rows=args.rows,
         assumed_mfu=args.assumed_mfu,
         seed=args.seed,
         measure=args.measure,
@@ -190,7 +217,11 @@ def plan_recipe(
     samples: int = 256,
     processor_path: str | None = None,
     synthetic_frames: tuple[int, int] | None = None,
-    peak_tflops: float = 989.0,
+    peak_tflops: float | None = None,
+    hbm_tbps: float | None = None,
+    interconnect_gbps: float | None = None,
+    decode_step_overhead_ms: float | None = None,
+    rows: int | None = None,
     assumed_mfu: float = 0.4,
     seed: int = 42,
     measure: bool = False,
@@ -217,7 +248,16 @@ def plan_recipe(
     stages = recipe_stages(recipe)
     script = SCRIPTS[GRPO if any(is_grpo(stage["settings"]) for stage in stages) else SFT]
     lora_run = lora_settings(stages[0]["settings"]) is not None
-    launch = launch_line(recipe_path, script=script, num_gpus=num_gpus, lora=lora_run)
+    launched = launch_strategy(recipe.get("hardware"), lora=lora_run, num_gpus=num_gpus)
+    launch = launch_line(recipe_path, script=script, num_gpus=num_gpus, strategy=launched)
+    hardware = hardware_figures(
+        recipe.get("hardware"),
+        peak_tflops=peak_tflops,
+        hbm_tbps=hbm_tbps,
+        interconnect_gbps=interconnect_gbps,
+        decode_step_overhead_ms=decode_step_overhead_ms,
+    )
+    peak_tflops = hardware["peak_tflops"]
     plans = []
     for stage in stages:
         settings = stage["settings"]
@@ -317,6 +357,48 @@ def plan_recipe(
         adapters = parameters.get("adapters", {}).get("trainable", 0)
         flops = training_flops(config, matmuls, median, frozen=frozen, lora=lora is not None, adapters=adapters)
         samples_per_second = num_gpus * assumed_mfu * peak_tflops * 1e12 / flops
+        shape = {
+            "frozen": frozen,
+            "lora": lora is not None,
+            "adapters": adapters,
+            "checkpointing": checkpointing,
+            "strategy": launched,
+            "total_parameters": trainable + frozen_count,
+            "trainable": trainable,
+            "hardware": hardware,
+            "assumed_mfu": assumed_mfu,
+        }
+        epoch = epoch_rows(rows, stage, processor, grpo_stage, seed=seed, synthetic=bool(synthetic_frames))
+        global_batch = batch * num_gpus * steps
+        padding = None if grpo_stage else padding_plan(counts, batch, global_batch, settings, seed=seed)
+        if grpo_stage:
+            time = grpo_time(
+                config,
+                matmuls,
+                {**settings, "gradient_accumulation_steps": steps},
+                prompt_row=typical,
+                rows=counts,
+                per_device_batch=batch,
+                accumulation=steps,
+                num_gpus=num_gpus,
+                **epoch,
+                **shape,
+            )
+        else:
+            share = padding["share"] if padding else None
+            time = sft_time(
+                config,
+                matmuls,
+                counts,
+                per_device_batch=batch,
+                accumulation=steps,
+                num_gpus=num_gpus,
+                padding_share=share,
+                **epoch,
+                **shape,
+            )
+        time |= {"strategy": launched, "hardware": hardware}
+        loader = loader_for(counts, time, num_gpus)
         measurement = None
         if measure and grpo_stage:
             measurement = {
@@ -342,7 +424,7 @@ def plan_recipe(
                 "num_gpus": num_gpus,
                 "gpu_memory_gb": gpu_memory_gb,
                 "per_device_batch": batch,
-                "global_batch": batch * num_gpus * steps,
+                "global_batch": global_batch,
                 "gradient_accumulation_steps": steps,
                 "launch": launch,
                 "max_length": bound,
@@ -357,6 +439,9 @@ def plan_recipe(
                 "memory": memory,
                 "activations": activations,
                 "grpo": grpo,
+                "time": time,
+                "padding": padding,
+                "loader": loader,
                 "sources": figure_sources(measurement),
                 "measurement": measurement,
                 "throughput": {
@@ -371,6 +456,59 @@ def plan_recipe(
             }
         )
     return plans
+
+
+def epoch_rows(rows: int | None, stage: dict, processor, grpo_stage: bool, *, seed: int, synthetic: bool) -> dict:
+    """``{rows_per_epoch, rows_source}``: ``--rows`` when given, else the rows of the stage's mixture an epoch draws
+    (a GRPO stage's checkable ones: ``recipes.training.grpo_data.grpo_dataset`` leaves the others out), else (synthetic
+    rows, no data) None."""
+    if rows:
+        return {"rows_per_epoch": rows, "rows_source": "--rows"}
+    if synthetic:
+        return {"rows_per_epoch": None, "rows_source": None}
+    from recipes.training.mixture import build_mixture, parse_mixture
+
+    loaded, index, _ = build_mixture(parse_mixture(stage["mixture"]), seed=seed)
+    if not grpo_stage:
+        return {"rows_per_epoch": len(index), "rows_source": "the mixture's rows"}
+    from recipes.training.grpo_data import grpo_dataset
+    from recipes.training.plan.tokens import grpo_settings
+
+    dataset, _ = grpo_dataset(loaded, index, **grpo_settings(processor, stage["settings"]))
+    return {"rows_per_epoch": len(dataset), "rows_source": "the mixture's checkable rows"}
+
+
+def padding_plan(counts: list[dict], batch: int, global_batch: int, settings: dict, *, seed: int) -> dict:
+    """The share of the tokens an SFT step computes that is padding, for micro-batches of ``batch`` measured rows
+    drawn as the trainer draws them (``recipes.training.plan.batching.padding_share``): at random, and grouped by
+    length over the ``global_batch``; ``share`` is the recipe's (``train_sampling_strategy``)."""
+    from recipes.training.plan.batching import grouped_in, padding_share
+
+    grouped = grouped_in(settings)
+    shares = {
+        kind: padding_share(counts, batch, grouped=kind == "grouped", seed=seed, global_batch_size=global_batch)
+        for kind in ("random", "grouped")
+    }
+    return {
+        "share": shares["grouped" if grouped else "random"],
+        "share_random": shares["random"],
+        "share_grouped": shares["grouped"],
+        "grouped": grouped,
+        "rows_measured": len(counts),
+    }
+
+
+def loader_for(counts: list[dict], time: dict, num_gpus: int) -> dict | None:
+    """The CPU cores the data loader needs to feed the predicted rate (``recipes.training.plan.batching.loader_plan``),
+    from the CPU seconds the collator took per measured row; None where the rows were not timed (GRPO's prompts are
+    encoded in the trainer, not by loader workers)."""
+    timed = [row["cpu_seconds"] for row in counts if row.get("cpu_seconds") is not None]
+    if not timed or not time.get("samples_per_second"):
+        return None
+    from recipes.training.plan.batching import loader_plan
+
+    cores = machine()["cores"]  # this machine's: the plan is usually made on the machine that trains
+    return loader_plan(sum(timed) / len(timed), time["samples_per_second"], num_gpus=num_gpus, cores=cores)
 
 
 def max_length_plan(settings: dict, counts: list[dict], grpo_stage: bool, *, where: str) -> dict | None:
@@ -423,4 +561,6 @@ def figure_sources(measurement: dict | None) -> dict[str, str]:
         "activations": f"formula, {checked}",
         "FLOPs per sample": f"formula over the measured tokens, {checked}",
         "throughput": "assumed: an MFU and the GPU's peak, not measured",
+        "time per step": "each term marked in its table: formulas at the GPU's datasheet figures, an assumed MFU and "
+        "overlaps, the host's work per decode step measured on a CPU; a prediction until a GPU benchmark runs",
     }

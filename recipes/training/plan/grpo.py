@@ -1,6 +1,7 @@
 """GRPO's memory per GPU on top of the policy's model states (``recipes/grpo.py``, TRL's GRPOTrainer)."""
 
 from recipes.training.plan.memory import GB, RESERVED_BYTES, activation_bytes, kv_cache_bytes_per_token, prefill_bytes
+from recipes.training.plan.timing import prompts_per_micro_batch
 
 
 def grpo_plan(
@@ -22,7 +23,10 @@ def grpo_plan(
       ZeRO-3 and FSDP as the trainer prepares it like the policy; none when ``beta`` is 0 (TRL then skips it) or
       with LoRA (the adapter is disabled instead);
     - **training activations**: a micro-batch of ``per_device_train_batch_size`` completions, each the p99 prompt
-      plus ``max_completion_length`` tokens, the loss over the completions (replaces the SFT figure);
+      plus ``max_completion_length`` tokens, the loss over the completions (replaces the SFT figure); with
+      ``share_prompt_in_training``, one packed sequence per distinct prompt of the micro-batch (the prompt once, then
+      its completions of ``max_completion_length`` tokens each), in sdpa attention (a 4-D mask: the pass is one
+      forward, checkpointed as any other, so no term is added);
     - **generation** by transformers: the KV cache of the generation batch per GPU (``per_device_train_batch_size``
       x ``steps_per_generation`` sequences of prompt + completion), plus its prefill (one forward over every
       prompt of the batch at once: the vision tower over each clip's patches, as video or images, then the LLM;
@@ -41,18 +45,24 @@ def grpo_plan(
     beta = float(settings.get("beta", 0.0))
     sequence = prompt_row["tokens"] + completion
     patches = prompt_row["vision_patches"]
+    generation_batch = batch * steps
+    passes, trained, attention = batch, sequence, {}
+    if settings.get("share_prompt_in_training"):
+        passes = prompts_per_micro_batch(batch, generation_batch, generations)
+        trained = round(prompt_row["tokens"] - 1 + batch / passes * completion)
+        attention = {"attention": "sdpa"}
     # The loss scores the completions only (TRL's fused LM head over their positions).
     training = activation_bytes(
         config,
-        batch * sequence,
-        batch * patches,
+        round(passes * trained),
+        round(passes * patches),
         checkpointing=checkpointing,
         frozen=frozen,
         labelled=batch * completion,
         head_trains="llm" not in frozen and not lora,
-        sequence=sequence,
+        sequence=trained,
+        **attention,
     )
-    generation_batch = batch * steps
     kv_cache = kv_cache_bytes_per_token(config) * generation_batch * sequence
     prefill = prefill_bytes(config, generation_batch * prompt_row["tokens"], generation_batch * patches)
     use_vllm = bool(settings.get("use_vllm", False))
@@ -97,6 +107,8 @@ def grpo_plan(
         "max_completion_length": completion,
         "prompt_tokens_p99": prompt_row["tokens"],
         "sequence_tokens": sequence,
+        "training_sequence_tokens": trained,
+        "training_sequences_per_micro_batch": passes,
         "generation_batch_per_gpu": generation_batch,
         "beta": beta,
         "reference_model": beta > 0 and not lora,

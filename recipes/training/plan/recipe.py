@@ -71,11 +71,14 @@ def is_grpo(settings: dict) -> bool:
 
 def planned_model(recipe_path: Path, name: str) -> tuple[str, str | None]:
     """The checkpoint whose architecture is planned: ``name``, or, for a local folder not trained yet (a GRPO
-    recipe starting from an SFT run), the base model of the shipped recipe whose ``output_dir`` it is."""
+    recipe starting from an SFT run), the base model of the recipe whose ``output_dir`` it is: among the recipes
+    beside ``recipe_path`` (its ``recipes`` folder), else among the shipped ones (a recipe kept outside the
+    repository, such as an earlier version of a shipped one taken from git history)."""
     if Path(name).is_dir():
         return name, None
-    root = next((folder for folder in Path(recipe_path).resolve().parents if folder.name == "recipes"), None)
-    for path in sorted(root.glob("*/*/config_*.yaml")) if root else []:
+    shipped = Path(__file__).resolve().parents[2]  # recipes/, the shipped recipes' folder
+    root = next((folder for folder in Path(recipe_path).resolve().parents if folder.name == "recipes"), shipped)
+    for path in sorted(root.glob("*/*/config_*.yaml")):
         try:
             other = load_recipe_yaml(path)
         except RecipeError:
