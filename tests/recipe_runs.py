@@ -3,28 +3,15 @@ the recipe YAML with a few overrides through the script's own parser and ``main`
 both``, on one BLAS thread."""
 
 import json
-from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
 
+from recipes.training.plan.tokens import one_thread
 from sureon.cli import main as sureon
 
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@contextmanager
-def one_thread():
-    """Tiny models train several times faster on one BLAS thread (what `sureon reproduce` runs them with)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def tiny_recipe(tmp_path, model, build, **extra) -> str:

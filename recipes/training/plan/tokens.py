@@ -119,8 +119,9 @@ def collated(collator, batch: list[tuple[dict, object, float]]) -> list[dict]:
 
 @contextmanager
 def one_thread():
-    """Torch on one thread while the rows are timed, as PyTorch runs each dataloader worker
-    (``torch.utils.data._utils.worker``: ``torch.set_num_threads(1)``)."""
+    """Torch on one thread, as PyTorch runs each dataloader worker (``torch.utils.data._utils.worker``:
+    ``torch.set_num_threads(1)``): while the rows are timed here, and while the learning tests train tiny models
+    (several times faster on one BLAS thread, what ``sureon reproduce`` runs them with)."""
     import torch
 
     threads = torch.get_num_threads()
