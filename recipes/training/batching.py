@@ -1,5 +1,5 @@
 """Length-grouped SFT batches: rows of about the same length share a micro-batch, so little of what the GPUs compute
-is padding, while every optimizer step keeps the mixture's proportions and the seed fixes the batches.
+is padding, while every optimizer step keeps the mixture's proportions and the random seed fixes the batches.
 
 A recipe turns it on with transformers' own key, ``train_sampling_strategy: group_by_length`` (transformers 5.25 has no
 ``group_by_length`` field any more: ``TrainingArguments.train_sampling_strategy`` replaced it). transformers'
@@ -20,11 +20,11 @@ from the global torch generator. Here (:func:`grouped_order`):
   the ranks, which take a step's micro-batches in turn (accelerate's ``BatchSamplerShard``), compute micro-batches
   of about the same length at the same time.
 
-The sequence depends on the lengths, the seed, the epoch, ``global_batch_size`` and ``per_device_train_batch_size``
-only: on any number of ranks an optimizer step trains the same rows in the same micro-batches; what the rank count
-changes is which rank computes which micro-batch (micro-batch ``j`` of a step on rank ``j % ranks``, in accumulation
-slot ``j // ranks``). A recipe that gives ``gradient_accumulation_steps`` instead of ``global_batch_size`` makes its
-global batch, and so its steps, depend on the ranks.
+The sequence depends on the lengths, the random seed, the epoch, ``global_batch_size`` and
+``per_device_train_batch_size`` only: on any number of ranks an optimizer step trains the same rows in the same
+micro-batches; what the rank count changes is which rank computes which micro-batch (micro-batch ``j`` of a step on
+rank ``j % ranks``, in accumulation slot ``j // ranks``). A recipe that gives ``gradient_accumulation_steps`` instead
+of ``global_batch_size`` makes its global batch, and so its steps, depend on the ranks.
 
 A row's length is known without decoding a frame (:func:`row_lengths`): its text through the chat template and the
 tokenizer, and its visual tokens from each image's header size through the processor's own resize rule and
