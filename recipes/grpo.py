@@ -101,8 +101,11 @@ def set_fields(training_args: GRPOConfig, **values) -> None:
         setattr(training_args, name, value)
 
 
-def build_trainer(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig) -> dict:
-    """The GRPO trainer, ready to train, with what the summary and card record."""
+def build_trainer(
+    script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig, mixture: tuple | None = None
+) -> dict:
+    """The GRPO trainer, ready to train, with what the summary and card record; ``mixture``: the ``(loaded, index)``
+    :func:`check_data` built, else built here."""
     model_path = model_args.model_name_or_path
     rewards = reward_functions(script_args.reward_funcs)
     system_prompt = resolve_system_prompt(
@@ -112,7 +115,9 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: GRPOConfig, m
     configure_reporting(training_args)
     # The data first: a bad source or an empty selection fails before any weights load.
     vision_language = is_vision_language(model_path, model_args.model_revision)
-    loaded, index, _ = build_mixture(parse_mixture(script_args.dataset_mixture), seed=training_args.seed)
+    if mixture is None:
+        mixture = build_mixture(parse_mixture(script_args.dataset_mixture), seed=training_args.seed)[:2]
+    loaded, index = mixture
     dataset, checkable = grpo_dataset(
         loaded,
         index,
@@ -157,11 +162,12 @@ def build_trainer(script_args: GRPOScriptArguments, training_args: GRPOConfig, m
     }
 
 
-def check_data(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig) -> None:
+def check_data(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig) -> tuple:
     """The mixture checked before the run claims its folder or loads any weights: the sources, configs and splits
     exist, none is evaluation data unless the recipe allows it, a visual policy's video-QA rows have frames, and the
     generation cuts it asks for apply: they cut transformers' ``generate`` (not vLLM's, nor continuous batching),
-    and every reference answer fits its kind's completion budget (the model's own tokenizer counts it)."""
+    and every reference answer fits its kind's completion budget (the model's own tokenizer counts it). Returns the
+    mixture built, ``(loaded, index)``, which the trainer then takes as it is."""
     sources = parse_mixture(script_args.dataset_mixture)
     loaded, index, _ = build_mixture(sources, seed=training_args.seed)
     check_evaluation_data(sources, script_args.allow_evaluation_data)
@@ -180,6 +186,7 @@ def check_data(script_args: GRPOScriptArguments, training_args: GRPOConfig, mode
             loaded, index, tokenizer_of(processor), script_args.completion_budgets, training_args.max_completion_length
         )
     check_prompt_sharing(script_args, training_args, model_args)
+    return loaded, index
 
 
 def check_prompt_sharing(script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig) -> None:
@@ -274,7 +281,7 @@ def main(
     training_args = prepare_launch(script_args, training_args)
     check_model_path(model_args.model_name_or_path, "model_name_or_path", model_args.model_revision)
     check_vllm(training_args, model_args.model_name_or_path, model_args.model_revision)
-    check_data(script_args, training_args, model_args)
+    mixture = check_data(script_args, training_args, model_args)
     inputs = run_inputs(
         model_args.model_name_or_path,
         [script_args.dataset_mixture],
@@ -288,7 +295,7 @@ def main(
     if requested:  # checked whole before anything loads
         resume_checkpoint(training_args.output_dir, requested, expect_optimizer=not training_args.save_only_model)
     set_fields(training_args, push_to_hub=False, hub_token=None, resume_from_checkpoint=None)
-    built = build_trainer(script_args, training_args, model_args)
+    built = build_trainer(script_args, training_args, model_args, mixture)
     trainer, training_args = built["trainer"], built["training_args"]
     trainer.add_callback(PublishCheckpoints())
     output_dir = Path(training_args.output_dir)

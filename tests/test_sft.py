@@ -469,12 +469,17 @@ def test_a_save_cut_short_is_passed_over_and_a_requested_one_refused(tiny_qwen3_
     assert resumed["resumed_from"] == str(out / "checkpoint-2")
 
 
-def test_two_stage_schedule_continues_from_stage_one(tiny_qwen3_vl, sureon_build, tmp_path):
+def test_two_stage_schedule_continues_from_stage_one(tiny_qwen3_vl, sureon_build, tmp_path, monkeypatch):
+    from recipes.training import sft_stages
+
     stages = [
         {"name": "public", "dataset_mixture": [image_source(tmp_path)]},
         {"name": "sureon", "dataset_mixture": [video_source(sureon_build)], "learning_rate": 1e-3},
     ]
+    built = []
+    monkeypatch.setattr(sft_stages, "build_mixture", lambda *a, **k: built.append(1) or build_mixture(*a, **k))
     out, summary = run_sft(tmp_path, tiny_qwen3_vl, None, stages=stages)
+    assert len(built) == 2, "each stage's mixture is built once: checked before the run, then trained as it is"
     assert out.name == "stage2-sureon"
     assert summary["model"] == str(out.parent / "stage1-public")
     card = (out / "README.md").read_text()

@@ -66,22 +66,34 @@ def stage_plan(script_args: SFTScriptArguments, training_args: SFTConfig) -> lis
     return plan
 
 
+def stage_arguments(stage: dict, script_args: SFTScriptArguments, training_args: SFTConfig) -> tuple:
+    """``(script arguments, training arguments)`` of one stage: the run's, with the stage's overrides applied to the
+    dataclass that declares each."""
+    overrides = stage.get("overrides", {})
+    script = {key: value for key, value in overrides.items() if hasattr(script_args, key)}
+    training = {key: value for key, value in overrides.items() if key not in script}
+    return dataclasses.replace(script_args, **script), dataclasses.replace(training_args, **training)
+
+
 def check_stages(
     plan: list[dict], script_args: SFTScriptArguments, training_args: SFTConfig, model_args: ModelConfig
 ) -> None:
     """Every stage checked before the run claims its folder or loads any weights, stage 2 too (it would otherwise
     fail hours in, once stage 1 had trained): its learning-rate schedule fits its length, its sources exist with the
     configs and splits named, none is evaluation data unless the recipe allows it, and a visual run's clips all have
-    frames."""
+    frames. Each stage's mixture is built as its trainer takes it (its seed and fold) and kept in the stage as
+    ``stage["mixture"]``, so that :func:`build_stage_trainer` does not build it again."""
     vision_language = None
     for stage in plan:
-        overrides = stage.get("overrides", {})
-        training_overrides = {key: value for key, value in overrides.items() if not hasattr(script_args, key)}
-        check_lr_schedule(dataclasses.replace(training_args, **training_overrides))
+        stage_args, stage_training = stage_arguments(stage, script_args, training_args)
+        check_lr_schedule(stage_training)
         sources = parse_mixture(stage["dataset_mixture"])
-        loaded, index, _ = build_mixture(sources)
-        check_evaluation_data(sources, overrides.get("allow_evaluation_data", script_args.allow_evaluation_data))
-        if not overrides.get("blind", script_args.blind):
+        stage["mixture"] = build_mixture(
+            sources, seed=stage_training.seed, fold=stage_args.fold, num_folds=stage_args.num_folds
+        )
+        loaded, index, _ = stage["mixture"]
+        check_evaluation_data(sources, stage_args.allow_evaluation_data)
+        if not stage_args.blind:
             if vision_language is None:
                 vision_language = is_vision_language(model_args.model_name_or_path, model_args.model_revision)
             if vision_language:
@@ -115,15 +127,11 @@ def build_stage_trainer(
     """The trainer of one stage, ready to train: processor with the pixel caps, model (``model`` when given, e.g.
     random weights built in memory by ``benchmarks/gpu_sft.py``), freezing, the mixture and its collator, and with
     ``train_sampling_strategy: group_by_length`` the length-grouped batches (``recipes/training/batching.py``)."""
-    script_args = dataclasses.replace(
-        script_args, **{k: v for k, v in stage.get("overrides", {}).items() if hasattr(script_args, k)}
-    )
-    overrides = {k: v for k, v in stage.get("overrides", {}).items() if not hasattr(script_args, k)}
+    script_args, training_args = stage_arguments(stage, script_args, training_args)
     # The recipe's max_length bounds the collator's rows (refused above it, never cut); TRL's own truncation stays off.
-    max_length = overrides.get("max_length", training_args.max_length)
+    max_length = training_args.max_length
     training_args = dataclasses.replace(
         training_args,
-        **overrides,
         output_dir=stage["output_dir"],
         remove_unused_columns=False,
         dataset_kwargs={"skip_prepare_dataset": True},
@@ -133,9 +141,11 @@ def build_stage_trainer(
     configure_reporting(training_args)
     check_lr_schedule(training_args)
     # The data first: a source, config or split that is not there fails before any weights load.
-    sources = parse_mixture(stage["dataset_mixture"])
-    loaded, index, folds = build_mixture(
-        sources, seed=training_args.seed, fold=script_args.fold, num_folds=script_args.num_folds
+    loaded, index, folds = stage.get("mixture") or build_mixture(
+        parse_mixture(stage["dataset_mixture"]),
+        seed=training_args.seed,
+        fold=script_args.fold,
+        num_folds=script_args.num_folds,
     )
     processor = prepare_processor(load_processor(model_path, revision=model_args.model_revision), script_args)
     rows = {
