@@ -114,7 +114,7 @@ launch_test: $(STAMP)
 	$(PY) -m pytest -m slow -q -p no:xdist tests/test_launch_configs.py
 
 # The GPU extras on a CUDA machine, one command: DeepSpeed and Liger with the project (the `gpu` extra), then
-# flash-attention 2 in minutes, as recipes/training/attention.py decides and says, one line per decision: flash-attn's
+# flash-attention 2 in minutes, as recipes/model_io/attention.py decides and says, one line per decision: flash-attn's
 # prebuilt wheel where its release has one for this torch, CUDA, C++ ABI and Python (none for torch 2.11 and later),
 # else the same kernels prebuilt on the Hub (kernels-community/flash-attn2, fetched into the Hugging Face cache, where
 # runs with HF_HUB_OFFLINE=1 load them). It compiles flash-attn only with FLASH_ATTN_FROM_SOURCE=1 (hours), for the
@@ -126,7 +126,7 @@ DRY_RUN ?=
 gpu_setup: $(STAMP)
 	$(PIP) install -q -e ".[gpu]" $(TORCH_PINS)
 	$(PY) -c "import deepspeed, liger_kernel; print('deepspeed', deepspeed.__version__, '/ liger-kernel: installed')"
-	$(PY) -m recipes.training.attention $(if $(filter 1,$(DRY_RUN)),--dry-run) --keep $(TORCH_PINS)
+	$(PY) -m recipes.model_io.attention $(if $(filter 1,$(DRY_RUN)),--dry-run) --keep $(TORCH_PINS)
 
 # vLLM for CPUs in an environment of its own (never in .venv: vLLM pins its own torch and transformers); built once,
 # reused while its pins are current. tests/test_vllm.py builds it too.

@@ -1,5 +1,5 @@
 """Benchmark TRL's fused LM head on a CPU: every position projected (TRL 1.16 off CUDA) against the labelled ones only
-(the recipes' ``cpu_labelled_positions_only``: ``recipes.training.modeling.labelled_positions_only_on_cpu``).
+(the recipes' ``cpu_labelled_positions_only``: ``recipes.training.run.labelled_positions_only_on_cpu``).
 
 The same run twice, from the same weights and data: the blind guesser recipe of a synthetic world
 (``recipes/tiny/guesser/config_world.yaml``: a 128-wide text Qwen3 on question + seven options, ~126 tokens a row of

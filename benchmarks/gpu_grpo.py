@@ -219,8 +219,8 @@ def run_recipe(recipe: dict, work: Path, *, model, device: str, steps: int) -> t
 
 def benchmark_recipe(path: Path, *, quick: bool, frame_size: tuple[int, int], work: Path) -> dict:
     """The recipe at ``path`` run as one GPU of its hardware does (module docstring), timed and planned."""
+    from recipes.model_io.modeling import default_attn_implementation
     from recipes.training.architectures import build_model, write_architecture
-    from recipes.training.modeling import default_attn_implementation
     from recipes.training.plan.command import plan_recipe
     from recipes.training.plan.tokens import write_synthetic_clips
     from recipes.training.recipe_file import GRPO, read_recipe

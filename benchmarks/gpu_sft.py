@@ -124,7 +124,7 @@ def peak_memory_bytes() -> int:
 
 def run_variant(name, overrides, *, model_dir, config, data, batch, steps, warmup, device, dtype, peak_tflops):
     parser = sft_parser()
-    from recipes.training.modeling import default_attn_implementation
+    from recipes.model_io.modeling import default_attn_implementation
 
     attn = default_attn_implementation() if device == "cuda" else "sdpa"
     liger = device == "cuda" and recipe_uses_liger()

@@ -45,12 +45,12 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.timing import parse_with_quick  # noqa: E402
 from builders.schema import video_qa_features  # noqa: E402
+from recipes.model_io.chat_inputs import media_kwargs, render_chat, split_visuals  # noqa: E402
+from recipes.model_io.modeling import apply_pixel_caps  # noqa: E402
 from recipes.training.architectures import standin_processor  # noqa: E402
 from recipes.training.batching import STEPS_PER_WINDOW, counting_processes, row_lengths  # noqa: E402
-from recipes.training.chat_inputs import media_kwargs, render_chat, split_visuals  # noqa: E402
 from recipes.training.collator import SFTCollator  # noqa: E402
 from recipes.training.mixture import MixtureSource, build_mixture  # noqa: E402
-from recipes.training.modeling import apply_pixel_caps  # noqa: E402
 from recipes.training.plan.batching import loader_plan, padding_share  # noqa: E402
 from recipes.training.plan.tokens import one_thread  # noqa: E402
 from recipes.training.recipe_file import SFT, read_recipe  # noqa: E402
@@ -250,7 +250,7 @@ def part_loader(args, processor, max_frames: int, batch_size: int) -> float:
 def part_stores(args, processor, frames: list[np.ndarray], encoded: list[bytes], clip: float):
     """What storing a clip's frames otherwise saves per sample: raw uint8 (no JPEG decode), or JPEG at the size the
     processor resizes to (no resize)."""
-    from recipes.training.chat_inputs import video_metadata
+    from recipes.model_io.chat_inputs import video_metadata
 
     raw = [pixels.tobytes() for pixels in frames]
     height, width = frames[0].shape[:2]

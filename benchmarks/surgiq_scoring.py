@@ -70,7 +70,7 @@ def vocabulary_of(size: int, seed: int = 0) -> list[str]:
 def bench_scoring(args) -> None:
     import torch
 
-    from recipes.training.modeling import load_model, load_processor, tokenizer_of
+    from recipes.model_io.modeling import load_model, load_processor, tokenizer_of
     from recipes.training.tiny_models import build_tiny_causal_lm
 
     workdir = Path(tempfile.mkdtemp(prefix="surgiq-bench-"))

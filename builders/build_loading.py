@@ -15,7 +15,7 @@ and the fix (a :class:`builders.errors.InputError`):
 - A local build whose ``README.md`` was lost (the dataset card declaring its configs) is told so, rather than read by
   ``datasets`` as one ``default`` config of every parquet file and then told it is not the build it is.
 
-A model folder is checked the same way, before anything loads, by :mod:`recipes.training.model_folder`.
+A model folder is checked the same way, before anything loads, by :mod:`recipes.model_io.model_folder`.
 """
 
 from pathlib import Path

@@ -143,8 +143,8 @@ def configs_metadata(config_splits: dict[str, list[str]], default: str | None = 
 
 # ---- pushing a build or a trained model -----------------------------------------------------------------------------
 
-# What a finished run of recipes/sft.py or recipes/grpo.py writes beside its weights: the name
-# ``recipes.training.modeling.COMPLETE_MARKER`` holds too (builders may not import recipes; a test checks they agree).
+# What a finished run of recipes/sft.py or recipes/grpo.py writes beside its weights (defined, field by field, in
+# ``recipes.model_io.run_record``, which takes its name from here: builders may not import recipes).
 TRAINING_COMPLETE = "training_complete.json"
 BUILD_MANIFESTS = ("build_manifest.json", "manifest.json")  # sureon build sureon / surgiq; sureon build public
 MODEL_WEIGHTS = ("*.safetensors", "*.bin", "*.pt", "*.pth")

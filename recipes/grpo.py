@@ -11,7 +11,7 @@ machine, after ``recipes/sft.py --config recipes/tiny/sft/config_smoke.yaml``:
 
 The recipe reads the same ``dataset_mixture``, ``frames_as``, ``max_frames``, ``system_prompt`` and model keys as
 ``recipes/sft.py``, plus GRPOConfig's own (``num_generations``, ``max_completion_length``, ``beta``, ``loss_type``,
-``use_vllm`` / ``vllm_mode`` ...), ``reward_funcs: [name, ...]`` (``recipes.evaluation.rewards``) and GRPOConfig's
+``use_vllm`` / ``vllm_mode`` ...), ``reward_funcs: [name, ...]`` (``recipes.training.rewards``) and GRPOConfig's
 ``reward_weights``. Prompts are the ones evaluation shows (``recipes.training.grpo_data``), the reference answers
 stay in the rows' columns, and each reward scores a completion with the evaluation's own parser. Started from an
 SFT run's folder, the system prompt it was trained with is carried over (``training_complete.json``) unless the
@@ -43,7 +43,18 @@ from trl import GRPOConfig, ModelConfig, TrlParser, get_peft_config
 
 from builders.errors import InputError
 from builders.outputs import publish_permissions
-from recipes.evaluation.rewards import REWARDS, reward_functions
+from recipes.model_io.model_folder import check_model_path
+from recipes.model_io.modeling import (
+    apply_pixel_caps,
+    attention_implementation,
+    default_attn_implementation,
+    is_vision_language,
+    load_model,
+    load_processor,
+    resolve_system_prompt,
+    tokenizer_of,
+)
+from recipes.model_io.run_record import read_run_record
 from recipes.training.checkpoints import resume_checkpoint
 from recipes.training.freezing import trainable_parameter_count
 from recipes.training.grpo_data import check_completion_budgets, grpo_dataset
@@ -57,23 +68,12 @@ from recipes.training.mixture import (
     parse_mixture,
 )
 from recipes.training.model_card import write_model_card
-from recipes.training.model_folder import check_model_path
-from recipes.training.modeling import (
-    apply_pixel_caps,
-    attention_implementation,
-    default_attn_implementation,
-    is_vision_language,
-    labelled_positions_only_on_cpu,
-    load_model,
-    load_processor,
-    resolve_system_prompt,
-    tokenizer_of,
-    training_record,
-)
 from recipes.training.recipe_file import GRPO, run_script
+from recipes.training.rewards import REWARDS, reward_functions
 from recipes.training.run import (
     PublishCheckpoints,
     claim_output_dir,
+    labelled_positions_only_on_cpu,
     run_inputs,
     save_final_model,
     write_record,
@@ -310,7 +310,7 @@ def main(
     # for it in a barrier would hit the process group's timeout (30 minutes by default) and abort the run mid-push.
     saved = save_final_model(trainer, output_dir, model_args)
     names = [function.__name__ for function in trainer.reward_funcs]
-    started_from = training_record(model_args.model_name_or_path, model_args.model_revision)
+    started_from = read_run_record(model_args.model_name_or_path, model_args.model_revision)
     summary = {
         "name": "grpo",
         "stage": "grpo",

@@ -34,17 +34,19 @@ from trl import ModelConfig, SFTConfig, TrlParser
 
 from builders.errors import InputError
 from builders.outputs import publish_permissions, write_atomic
+from recipes.model_io.model_folder import check_model_path
+from recipes.model_io.modeling import tokenizer_of
+from recipes.model_io.run_record import COMPLETE_MARKER
 from recipes.training.checkpoints import resume_checkpoint
 from recipes.training.collator import refused_rows
 from recipes.training.launch import prepare_launch
 from recipes.training.mixture import mixture_summary
 from recipes.training.model_card import write_model_card
-from recipes.training.model_folder import check_model_path
-from recipes.training.modeling import COMPLETE_MARKER, labelled_positions_only_on_cpu, tokenizer_of
 from recipes.training.recipe_file import run_script
 from recipes.training.run import (
     PublishCheckpoints,
     claim_output_dir,
+    labelled_positions_only_on_cpu,
     run_inputs,
     save_final_model,
     write_record,

@@ -174,8 +174,8 @@ class Miniature:
 
     def __init__(self, args):
         from builders.sureon import world
-        from recipes.evaluation.rewards import REWARDS
         from recipes.training.recipe_file import GRPO, SFT, read_recipe
+        from recipes.training.rewards import REWARDS
 
         sft_recipe = read_recipe(args.sft_config, SFT)  # every recipe checked strictly before the first step
         read_recipe(args.guesser_config, SFT)

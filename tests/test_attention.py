@@ -1,5 +1,5 @@
-"""`make gpu_setup`'s flash-attention decision (``recipes/training/attention.py``) and the attention a model loads with
-(``recipes.training.modeling.default_attn_implementation``), with no GPU and no network: the machine, the answer of
+"""`make gpu_setup`'s flash-attention decision (``recipes/model_io/attention.py``) and the attention a model loads with
+(``recipes.model_io.modeling.default_attn_implementation``), with no GPU and no network: the machine, the answer of
 the wheel's release and the Hub kernel's availability are stated (a local HTTP server stands in for GitHub)."""
 
 import http.server
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from recipes.training import attention, modeling
-from recipes.training.attention import HUB_KERNEL, NOTHING, SOURCE, WHEEL, Machine, decide, wheel_name
+from recipes.model_io import attention, modeling
+from recipes.model_io.attention import HUB_KERNEL, NOTHING, SOURCE, WHEEL, Machine, decide, wheel_name
 
 
 REPO = Path(__file__).resolve().parents[1]
@@ -342,7 +342,7 @@ def test_the_make_target_runs_the_decision_and_ci_its_dry_run():
         capture_output=True,
         text=True,
     ).stdout
-    assert "-m recipes.training.attention --dry-run --keep torch==" in commands
+    assert "-m recipes.model_io.attention --dry-run --keep torch==" in commands
     assert "--no-build-isolation" not in commands and "flash-attn==" not in commands
     assert "make gpu_setup DRY_RUN=1" in (REPO / ".ci" / "run").read_text()
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from recipes.evaluation.answers import clean_output, event_texts, extract_letter, extract_order, parse_answer
+from recipes.model_io.answers import clean_output, event_texts, extract_letter, extract_order, parse_answer
 
 
 OPTIONS = [

@@ -12,9 +12,9 @@ import pytest
 from tiny_families import FAMILIES, build_tiny_family
 
 from builders.prompt import format_messages
-from recipes.evaluation.answers import parse_answer
 from recipes.evaluation.inference import TransformersBackend
 from recipes.evaluation.inference.transformers_backend import decode_generations
+from recipes.model_io.answers import parse_answer
 from sureon.cli import main as cli_main
 
 

@@ -11,9 +11,9 @@ import pytest
 from fake_chat_server import FakeChatServer, Reply, last_user_text
 
 from builders.prompt import answer_target, format_messages
-from recipes.evaluation.answers import parse_answer
 from recipes.evaluation.inference import TransformersBackend
 from recipes.evaluation.sureon.evaluate import PREDICTION_FIELDS, check_frames
+from recipes.model_io.answers import parse_answer
 from sureon.cli import main as cli_main
 
 

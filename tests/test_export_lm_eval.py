@@ -19,7 +19,7 @@ from recipes.evaluation.surgiq.scoring import (
 )
 from recipes.export import lm_eval as export
 from recipes.export.task_files import FunctionTag, load_task_yaml
-from recipes.training.modeling import load_model, load_processor, tokenizer_of
+from recipes.model_io.modeling import load_model, load_processor, tokenizer_of
 from sureon.cli import main as cli_main
 
 

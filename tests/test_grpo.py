@@ -19,8 +19,11 @@ from huggingface_hub import ModelCard
 
 from builders.hub import resolve_frames
 from builders.prompt import answer_target
-from recipes.evaluation.answers import parse_answer
-from recipes.evaluation.rewards import (
+from recipes.grpo import cli, main, make_parser
+from recipes.model_io.answers import parse_answer
+from recipes.training.grpo_data import REFERENCE_COLUMNS, grpo_dataset, reference_columns
+from recipes.training.mixture import build_mixture, parse_mixture
+from recipes.training.rewards import (
     REWARDS,
     box_iou,
     format_reward,
@@ -31,9 +34,6 @@ from recipes.evaluation.rewards import (
     reward_functions,
     temporal_iou,
 )
-from recipes.grpo import cli, main, make_parser
-from recipes.training.grpo_data import REFERENCE_COLUMNS, grpo_dataset, reference_columns
-from recipes.training.mixture import build_mixture, parse_mixture
 from sureon.cli import main as cli_main
 
 
@@ -162,7 +162,7 @@ def test_prompts_are_the_evaluation_prompts_and_open_rows_are_counted_out(sureon
     from datasets import load_dataset
 
     from builders.prompt import format_messages
-    from recipes.training.chat_inputs import split_visuals
+    from recipes.model_io.chat_inputs import split_visuals
 
     loaded, index, _ = build_mixture(parse_mixture([{"path": str(sureon_build.out), "name": "db"}]))
     dataset, checkable = grpo_dataset(loaded, index, frames_as=frames_as, max_frames=3, system_prompt="Be brief.")
@@ -353,7 +353,7 @@ def test_the_run_resumes_from_its_checkpoint_after_a_kill(sft_folder, sureon_bui
 def letter_answers(model: Path) -> list:
     """``sequence_bias`` making a random tiny model answer with one option letter and end its turn: the rewards are
     then not all zero (and greedy, the completions depend on the prompt and the weights only)."""
-    from recipes.training.modeling import load_processor, tokenizer_of
+    from recipes.model_io.modeling import load_processor, tokenizer_of
 
     tokenizer = tokenizer_of(load_processor(str(model)))
     letters = [tokenizer.convert_tokens_to_ids(letter) for letter in "ABCDEFG"]
@@ -589,7 +589,7 @@ def test_a_completion_that_ends_its_answer_stops_at_its_end_of_turn(cut_trainer,
     """A policy that answers with a letter and ends its turn (``<|im_end|>``, one of TRL's eos_token_ids) gives
     completions of those 2 tokens, with the cuts or without: nothing runs on to max_completion_length."""
     from benchmarks.grpo_generation import generate
-    from recipes.training.modeling import load_processor, tokenizer_of
+    from recipes.model_io.modeling import load_processor, tokenizer_of
 
     trainer, batch = cut_trainer
     end = tokenizer_of(load_processor(str(tiny_qwen3_vl))).convert_tokens_to_ids("<|im_end|>")

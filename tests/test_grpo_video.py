@@ -58,9 +58,9 @@ def test_sft_grpo_and_evaluation_encode_a_clip_alike_at_any_max_frames(
     trainer's and ``sureon eval sureon --max-frames 4``'s have the same token ids, ``pixel_values_videos`` and
     ``video_grid_thw``; the evaluation runs (no refusal) and records that it ran off the 8-frame protocol."""
     from recipes.evaluation.inference import TransformersBackend
+    from recipes.model_io.modeling import apply_pixel_caps, load_processor
     from recipes.training.collator import SFTCollator
     from recipes.training.grpo_trainer import encode_row
-    from recipes.training.modeling import apply_pixel_caps, load_processor
 
     loaded, index, number = bench_row
     record = resolve_frames(loaded[0].dataset[number], loaded[0].media_root)
@@ -280,8 +280,8 @@ def test_generation_bans_every_media_placeholder(sft_folder, sureon_build, tmp_p
     suppression list: the step still completes, and no completion holds a placeholder. vLLM gets the same ban as
     `bad_words`."""
     from recipes.grpo import build_trainer, make_parser
+    from recipes.model_io.modeling import load_processor, tokenizer_of
     from recipes.training.grpo_trainer import ban_media_placeholders, media_placeholder_tokens
-    from recipes.training.modeling import load_processor, tokenizer_of
 
     tokenizer = tokenizer_of(load_processor(str(sft_folder)))
     placeholders = media_placeholder_tokens(tokenizer)

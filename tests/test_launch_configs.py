@@ -76,8 +76,8 @@ def weight_names(folder) -> set[str]:
 
 def full_sizes(model_folder) -> dict[str, int]:
     """Parameters per group of the model loaded in one process, as the recipes count them."""
+    from recipes.model_io.modeling import load_model
     from recipes.training.freezing import apply_freezing
-    from recipes.training.modeling import load_model
 
     counts = apply_freezing(load_model(str(model_folder), dtype="float32"), set())
     return {group: values["trainable"] for group, values in counts.items()}

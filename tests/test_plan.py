@@ -14,6 +14,7 @@ from conftest import REPO
 from PIL import Image
 from recipe_runs import tiny_recipe
 
+from recipes.model_io.modeling import apply_pixel_caps, load_processor
 from recipes.training.architectures import (
     PUBLISHED_PARAMETERS,
     architecture_config,
@@ -23,7 +24,6 @@ from recipes.training.architectures import (
 )
 from recipes.training.collator import SFTCollator
 from recipes.training.mixture import build_mixture, parse_mixture
-from recipes.training.modeling import apply_pixel_caps, load_processor
 from recipes.training.plan.command import plan_recipe
 from recipes.training.plan.flops import matmul_parameters, training_flops
 from recipes.training.plan.memory import activation_bytes, deepspeed_estimate, model_state_bytes

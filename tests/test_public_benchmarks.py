@@ -22,7 +22,7 @@ from public_converters.evaluation import cholec80_overlap
 from public_converters.grounded import parse_answer
 from public_converters.schema import read_tables
 from public_converters.spec import sample_module
-from recipes.evaluation.public.evaluate import read_answer
+from recipes.model_io.answers import read_answer
 
 
 REPO = Path(__file__).resolve().parents[1]

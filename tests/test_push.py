@@ -111,14 +111,6 @@ def test_a_checkpoint_of_a_later_stage_is_not_uploaded_either(tiny_causal_lm, tm
     assert not [path for path in calls["uploaded"] if "checkpoint-" in path]
 
 
-def test_the_push_and_the_training_scripts_name_the_finished_run_alike():
-    """builders may not import recipes: the name is written twice, and kept the same here."""
-    from builders.hub import TRAINING_COMPLETE
-    from recipes.training.modeling import COMPLETE_MARKER
-
-    assert TRAINING_COMPLETE == COMPLETE_MARKER
-
-
 def test_push_refuses_a_folder_that_was_not_built(tmp_path, capsys):
     assert cli_main(["push", str(tmp_path), "--repo-id", "my-org/x"]) == 2
     assert "build or train it first" in capsys.readouterr().err

@@ -116,9 +116,9 @@ def test_the_strict_reader_converts_as_argparse_and_lists_every_problem(tmp_path
 
 def check_grpo_recipe(path, argv):
     """A GRPO recipe parses with recipes/grpo.py's parser; its rewards exist, one weight each; its sources load."""
-    from recipes.evaluation.rewards import reward_functions
     from recipes.grpo import GRPOScriptArguments
     from recipes.grpo import make_parser as grpo_parser
+    from recipes.training.rewards import reward_functions
 
     script_args, training_args, model_args = grpo_parser().parse_args_and_config(argv)
     assert isinstance(script_args, GRPOScriptArguments) and model_args.model_name_or_path

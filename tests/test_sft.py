@@ -18,12 +18,12 @@ from PIL import Image
 
 from builders.prompt import answer_target
 from builders.sureon.clips import format_clock
+from recipes.model_io.chat_inputs import flatten_text, split_visuals, video_metadata
+from recipes.model_io.modeling import load_model, load_processor
 from recipes.sft import cli, main, make_parser
-from recipes.training.chat_inputs import flatten_text, split_visuals, video_metadata
 from recipes.training.collator import SFTCollator, refused_rows
 from recipes.training.freezing import parameter_group
 from recipes.training.mixture import MixtureSource, build_mixture, parse_mixture
-from recipes.training.modeling import load_model, load_processor
 from recipes.training.tiny_models import trl_chat_template
 
 
@@ -644,7 +644,8 @@ def test_the_fused_lm_head_scores_only_labelled_positions_on_a_cpu_with_the_same
     the gradients, are what projecting every position gives; outside it (or disabled), TRL is as it comes."""
     from trl.trainer import utils as trl_utils
 
-    from recipes.training.modeling import labelled_positions_only_on_cpu, load_model
+    from recipes.model_io.modeling import load_model
+    from recipes.training.run import labelled_positions_only_on_cpu
 
     projected = []
     apply = trl_utils._ChunkedLogProbFunction.apply

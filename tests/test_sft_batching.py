@@ -120,7 +120,7 @@ def test_grouped_batches_pad_less_than_random_ones():
 def test_the_plan_measures_rows_with_their_cpu_time_and_the_collator_pads_as_the_plan_counts(
     tiny_qwen3_vl, sureon_build, tmp_path
 ):
-    from recipes.training.modeling import load_processor
+    from recipes.model_io.modeling import load_processor
 
     entries = [video_source(sureon_build), image_source(tmp_path), text_source(tmp_path)]
     rows = measure_mixture(load_processor(str(tiny_qwen3_vl)), entries, {"max_frames": 8}, samples=64, seed=0)
@@ -188,7 +188,7 @@ def test_grouped_order_refuses_a_global_batch_of_partial_micro_batches():
 def test_a_padded_batch_scores_each_row_as_the_row_alone(tiny_qwen3_vl, sureon_build, tmp_path):
     """Grouping only changes which rows share a micro-batch, and so the padding: the loss of every row in a padded
     batch is the row's own loss, so the step's loss is the same whatever the grouping."""
-    from recipes.training.modeling import load_model
+    from recipes.model_io.modeling import load_model
 
     model = load_model(str(tiny_qwen3_vl), dtype="float32").eval()
     collator, index, _ = collator_for(tiny_qwen3_vl, [video_source(sureon_build), text_source(tmp_path)])

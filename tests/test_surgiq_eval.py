@@ -20,7 +20,7 @@ from recipes.evaluation.surgiq.scoring import (
     render_prompts,
     score_prompts,
 )
-from recipes.training.modeling import load_model, load_processor, tokenizer_of
+from recipes.model_io.modeling import load_model, load_processor, tokenizer_of
 from recipes.training.tiny_models import build_tiny_causal_lm, build_tiny_qwen3_vl
 from sureon.cli import main as cli_main
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 from PIL import Image
 
-from recipes.training.modeling import is_vision_language, load_model, load_processor, tokenizer_of
+from recipes.model_io.modeling import is_vision_language, load_model, load_processor, tokenizer_of
 
 
 @pytest.fixture

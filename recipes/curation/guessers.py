@@ -5,7 +5,7 @@ the audit scores any MCQ dataset the same way, with no folds and no hardening.
 - A **guesser** is any model behind :mod:`recipes.evaluation.inference` (transformers, vLLM, or an OpenAI-compatible
   endpoint) queried with exactly the project's blind prompt (``format_messages(record, blind=True)``: question and
   options, no frames), with the system prompt the guesser was trained with, if any. Its answers are read by
-  :func:`recipes.evaluation.answers.parse_answer`, as in evaluation.
+  :func:`recipes.model_io.answers.parse_answer`, as in evaluation.
 - **Consistency** S(g, x) is the fraction of R sampled answers (temperature T > 0, one batched generation per batch of
   questions) that recover the answer. Sequence summaries (SM) have no options: they are not scored.
 
@@ -105,10 +105,10 @@ def parse_guesser_spec(spec: str) -> dict[str, str]:
 
 def check_guesser_spec(spec: str, option: str = "--guesser") -> dict[str, str]:
     """A guesser spec checked before any data or model loads: its keys, its backend, a local model that is there
-    (:func:`recipes.training.model_folder.check_model_path`), an endpoint that answers, its system prompt file."""
+    (:func:`recipes.model_io.model_folder.check_model_path`), an endpoint that answers, its system prompt file."""
     from builders.llm import check_endpoint
     from recipes.evaluation.inference import BACKENDS
-    from recipes.training.model_folder import check_model_path
+    from recipes.model_io.model_folder import check_model_path
 
     fields = parse_guesser_spec(spec)
     backend = fields.get("backend", "transformers")
@@ -145,12 +145,12 @@ def check_guesser_names(specs: list[tuple[str, str]]) -> None:
 
 def read_guesser_folds(model: str) -> tuple[int | None, dict[str, int] | None]:
     """The held-out fold and fold assignment the guesser recipe wrote next to the weights (when it did)."""
-    from recipes.training.modeling import training_record
+    from recipes.model_io.run_record import read_run_record
 
     folder = Path(model)
     held_out, folds = None, None
     if folder.is_dir():
-        held_out = (training_record(model) or {}).get("fold")
+        held_out = (read_run_record(model) or {}).get("fold")
     if (folder / "folds.json").is_file():
         folds = {str(k): int(v) for k, v in json.loads((folder / "folds.json").read_text()).items()}
     return held_out, folds
@@ -162,7 +162,7 @@ def load_guesser(spec: str, *, cache_dir: Path | None = None, max_new_tokens: in
     prompt; an empty file: none). Without ``system_prompt_file`` a guesser trained by ``recipes/sft.py`` gets the
     system prompt it was trained with (recorded in its ``training_complete.json``), any other none."""
     from recipes.evaluation.inference import make_backend
-    from recipes.training.modeling import resolve_system_prompt
+    from recipes.model_io.modeling import resolve_system_prompt
 
     fields = parse_guesser_spec(spec)
     model, backend_name = fields["model"], fields.get("backend", "transformers")
@@ -254,7 +254,7 @@ def score_records(
     A question the endpoint failed to answer R times is scored on the answers it got and marked ``failed`` (and not
     cached). The sampling RNG is seeded per batch (from the random seed and the batch's question ids): two identical
     runs give identical answers, while a resumed run samples its not-yet-cached questions in new batches."""
-    from recipes.evaluation.answers import parse_answer
+    from recipes.model_io.answers import parse_answer
 
     scores: dict[str, dict] = {}
     pending = []

@@ -1,7 +1,7 @@
 """Whether a model was trained on the rows it is scored on, read from the training record stored with its weights.
 
 ``recipes/sft.py`` and ``recipes/grpo.py`` write ``training_complete.json`` beside the weights (read through
-:func:`recipes.training.modeling.training_record`); its ``mixture`` lists every source the run trained on (``path``,
+:func:`recipes.model_io.run_record.read_run_record`); its ``mixture`` lists every source the run trained on (``path``,
 ``name`` = the config, ``split``). A model trained from another run, a later stage of a multi-stage run or GRPO from
 an SFT run, names that run as its ``model``, whose record is read in turn (a local folder, or a Hub id when the record
 says ``started_from_sft``). A source is the evaluated rows when:
@@ -53,10 +53,10 @@ def training_sources(model: str, revision: str | None = None) -> list[dict]:
 
 
 def _record(name: str, revision: str | None) -> dict | None:
-    """:func:`recipes.training.modeling.training_record`, except for a name that is neither a folder here nor a Hub id,
-    and for a Hub model whose record offline mode cannot read (never downloaded): the system prompt's lookup of the
+    """:func:`recipes.model_io.run_record.read_run_record`, except for a name that is neither a folder here nor a Hub
+    id, and for a Hub model whose record offline mode cannot read (never downloaded): the system prompt's lookup of the
     same file has already warned that it is unknown."""
-    from recipes.training.modeling import COMPLETE_MARKER, training_record
+    from recipes.model_io.run_record import COMPLETE_MARKER, read_run_record
 
     if not Path(name).expanduser().is_dir():
         from huggingface_hub import constants, try_to_load_from_cache
@@ -69,7 +69,7 @@ def _record(name: str, revision: str | None) -> dict | None:
         cached = try_to_load_from_cache(name, COMPLETE_MARKER, revision=revision)
         if constants.is_offline_mode() and not isinstance(cached, str):
             return None
-    return training_record(name, revision)
+    return read_run_record(name, revision)
 
 
 def _local(path: str) -> Path | None:

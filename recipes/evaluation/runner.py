@@ -252,7 +252,7 @@ def check_sources(args) -> None:
     ``--backend openai``, the judge's), so a mistake costs milliseconds, not a dataset load and a minute of
     retries."""
     from builders.llm import check_endpoint
-    from recipes.training.model_folder import check_model_path
+    from recipes.model_io.model_folder import check_model_path
 
     resolve_settings(args)
     if args.backend == "openai":
@@ -266,7 +266,7 @@ def check_sources(args) -> None:
 def system_prompt_of(args) -> str | None:
     """``--system-prompt``, else (unless ``--no-system-prompt``) the one recorded with local or Hub weights; an
     endpoint's model name has no weights to read, so it gets one only when given."""
-    from recipes.training.modeling import resolve_system_prompt
+    from recipes.model_io.modeling import resolve_system_prompt
 
     weights = None if args.backend == "openai" else args.model
     return resolve_system_prompt(

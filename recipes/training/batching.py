@@ -339,7 +339,7 @@ def example_texts(collator, example) -> tuple[str, str, int]:
     """What ``collator.encode(example)`` tokenizes, with the pictures left unread: the prompt as the chat template
     renders it, each picture's placeholder expanded as the processor expands it (:func:`expanded_prompt`), and the
     answer; plus the placeholder tokens the prompt's text leaves out (each run written as one token)."""
-    from recipes.training.chat_inputs import flatten_text, render_chat, split_visuals
+    from recipes.model_io.chat_inputs import flatten_text, render_chat, split_visuals
 
     messages, images, videos = split_visuals(example.prompt, collator.max_frames, load=lambda stored: stored)
     if not collator.is_vlm:
@@ -364,7 +364,7 @@ def expanded_prompt(processor, text: str, images: list, videos: list[dict]) -> t
     from transformers.video_utils import VideoMetadata
 
     from builders.errors import InputError
-    from recipes.training.chat_inputs import video_metadata
+    from recipes.model_io.chat_inputs import video_metadata
 
     try:
         merged = processor.image_processor.merge_size**2

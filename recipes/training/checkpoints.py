@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builders.errors import InputError
+from recipes.model_io.model_folder import NotAWeightIndex, sharded_weights
 
 
 CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 TRAINER_STATE = "trainer_state.json"
-WEIGHT_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 WEIGHT_FILES = ("model.safetensors", "adapter_model.safetensors", "adapter_model.bin", "pytorch_model.bin")
 OPTIMIZER_FILES = ("optimizer.pt", "optimizer.bin")
 TORCH_SUFFIXES = (".pt", ".pth", ".bin")
@@ -82,24 +82,6 @@ def torch_file_problem(path: Path) -> str | None:
     """Why a ``torch.save`` file is not whole: since PyTorch 1.6 it is a zip, whose directory is written last."""
     if path.stat().st_size == 0 or not zipfile.is_zipfile(path):
         return f"{path.name} is cut short (no zip directory at its end)"
-    return None
-
-
-class NotAWeightIndex(ValueError):
-    """A ``*.index.json`` beside the weights that is not the index transformers writes."""
-
-
-def sharded_weights(folder: Path) -> tuple[str, list[str], list[str]] | None:
-    """``(index file name, the shards it lists, those missing)`` of a sharded checkpoint, None when ``folder`` has no
-    weight index; :class:`NotAWeightIndex` when its index cannot be read."""
-    for index_name in WEIGHT_INDEXES:
-        index = folder / index_name
-        if index.is_file():
-            try:
-                shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-            except (json.JSONDecodeError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
-                raise NotAWeightIndex(f"{index_name} is not a weight index") from None
-            return index_name, shards, [shard for shard in shards if not (folder / shard).is_file()]
     return None
 
 

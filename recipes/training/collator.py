@@ -30,9 +30,9 @@ import torch
 
 from builders.errors import InputError
 from builders.hub import resolve_frames
-from recipes.training.chat_inputs import VISUAL_KEYS, flatten_text, processor_inputs, render_chat, split_visuals
+from recipes.model_io.chat_inputs import VISUAL_KEYS, flatten_text, processor_inputs, render_chat, split_visuals
+from recipes.model_io.modeling import tokenizer_of
 from recipes.training.mixture import Example, LoadedSource, to_example
-from recipes.training.modeling import tokenizer_of
 
 
 logger = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ class SFTCollator:
         return target + (self.tokenizer.eos_token or "")
 
     def encode(self, example: Example) -> EncodedExample:
-        """The prompt as evaluation and GRPO encode it (:func:`recipes.training.chat_inputs.processor_inputs`), then
+        """The prompt as evaluation and GRPO encode it (:func:`recipes.model_io.chat_inputs.processor_inputs`), then
         the tokenized answer."""
         messages, images, videos = split_visuals(example.prompt, self.max_frames)
         if not self.is_vlm:

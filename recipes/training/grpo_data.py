@@ -2,12 +2,12 @@
 
 Each row is ``{"prompt", "visuals", <reference columns>}``: the prompt is the one prompt formatter's messages
 (``builders.prompt`` via ``recipes.training.mixture.to_example``), its frames taken out in order by
-``recipes.training.chat_inputs.split_visuals`` (the SFT collator's and the evaluation's helper, with the same
+``recipes.model_io.chat_inputs.split_visuals`` (the SFT collator's and the evaluation's helper, with the same
 ``max_frames`` choice of frames), leaving ``{"type": "image"}`` / ``{"type": "video"}`` placeholders; the frames go in
 ``visuals`` (``{"images": [...], "videos": [{"frames", "timestamps"}]}``), which
 ``recipes.training.grpo_trainer.VisualGRPOTrainer`` encodes exactly as SFT and evaluation do. The reference answer
 stays out of the prompt, in the columns TRL hands every reward function as keyword lists (``REFERENCE_COLUMNS``;
-``recipes.evaluation.rewards`` reads them).
+``recipes.training.rewards`` reads them).
 
 A clip's frames go in as one video (``frames_as: video``: Qwen3-VL's timestamps and temporal patches, what SFT
 trains on and ``sureon eval sureon`` shows by default) or as tagged images (``frames_as: images``); image rows of
@@ -31,7 +31,7 @@ from builders.prompt import answer_target
 from builders.sureon.categories import ORDERING
 from public_converters.grounded import SHAPES
 from public_converters.templating import GROUNDED
-from recipes.training.chat_inputs import flatten_text, split_visuals
+from recipes.model_io.chat_inputs import flatten_text, split_visuals
 from recipes.training.mixture import LoadedSource, to_example
 
 

@@ -8,7 +8,7 @@ subclass changes three hooks for the frames, and the cuts the recipe asks for (a
 of TRL's loop (sampling, rewards, advantages, loss, logging, resume):
 
 - ``_generate_and_score_completions``: before TRL's own, each row of the local generation batch is encoded once by
-  :func:`recipes.training.chat_inputs.processor_inputs`, the encoding the SFT collator and ``sureon eval sureon``
+  :func:`recipes.model_io.chat_inputs.processor_inputs`, the encoding the SFT collator and ``sureon eval sureon``
   use (the same token ids, pixel values, grids and Qwen3-VL video metadata, never re-sampled). A prompt repeated
   over ``num_generations`` (TRL's ``RepeatSampler`` puts the copies in the batch) is encoded once and shared.
   After it, the per-row visual tensors are added to TRL's output as a list, one entry per completion, so TRL's
@@ -76,7 +76,7 @@ import torch
 from transformers import StoppingCriteria, StoppingCriteriaList
 from trl import GRPOTrainer
 
-from recipes.training.chat_inputs import VISUAL_KEYS, processor_inputs
+from recipes.model_io.chat_inputs import VISUAL_KEYS, processor_inputs
 from recipes.training.collator import append_dummy_visual
 from recipes.training.grpo_data import VISUALS_COLUMN, answer_kind
 

@@ -401,7 +401,7 @@ def check_recipe(
 ) -> tuple[str, dict]:
     """``(kind, recipe)`` with every value converted for its field; a :class:`RecipeError` listing every problem
     (the module docstring says what is checked). ``rewards``: the reward names a GRPO recipe may use (the registry
-    lives in ``recipes.evaluation.rewards``, which training code may not import: the caller that may passes it)."""
+    lives in ``recipes.training.rewards``, which training code may not import: the caller that may passes it)."""
     if kind is None:
         kind = detect_kind(recipe)
     classes = tuple(dataclass_types) if dataclass_types else recipe_dataclasses(kind)

@@ -26,12 +26,13 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+import torch
 from transformers import TrainerCallback
 
 from builders.errors import InputError
 from builders.outputs import MARKER, check_output_location, publish_permissions, write_atomic
+from recipes.model_io.run_record import COMPLETE_MARKER
 from recipes.training.launch import save_in_recipe_dtype
-from recipes.training.modeling import COMPLETE_MARKER
 
 
 logger = logging.getLogger(__name__)
@@ -129,7 +130,7 @@ def merge_adapter(output_dir: str | Path, base_model: str, *, revision: str | No
     the adapter merged in ``output_dir``; returns the adapter's folder."""
     from peft import PeftModel
 
-    from recipes.training.modeling import load_model
+    from recipes.model_io.modeling import load_model
 
     out = Path(output_dir)
     adapter = out / ADAPTER_DIR
@@ -167,3 +168,39 @@ def save_final_model(trainer, output_dir: str | Path, model_args) -> dict:
 def write_record(output_dir: str | Path, summary: dict) -> Path:
     """``training_complete.json``: written last and atomically, so its presence says the run finished."""
     return write_atomic(Path(output_dir) / COMPLETE_MARKER, json.dumps(summary, indent=1, default=str))
+
+
+@contextmanager
+def labelled_positions_only_on_cpu(enabled: bool = True):
+    """While active (and ``enabled``), TRL's fused LM head scores only the labelled positions on a CPU, as it does on
+    CUDA; yields whether that applies (False, and nothing changed, where TRL's internals are not the ones this was
+    written against). The recipes' ``cpu_labelled_positions_only`` (off by default).
+
+    SFTTrainer and GRPOTrainer put a fused LM head on the model (``trl.trainer.utils.add_fused_lm_head``, TRL 1.16):
+    on CUDA and XPU it projects only the positions that have a label, elsewhere every position, since a count that
+    changes with each batch would change the tile shapes and recompile on Neuron (its own comment). Eager PyTorch on a
+    CPU recompiles nothing, so the prompt's positions (all but the answer's ~8 tokens of an SFT row) are projected
+    through the vocabulary only to be masked: about 40 % of a tiny recipe's step. Only that choice is changed, not
+    the kernels (``trl.kernels.chunked_logprob`` keeps its own); the log-probabilities of the labelled positions, and
+    so the loss, the entropy and the accuracy TRL logs, agree with projecting every position to float rounding
+    (``benchmarks/cpu_lm_head.py``: 0.59x the CPU time a step). Off by default because float rounding is enough to
+    move a tiny model's learning curve: ``make reproduce`` with it gave another Table 4 (see the README).
+    """
+    try:
+        from trl.trainer import utils as trl_utils
+    except ImportError:
+        yield False
+        return
+    chooses_compact = getattr(trl_utils, "_use_triton", None)
+    if not enabled or chooses_compact is None:
+        yield False
+        return
+
+    def compact_on_cpu_too(device: torch.device) -> bool:
+        return device.type == "cpu" or chooses_compact(device)
+
+    trl_utils._use_triton = compact_on_cpu_too
+    try:
+        yield True
+    finally:
+        trl_utils._use_triton = chooses_compact

@@ -53,7 +53,7 @@ class SharedScriptArguments:
         default=False,
         metadata={
             "help": "on a CPU, score only the labelled positions through TRL's fused LM head, as on CUDA (~40 %% less "
-            "CPU a step on tiny models; float rounding differs: recipes.training.modeling)"
+            "CPU a step on tiny models; float rounding differs: recipes.model_io.modeling)"
         },
     )
     allow_evaluation_data: bool = field(
@@ -113,7 +113,7 @@ class GRPOScriptArguments(SharedScriptArguments):
 
     reward_funcs: list[str] = field(
         default_factory=lambda: list(DEFAULT_REWARDS),
-        metadata={"help": "rewards (recipes.evaluation.rewards); weights: GRPOConfig's reward_weights"},
+        metadata={"help": "rewards (recipes.training.rewards); weights: GRPOConfig's reward_weights"},
     )
     completion_budgets: dict[str, int] | None = field(
         default=None,

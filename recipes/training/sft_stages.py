@@ -12,17 +12,17 @@ import torch
 from trl import ModelConfig, SFTConfig, SFTTrainer, TrlParser, get_peft_config
 
 from builders.errors import InputError
-from recipes.training.batching import GROUPED, cached_row_lengths, use_grouped_batches
-from recipes.training.collator import SFTCollator
-from recipes.training.freezing import apply_freezing, trainable_parameter_count
-from recipes.training.mixture import build_mixture, check_evaluation_data, check_frames, parse_mixture
-from recipes.training.modeling import (
+from recipes.model_io.modeling import (
     apply_pixel_caps,
     attention_implementation,
     is_vision_language,
     load_model,
     load_processor,
 )
+from recipes.training.batching import GROUPED, cached_row_lengths, use_grouped_batches
+from recipes.training.collator import SFTCollator
+from recipes.training.freezing import apply_freezing, trainable_parameter_count
+from recipes.training.mixture import build_mixture, check_evaluation_data, check_frames, parse_mixture
 from recipes.training.recipe_file import SFT, check_fields, settable_fields
 from recipes.training.scripts import RecipeParser, SFTScriptArguments, available_reporters, configure_reporting
 

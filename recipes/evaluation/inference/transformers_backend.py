@@ -4,14 +4,14 @@ checkpoint's sampling defaults never apply).
 Frames go to the processor as one video per question (``frames_as="video"``, the default when the processor has a
 video processor) with ``video_metadata`` and ``do_sample_frames=False``, so the processor neither re-samples them nor
 invents their timestamps; or as interleaved images. Inputs are encoded as training encodes them
-(:func:`recipes.training.chat_inputs.encode_prompts`). Apart from the vLLM and OpenAI-compatible backends because it
+(:func:`recipes.model_io.chat_inputs.encode_prompts`). Apart from the vLLM and OpenAI-compatible backends because it
 is the one built on the project's own model loading and input encoding (the code training uses): it reads a
 checkpoint's config to refuse what it cannot serve and decodes the generated token ids itself.
 """
 
 from builders.errors import InputError
 from recipes.evaluation.inference.generation import weights_identity
-from recipes.training.chat_inputs import encode_prompts
+from recipes.model_io.chat_inputs import encode_prompts
 
 
 def unservable_reason(model: str, revision: str | None = None) -> str | None:
@@ -95,7 +95,7 @@ class TransformersBackend:
         batch_size: int = 8,
         max_new_tokens: int = 512,
     ):
-        from recipes.training.modeling import load_processor, resolve_dtype
+        from recipes.model_io.modeling import load_processor, resolve_dtype
 
         reason = unservable_reason(model, revision)
         if reason:
@@ -136,7 +136,7 @@ class TransformersBackend:
         if self._model is None:
             import torch
 
-            from recipes.training.modeling import load_model
+            from recipes.model_io.modeling import load_model
 
             model = load_model(
                 self.name_or_path,
@@ -149,14 +149,14 @@ class TransformersBackend:
 
     def prepare(self, conversations: list[list[dict]]):
         """The processor inputs for a batch, as ``generate`` receives them: the one encoding training uses
-        (:func:`recipes.training.chat_inputs.encode_prompts`); the frames were chosen by the prompt formatter."""
+        (:func:`recipes.model_io.chat_inputs.encode_prompts`); the frames were chosen by the prompt formatter."""
         return encode_prompts(self.processor, conversations)
 
     def generate(self, conversations: list[list[dict]]) -> list[str]:
         import torch
         from transformers import GenerationConfig
 
-        from recipes.training.modeling import tokenizer_of
+        from recipes.model_io.modeling import tokenizer_of
 
         tokenizer = tokenizer_of(self.processor)
         inputs = self.prepare(conversations).to(self.model.device)
@@ -178,7 +178,7 @@ class TransformersBackend:
         import torch
         from transformers import GenerationConfig
 
-        from recipes.training.modeling import tokenizer_of
+        from recipes.model_io.modeling import tokenizer_of
 
         if temperature <= 0:
             raise InputError(f"sampling needs a temperature above 0, got {temperature}")

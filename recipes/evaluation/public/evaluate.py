@@ -46,7 +46,6 @@ from builders.errors import InputError
 from builders.hub import check_build_path, media_root, resolve_frames
 from builders.outputs import write_atomic
 from builders.prompt import format_messages
-from public_converters.grounded import GroundedAnswerError, parse_answer
 from recipes.evaluation.inference import (
     GenerationCache,
     GenerationItem,
@@ -65,6 +64,7 @@ from recipes.evaluation.runner import (
     run_settings,
     system_prompt_of,
 )
+from recipes.model_io.answers import read_answer
 
 
 MODE = "visual"
@@ -125,36 +125,6 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 # ---- answers ------------------------------------------------------------------------------------------------------
-
-
-def _json_span(text: str) -> str | None:
-    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
-    if not starts:
-        return None
-    start = min(starts)
-    end = text.rfind("}" if text[start] == "{" else "]")
-    return text[start : end + 1] if end > start else None
-
-
-def read_answer(row: dict, text: str | None) -> tuple[object, str | None]:
-    """(prediction, None) or (None, why): a label (phase, action), "yes"/"no" (cvs), ``[{label, bbox}]`` boxes, or
-    the whole value of a shape without a key (a ``{"start", "end"}`` window)."""
-    if text is None:
-        return None, "no output"
-    shape, key = row["answer_shape"], row["answer_key"]
-    try:
-        value = parse_answer(shape, text, None, key)
-    except GroundedAnswerError as error:
-        span = _json_span(text)
-        try:
-            value = parse_answer(shape, span, None, key) if span else None
-        except GroundedAnswerError:
-            value = None
-        if value is None:
-            return None, str(error)
-    if shape == "boxes":
-        return [{"label": item["label"], "bbox": [float(v) for v in item["box"]]} for item in value], None
-    return (value if key is None else value[key]), None
 
 
 def prediction_record(row: dict, text: str | None, model: str, reasoning: str | None = None) -> dict:

@@ -44,7 +44,6 @@ Boxes are ``[x_min, y_min, x_max, y_max]`` in pixels of the evaluated frame; con
 
 import contextlib
 import io
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -52,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from builders.errors import InputError
+from recipes.model_io.answers import canonical_label, label_key
 
 
 CLIP_FRAMES = 8
@@ -98,16 +98,6 @@ def read_video_list(path: str | Path) -> list[str]:
 
 
 # ---- labels ----------------------------------------------------------------------------------------------------
-
-
-def label_key(text: str) -> str:
-    """Case- and separator-insensitive key of a class label."""
-    return re.sub(r"[^0-9a-z]+", "", str(text).lower())
-
-
-def canonical_label(text: str) -> str:
-    """Lowercase, with underscores, hyphens and runs of whitespace as one space."""
-    return re.sub(r"[\s_\-]+", " ", str(text).lower()).strip()
 
 
 def match_label(predicted: str, universe: Iterable[str]) -> str | None:

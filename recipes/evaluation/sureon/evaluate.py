@@ -15,7 +15,7 @@ one frame rule); the run records whether it kept the benchmark's 8-frame protoco
 run below it is labelled so in the printed summary and ``sureon report``.
 
 Multiple-choice answers are scored by the option letter, temporal ordering by the exact event order
-(``recipes.evaluation.answers``); unparseable answers count as wrong and are listed. Sequence summaries are graded
+(``recipes.model_io.answers``); unparseable answers count as wrong and are listed. Sequence summaries are graded
 by the strict LLM judge when ``--judge-model`` is given (``recipes.evaluation.judge``), else left unscored
 (``correct: null``); they never enter the pooled accuracy.
 
@@ -46,7 +46,6 @@ from builders.hub import frames_are_files, media_root, resolve_frames
 from builders.outputs import write_atomic
 from builders.prompt import answer_target, format_messages, protocol_label
 from builders.sureon.categories import CATEGORIES, MCQ, ORDERING
-from recipes.evaluation.answers import parse_answer
 from recipes.evaluation.inference import (
     GenerationCache,
     GenerationItem,
@@ -67,6 +66,7 @@ from recipes.evaluation.runner import (
     run_settings,
     system_prompt_of,
 )
+from recipes.model_io.answers import parse_answer
 
 
 MODES = {"visual": ["visual"], "blind": ["blind"], "both": ["visual", "blind"]}
@@ -364,9 +364,9 @@ def trained_frames(args) -> int | None:
     """The ``max_frames`` the evaluated weights were trained with (``training_complete.json``), None when unknown."""
     if args.backend == "openai":
         return None
-    from recipes.training.modeling import training_record
+    from recipes.model_io.run_record import read_run_record
 
-    return (training_record(args.model, args.revision) or {}).get("max_frames")
+    return (read_run_record(args.model, args.revision) or {}).get("max_frames")
 
 
 def render_summary(summary: dict) -> str:

@@ -205,8 +205,8 @@ def evaluate(opts: EvalOptions) -> EvalResult:
     import torch
 
     from recipes.evaluation.contamination import find_contamination, warn
-    from recipes.training.model_folder import check_model_path
-    from recipes.training.modeling import load_model, load_processor, resolve_system_prompt, tokenizer_of
+    from recipes.model_io.model_folder import check_model_path
+    from recipes.model_io.modeling import load_model, load_processor, resolve_system_prompt, tokenizer_of
 
     if not 0 <= opts.shots <= MAX_SHOTS:
         raise InputError(f"--shots must be 0..{MAX_SHOTS}, got {opts.shots}")

@@ -135,7 +135,7 @@ def render_prompts(
     """The prompt of each record; with ``processor`` (``--chat-template``: a tokenizer, or a VLM's processor, whose
     chat template takes a list of content parts), wrapped as one user turn (after ``system_prompt``, if any)
     followed by the assistant's turn."""
-    from recipes.training.modeling import tokenizer_of
+    from recipes.model_io.modeling import tokenizer_of
 
     prompts = [surgiq_prompt(record, demonstrations) for record in records]
     if processor is None:

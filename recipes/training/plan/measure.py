@@ -164,8 +164,8 @@ def run_step(trainer, batch: dict, *, skip_arithmetic: bool) -> dict:
     not stepped here (:func:`optimizer_bytes_per_parameter`)."""
     import torch
 
-    from recipes.training.modeling import labelled_positions_only_on_cpu
     from recipes.training.plan.instruments import instruments
+    from recipes.training.run import labelled_positions_only_on_cpu
 
     model = trainer.model
     model.train()

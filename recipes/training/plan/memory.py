@@ -69,7 +69,7 @@ def _text_dims(config) -> dict:
     }
 
 
-# The attention the plan assumes on a GPU: flash-attention 2, ``recipes.training.modeling``'s default where flash-attn
+# The attention the plan assumes on a GPU: flash-attention 2, ``recipes.model_io.modeling``'s default where flash-attn
 # or the Hub's prebuilt kernel of it is installed (``make gpu_setup``). ``sureon plan --measure`` predicts its CPU step
 # with "sdpa", the only one a CPU runs.
 ATTENTION = "flash_attention_2"

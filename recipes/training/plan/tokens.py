@@ -20,8 +20,8 @@ SYNTHETIC_TIMINGS = 3  # encodings of each synthetic row timed (the median kept)
 
 def plan_processor(model_name: str, processor_path: str | None, settings: dict):
     """The processor tokens are counted with, and a note when it is the stand-in."""
+    from recipes.model_io.modeling import apply_pixel_caps, load_processor
     from recipes.training.architectures import standin_processor
-    from recipes.training.modeling import apply_pixel_caps, load_processor
 
     note = None
     if processor_path:
@@ -254,7 +254,7 @@ def jpeg_bytes(frame) -> dict:
 
 def grpo_settings(processor, settings: dict) -> dict:
     """The GRPO renderer's options of a recipe (``recipes/grpo.py``'s defaults where unset)."""
-    from recipes.training.modeling import tokenizer_of
+    from recipes.model_io.modeling import tokenizer_of
 
     return {
         "frames_as": settings.get("frames_as", "video"),

@@ -8,10 +8,7 @@ recorded by the recipes in ``training_complete.json`` and the model card (:func:
 """
 
 import importlib.util
-import json
 import logging
-from contextlib import contextmanager
-from pathlib import Path
 
 import torch
 
@@ -20,10 +17,6 @@ from builders.errors import InputError
 
 logger = logging.getLogger(__name__)
 
-# Written by recipes/sft.py next to the weights once a stage has finished; what it trained is recorded inside
-# (its ``system_prompt`` among it, so every later use of the weights renders the prompts it was trained on).
-COMPLETE_MARKER = "training_complete.json"
-
 
 def default_attn_implementation() -> str:
     """The fastest attention this machine loads: on a CUDA GPU of sm_80 (Ampere) or newer, ``flash_attention_2`` with
@@ -31,7 +24,7 @@ def default_attn_implementation() -> str:
     transformers 5.25 takes and records) when transformers can load it now (from the Hugging Face cache with
     ``HF_HUB_OFFLINE=1``, else from the Hub); else ``sdpa``. Without either on such a GPU the fallback is a warning,
     since sdpa trains slower and keeps more activation memory than ``sureon plan`` counts."""
-    from recipes.training import attention
+    from recipes.model_io import attention
 
     if not torch.cuda.is_available():
         return "sdpa"
@@ -146,32 +139,6 @@ def apply_pixel_caps(processor, image_max_pixels: int | None, video_max_pixels: 
     return processor
 
 
-def training_record(name_or_path: str, revision: str | None = None) -> dict | None:
-    """The ``training_complete.json`` stored with the weights (a local folder or a Hub repo), or None when the model
-    was not trained by ``recipes/sft.py``. A Hub repo that cannot be reached is reported and treated as None."""
-    folder = Path(name_or_path)
-    if folder.is_dir():
-        marker = folder / COMPLETE_MARKER
-        return json.loads(marker.read_text()) if marker.is_file() else None
-    if name_or_path.count("/") != 1:
-        return None
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError
-
-    try:
-        return json.loads(Path(hf_hub_download(name_or_path, COMPLETE_MARKER, revision=revision)).read_text())
-    except EntryNotFoundError:
-        return None
-    except (LocalEntryNotFoundError, HfHubHTTPError, OSError) as err:
-        logger.warning(
-            "could not read %s from %s (%s): if it was trained with a system prompt, pass it explicitly",
-            COMPLETE_MARKER,
-            name_or_path,
-            type(err).__name__,
-        )
-        return None
-
-
 def resolve_system_prompt(
     name_or_path: str | None, *, override: str | None = None, disabled: bool = False, revision: str | None = None
 ) -> str | None:
@@ -181,46 +148,12 @@ def resolve_system_prompt(
         return None
     if override is not None:
         return override or None
-    record = training_record(name_or_path, revision) if name_or_path else None
+    from recipes.model_io.run_record import read_run_record
+
+    record = read_run_record(name_or_path, revision) if name_or_path else None
     return (record or {}).get("system_prompt") or None
 
 
 def tokenizer_of(processor):
     """The tokenizer inside a processor (or the tokenizer itself)."""
     return getattr(processor, "tokenizer", processor)
-
-
-@contextmanager
-def labelled_positions_only_on_cpu(enabled: bool = True):
-    """While active (and ``enabled``), TRL's fused LM head scores only the labelled positions on a CPU, as it does on
-    CUDA; yields whether that applies (False, and nothing changed, where TRL's internals are not the ones this was
-    written against). The recipes' ``cpu_labelled_positions_only`` (off by default).
-
-    SFTTrainer and GRPOTrainer put a fused LM head on the model (``trl.trainer.utils.add_fused_lm_head``, TRL 1.16):
-    on CUDA and XPU it projects only the positions that have a label, elsewhere every position, since a count that
-    changes with each batch would change the tile shapes and recompile on Neuron (its own comment). Eager PyTorch on a
-    CPU recompiles nothing, so the prompt's positions (all but the answer's ~8 tokens of an SFT row) are projected
-    through the vocabulary only to be masked: about 40 % of a tiny recipe's step. Only that choice is changed, not
-    the kernels (``trl.kernels.chunked_logprob`` keeps its own); the log-probabilities of the labelled positions, and
-    so the loss, the entropy and the accuracy TRL logs, agree with projecting every position to float rounding
-    (``benchmarks/cpu_lm_head.py``: 0.59x the CPU time a step). Off by default because float rounding is enough to
-    move a tiny model's learning curve: ``make reproduce`` with it gave another Table 4 (see the README).
-    """
-    try:
-        from trl.trainer import utils as trl_utils
-    except ImportError:
-        yield False
-        return
-    chooses_compact = getattr(trl_utils, "_use_triton", None)
-    if not enabled or chooses_compact is None:
-        yield False
-        return
-
-    def compact_on_cpu_too(device: torch.device) -> bool:
-        return device.type == "cpu" or chooses_compact(device)
-
-    trl_utils._use_triton = compact_on_cpu_too
-    try:
-        yield True
-    finally:
-        trl_utils._use_triton = chooses_compact

@@ -14,9 +14,10 @@ from pathlib import Path
 
 from builders.errors import InputError
 from builders.hub import looks_local, model_weight_files
-from recipes.training.checkpoints import NotAWeightIndex, sharded_weights
 
 
+# A sharded checkpoint's index (transformers' SAFE_WEIGHTS_INDEX_NAME, WEIGHTS_INDEX_NAME).
+WEIGHT_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 # What a saved processor leaves beside the weights (transformers 5.25's names: PROCESSOR_NAME, IMAGE_PROCESSOR_NAME,
 # VIDEO_PROCESSOR_NAME in transformers/utils/__init__.py): a vision-language model needs one of them.
 PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json", "video_preprocessor_config.json")
@@ -24,6 +25,24 @@ PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json", "video_p
 # its kind (BPE vocab.json + merges.txt, WordPiece vocab.txt, SentencePiece or tiktoken *.model, *.tiktoken).
 VOCABULARY_FILES = ("vocab.json", "vocab.txt", "*.model", "*.tiktoken")
 MERGE_CALL = "PeftModel.from_pretrained(base, ADAPTER).merge_and_unload().save_pretrained(OUT)"
+
+
+class NotAWeightIndex(ValueError):
+    """A ``*.index.json`` beside the weights that is not the index transformers writes."""
+
+
+def sharded_weights(folder: Path) -> tuple[str, list[str], list[str]] | None:
+    """``(index file name, the shards it lists, those missing)`` of a sharded checkpoint, None when ``folder`` has no
+    weight index; :class:`NotAWeightIndex` when its index cannot be read."""
+    for index_name in WEIGHT_INDEXES:
+        index = folder / index_name
+        if index.is_file():
+            try:
+                shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+            except (json.JSONDecodeError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+                raise NotAWeightIndex(f"{index_name} is not a weight index") from None
+            return index_name, shards, [shard for shard in shards if not (folder / shard).is_file()]
+    return None
 
 
 def check_model_path(model: str | Path, option: str = "--model", revision: str | None = None) -> None:

@@ -7,14 +7,14 @@ keyword lists (``recipes.training.grpo_data.REFERENCE_COLUMNS``). A row a reward
 TRL leaves out of that reward's mean and of the weighted sum.
 
 - ``mcq_accuracy``: 1 when the parsed letter is the answer, 0 when wrong, ambiguous ("A or B") or unparsed: the
-  evaluation's ``recipes.evaluation.answers.parse_answer`` verdict itself (``<think>`` blocks dropped first).
+  evaluation's ``recipes.model_io.answers.parse_answer`` verdict itself (``<think>`` blocks dropped first).
 - ``order_accuracy``: 1 for the exact order (the evaluation's verdict), otherwise the share of event pairs in the
   right relative order, ``(1 + Kendall tau) / 2``, which is below 1 for any other permutation; 0 unparsed.
 - ``format``: the answer part (after ``<think>``) in the shape the prompt asks for: a bare letter (``B``, ``(B)``,
   ``B.``), the event letters separated by commas, or JSON that ``public_converters.grounded.parse_answer`` accepts
   for the row's shape without the evaluation's lenient JSON-span fallback.
 - ``label_accuracy`` (grounded ``label`` rows: phase, step, action): 1 when the label the public evaluation reads
-  (``recipes.evaluation.public.evaluate.read_answer``) equals the reference, compared as the metrics compare
+  (``recipes.model_io.answers.read_answer``) equals the reference, compared as the metrics compare
   labels (``label_key``: case and separators ignored).
 - ``box_iou`` (grounded ``boxes`` rows): predicted and reference boxes matched one to one (Hungarian, same label
   only, labels canonicalised as mAP50 does), the matched IoUs summed over ``max(#predicted, #reference)``, so missing
@@ -32,9 +32,14 @@ from builders.errors import InputError
 from builders.options import LETTERS
 from public_converters.grounded import GroundedAnswerError
 from public_converters.grounded import parse_answer as parse_grounded
-from recipes.evaluation.answers import clean_output, drop_reasoning, parse_answer
-from recipes.evaluation.public.evaluate import read_answer
-from recipes.evaluation.public.metrics import canonical_label, label_key
+from recipes.model_io.answers import (
+    canonical_label,
+    clean_output,
+    drop_reasoning,
+    label_key,
+    parse_answer,
+    read_answer,
+)
 
 
 _BARE_LETTER = re.compile(r"[(\[]?([A-Z])[)\]]?\.?")

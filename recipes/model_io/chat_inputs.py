@@ -114,7 +114,7 @@ def processor_inputs(processor, conversations: list[list[dict]], images: list[li
     of the batch's in order. No special tokens are added (the chat template writes them); Qwen3-VL's video processor
     caps pixels per frame, as qwen-vl-utils did when Qwen3-VL was trained. A text-only tokenizer gets the flattened
     text."""
-    from recipes.training.modeling import tokenizer_of
+    from recipes.model_io.modeling import tokenizer_of
 
     if processor is tokenizer_of(processor):
         texts = [render_chat(processor, flatten_text(c), add_generation_prompt=True) for c in conversations]

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from builders.errors import InputError
 from builders.options import LETTERS
 from builders.sureon.categories import MCQ, ORDERING
+from public_converters.grounded import GroundedAnswerError
+from public_converters.grounded import parse_answer as parse_grounded
 
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
@@ -181,3 +183,46 @@ def parse_answer(record: dict, raw_output: str, target: str) -> ParsedAnswer:
         raise InputError(f"{record.get('question_id')}: a multiple-choice record without options")
     cleaned = clean_output(raw_output)
     return ParsedAnswer(cleaned or None, None)
+
+
+# ---- the public benchmarks' answers: a label, yes / no, boxes or a window (`sureon eval public`) ----------------
+
+
+def label_key(text: str) -> str:
+    """Case- and separator-insensitive key of a class label."""
+    return re.sub(r"[^0-9a-z]+", "", str(text).lower())
+
+
+def canonical_label(text: str) -> str:
+    """Lowercase, with underscores, hyphens and runs of whitespace as one space."""
+    return re.sub(r"[\s_\-]+", " ", str(text).lower()).strip()
+
+
+def _json_span(text: str) -> str | None:
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    if not starts:
+        return None
+    start = min(starts)
+    end = text.rfind("}" if text[start] == "{" else "]")
+    return text[start : end + 1] if end > start else None
+
+
+def read_answer(row: dict, text: str | None) -> tuple[object, str | None]:
+    """(prediction, None) or (None, why): a label (phase, action), "yes"/"no" (cvs), ``[{label, bbox}]`` boxes, or
+    the whole value of a shape without a key (a ``{"start", "end"}`` window)."""
+    if text is None:
+        return None, "no output"
+    shape, key = row["answer_shape"], row["answer_key"]
+    try:
+        value = parse_grounded(shape, text, None, key)
+    except GroundedAnswerError as error:
+        span = _json_span(text)
+        try:
+            value = parse_grounded(shape, span, None, key) if span else None
+        except GroundedAnswerError:
+            value = None
+        if value is None:
+            return None, str(error)
+    if shape == "boxes":
+        return [{"label": item["label"], "bbox": [float(v) for v in item["box"]]} for item in value], None
+    return (value if key is None else value[key]), None

@@ -18,7 +18,7 @@ in a build per torch, CUDA, C++ ABI and Python (kernels 0.19.1, ``_internals/var
 
 It prints one line per decision with its reason; ``--dry-run`` decides, checks what a CPU can check (the wheel, the Hub
 kernel's build for this torch and CUDA) and installs nothing. :func:`hub_kernel_problem` is what
-``recipes.training.modeling.default_attn_implementation`` asks before it picks the Hub kernel.
+``recipes.model_io.modeling.default_attn_implementation`` asks before it picks the Hub kernel.
 """
 
 import argparse
@@ -410,7 +410,7 @@ def say(line: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m recipes.training.attention", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m recipes.model_io.attention", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--dry-run", action="store_true", help="decide and check what a CPU can (the wheel, the Hub kernel's build)"
     )
