@@ -13,7 +13,7 @@ A reader that knows more about one mask file than its labels' policies say hands
 ``SemanticMask`` with two more fields) rather than a second seg-to-box: ``policy`` overrides the labels' policies for
 that file (a file that shows one object, such as EndoVis2017's one mask per instrument, is ``single`` however its parts
 are cut apart), and ``max_gap`` joins the ``components`` of that file whose pixels are at most that many pixels apart
-(annotation seams: EndoVis2017's ground truth leaves 1-2 px unlabelled lines between the parts of one instrument).
+(annotation seams: EndoVis2017's ground truth leaves 3-4 px unlabelled lines between the parts of one instrument).
 
 Components smaller than ``min_fraction`` of the image (annotation specks, 0.01 % by default; the Sureon paper gives no
 threshold) are not made instances; they are counted in the returned statistics, never dropped unseen.

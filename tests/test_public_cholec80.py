@@ -1,4 +1,5 @@
-"""Cholec80: the release's annotation files and the EndovisML visualiser's copy of them read to the same tables."""
+"""Cholec80: the release's annotation files, the EndovisML visualiser's copy of them and the headerless phase files
+TMRNet ships read to the same tables."""
 
 import dataclasses
 import json
@@ -9,7 +10,7 @@ import pytest
 from public_converters.build import BuildOptions, build_public
 from public_converters.clips import SamplingConfig
 from public_converters.normalise import normalise_source
-from public_converters.samples.cholec80 import ENDOVIS_ML_TAIL, write_endovis_ml
+from public_converters.samples.cholec80 import ENDOVIS_ML_TAIL, write_endovis_ml, write_tmrnet
 from public_converters.schema import SourceError
 from public_converters.spec import registry, sample_module
 
@@ -17,6 +18,7 @@ from public_converters.spec import registry, sample_module
 SPEC = registry()["cholec80"]
 COPY = "EndovisML copy (comma-separated, phase ids per second)"
 RELEASE = "release (tab-separated, phase names per frame)"
+TMRNET = "TMRNet-style (headerless, tab-separated, phase ids per second)"
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +29,13 @@ def roots(tmp_path_factory):
     return release, copy
 
 
+@pytest.fixture(scope="module")
+def tmrnet(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tmrnet")
+    write_tmrnet(root)
+    return root
+
+
 @pytest.fixture
 def copy(roots, tmp_path):
     """A private EndovisML-shaped copy a test may damage."""
@@ -34,15 +43,16 @@ def copy(roots, tmp_path):
     return tmp_path / "copy"
 
 
+def _ends_aside(segments):
+    """A phase row a second covers its 25 frames, so the last run ends on the row's second, not the video's frame."""
+    return [dataclasses.replace(s, end_frame=0, period=1) if s.kind == "phase" else s for s in segments]
+
+
 def test_the_endovis_ml_copy_reads_to_the_releases_phases_and_tools(roots):
     release = normalise_source(SPEC, roots[0]).tables
     copy = normalise_source(SPEC, roots[1]).tables
     assert copy.frames == release.frames  # the 1-fps tool frames, each with its phase (ids mapped by PHASES order)
-
-    def ends_aside(segments):  # a phase row covers its 25 frames, so the last run ends on the row's second
-        return [dataclasses.replace(s, end_frame=0, period=1) if s.kind == "phase" else s for s in segments]
-
-    assert ends_aside(copy.segments) == ends_aside(release.segments)
+    assert _ends_aside(copy.segments) == _ends_aside(release.segments)
     phase = [s for s in copy.segments if s.kind == "phase" and s.video_id == "video41"]
     assert [(s.label, s.start_frame, s.end_frame, s.period) for s in phase] == [
         ("calot triangle dissection", 0, 249, 25),
@@ -50,6 +60,66 @@ def test_the_endovis_ml_copy_reads_to_the_releases_phases_and_tools(roots):
         ("gallbladder packaging", 700, 999, 25),
     ]
     assert {v.video_id: v.total_frames for v in copy.videos} == {"video01": 1025, "video41": 1000}
+
+
+def test_headerless_tmrnet_phase_files_read_to_the_releases_phases(roots, tmrnet):
+    """TMRNet's gt-phase files (``0\t0`` on line 1: no header, a phase id every 25 frames) beside the release's tool
+    files read to the release's phases and tools, and are counted as their own variant."""
+    assert (tmrnet / "phase_annotations/video41-phase.txt").read_text().startswith("0\t1\n25\t1\n")
+    release = normalise_source(SPEC, roots[0])
+    tmrnet_read = normalise_source(SPEC, tmrnet)
+    assert tmrnet_read.tables.frames == release.tables.frames
+    assert _ends_aside(tmrnet_read.tables.segments) == _ends_aside(release.tables.segments)
+    phase = [s for s in tmrnet_read.tables.segments if s.kind == "phase" and s.video_id == "video41"]
+    assert [(s.label, s.start_frame, s.end_frame, s.period) for s in phase] == [
+        ("calot triangle dissection", 0, 249, 25),
+        ("gallbladder dissection", 250, 699, 25),
+        ("gallbladder packaging", 700, 999, 25),
+    ]
+    assert tmrnet_read.tables.read_counts[f"videos in the {TMRNET} variant"] == 2
+
+
+def test_the_variant_is_chosen_per_video(roots, tmrnet, tmp_path):
+    """Release files for video01 and TMRNet's for the test video video41 (TMRNet ships 41-80 only)."""
+    mixed = tmp_path / "mixed"
+    shutil.copytree(roots[0], mixed)
+    shutil.copy(tmrnet / "phase_annotations/video41-phase.txt", mixed / "phase_annotations/video41-phase.txt")
+    counts = normalise_source(SPEC, mixed).tables.read_counts
+    assert (counts[f"videos in the {RELEASE} variant"], counts[f"videos in the {TMRNET} variant"]) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("\n275\t3\n", "\n275,3\n", r"row 12: malformed row '275,3' \(expected 2 tab-separated cells\)"),
+        ("\n275\t3\n", "\n275\tGallbladderDissection\n", r"row 12: phase id 'GallbladderDissection' is not 0-6"),
+        ("\n275\t3\n", "\n275\t3.0\n", r"row 12: phase id '3.0' is not 0-6 \(the file is read as the TMRNet"),
+        ("\n275\t3\n", "\n275\t7\n", "row 12: phase id '7' is not 0-6"),
+        ("\n275\t3\n", "\n280\t3\n", "row 12: frame 280, expected 275: frame indices are not 0, 25, 50, ..."),
+        ("\n275\t3\n", "\n", "row 12: frame 300, expected 275"),
+        # a header added: read as the release's (a phase name per frame), the ids a second apart are off its grid
+        ("0\t1\n", "Frame\tPhase\n0\t1\n", r"row 3: frame 25, expected 1: .* grid of the release \(tab-sep"),
+    ],
+)
+def test_a_tmrnet_phase_file_of_mixed_or_bad_shape_is_refused_in_one_line(tmrnet, tmp_path, old, new, message):
+    root = tmp_path / "tmrnet"
+    shutil.copytree(tmrnet, root)
+    path = root / "phase_annotations/video41-phase.txt"
+    text = path.read_text()
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(SourceError, match=message) as error:
+        normalise_source(SPEC, root)
+    assert len(str(error.value).splitlines()) == 1
+    assert str(error.value).startswith(str(path))
+
+
+def test_a_missing_tool_file_beside_tmrnet_phase_files_names_it(tmrnet, tmp_path):
+    """TMRNet ships phase files only: the release's tool files must be there, as in every variant."""
+    root = tmp_path / "tmrnet"
+    shutil.copytree(tmrnet, root)
+    (root / "tool_annotations/video41-tool.txt").unlink()
+    with pytest.raises(SourceError, match=r"video41-tool.txt: file not found \(every video needs its phase and tool"):
+        normalise_source(SPEC, root)
 
 
 def test_tool_rows_past_the_last_phase_frame_are_clipped_and_counted(roots):

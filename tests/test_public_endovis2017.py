@@ -1,12 +1,13 @@
 """EndoVis2017: one label folder per instrument (names vary per sequence), parts folded into the instrument type,
-one box per instrument across the real masks' 1-2 px seams, merged type masks for the test set, split-keyed ids."""
+one box per instrument across the real masks' 3-4 px seams, merged type masks for the test set, split-keyed ids."""
 
 import numpy as np
 import pytest
 
 from public_converters.normalise import normalise_source
-from public_converters.seg_to_box import components
-from public_converters.sources.endovis2017 import instrument_type
+from public_converters.samples._common import write_image
+from public_converters.seg_to_box import FileMask, components, instances_from_mask
+from public_converters.sources.endovis2017 import MERGED_MASK, TOOLS, TYPE_PALETTE, instrument_type
 from public_converters.spec import registry, sample_module
 
 
@@ -67,7 +68,7 @@ def test_an_instrument_folder_gives_one_box_around_all_its_parts(tables):
 
 
 def test_a_frame_with_three_instruments_whose_parts_are_parted_by_seams_gives_three_boxes(tables):
-    # train_seq_1 frame 0: three instrument folders, each mask's shaft, wrist and tip parted by 1-2 px unlabelled
+    # train_seq_1 frame 0: three instrument folders, each mask's shaft, wrist and tip parted by 3-4 px unlabelled
     # lines (as in the real ground truth); boxing connected regions gave 9 boxes, one per part
     found = _instances(tables, "train_seq_1", 0)
     assert sorted((i.label, i.box) for i in found) == [
@@ -86,13 +87,42 @@ def test_merged_test_masks_close_seams_but_keep_instruments_of_one_type_apart(ta
     assert bipolar == [156.2, 333.3, 781.2, 500.0]  # columns 10-49 across both seams
 
 
-def test_seams_of_up_to_two_pixels_join_wider_gaps_do_not():
-    mask = np.zeros((5, 20), dtype=bool)
-    mask[1:4, 0:4] = mask[1:4, 6:9] = mask[1:4, 12:15] = True  # gaps of 2 and 3 columns
+def test_pieces_at_most_max_gap_apart_join_wider_gaps_do_not():
+    mask = np.zeros((5, 24), dtype=bool)
+    mask[1:4, 0:4] = mask[1:4, 8:11] = mask[1:4, 16:19] = True  # gaps of 4 and 5 columns
     assert len(components(mask, 1)[0]) == 3
-    joined, specks = components(mask, 1, max_gap=2)
+    joined, specks = components(mask, 1, max_gap=4)
     assert (len(joined), specks) == (2, 0)
-    assert joined[0].sum() == 12 + 9 and not joined[0][:, 4:6].any()  # the instance keeps its own pixels only
+    assert joined[0].sum() == 12 + 9 and not joined[0][:, 4:8].any()  # the instance keeps its own pixels only
+
+
+def _merged_boxes(tmp_path, mask: np.ndarray) -> list[tuple[str, list[float]]]:
+    """(tool, box) of a merged type map read as the reader reads the test labels (``MERGED_MASK``)."""
+    write_image(tmp_path / "frame225.png", mask)
+    ref = FileMask("test_seq_1", 225, "frame225.png", TYPE_PALETTE, mask.shape, **MERGED_MASK)
+    kinds = dict.fromkeys(TOOLS, "tool")
+    policies = dict.fromkeys(TOOLS, "components")
+    instances, _ = instances_from_mask(ref, tmp_path, policies, kinds, TOOLS)
+    return [(i.label, i.box) for i in instances]
+
+
+def test_a_merged_map_gives_one_box_per_instrument_across_3_to_4_px_seams(tmp_path):
+    """Real merged masks part one instrument's shaft, wrist and claspers by 3-4 px: a real frame of 3 instruments gave
+    4 boxes with pieces at most 2 px apart joined, 3 with at most 4 px. Two instruments of one type 6 px apart (and
+    an occluded instrument's pieces ~15 px apart) stay separate."""
+    mask = np.zeros((60, 100), dtype=np.uint8)
+    mask[5:15, 0:30] = 2  # prograsp forceps: shaft 0-29, a 4-px seam, claspers 34-49
+    mask[5:15, 34:50] = 2
+    mask[5:15, 56:90] = 2  # a second prograsp forceps, 6 px to the right of the first
+    mask[30:40, 0:40] = 1  # bipolar forceps: shaft 0-39, a 3-px seam, wrist 43-59
+    mask[30:40, 43:60] = 1
+    assert _merged_boxes(tmp_path, mask) == [
+        ("bipolar forceps", [0.0, 500.0, 600.0, 666.7]),
+        ("prograsp forceps", [0.0, 83.3, 500.0, 250.0]),
+        ("prograsp forceps", [560.0, 83.3, 900.0, 250.0]),
+    ]
+    mask[50:58, 0:20] = mask[50:58, 35:60] = 1  # an occluded bipolar: two pieces 15 px apart, two boxes
+    assert [label for label, _ in _merged_boxes(tmp_path, mask)].count("bipolar forceps") == 3
 
 
 def test_merged_test_type_masks_split_into_components(tables):

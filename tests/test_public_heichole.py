@@ -1,5 +1,6 @@
 """HeiChole: integer phases per frame of each video at its own rate (25 or 50 fps, read from the video), category
-instruments (8- or 22-cell files) and actions as segments, case-insensitive exact names."""
+instruments (8- or 22-cell files) and actions as segments, case-insensitive exact names, skill files checked for
+their one-line shape."""
 
 import re
 import shutil
@@ -9,7 +10,7 @@ import pytest
 from public_converters.media import check_media
 from public_converters.normalise import normalise_source
 from public_converters.schema import Segment, SourceError
-from public_converters.sources.heichole import SHAFT_ROWS
+from public_converters.sources.heichole import SHAFT_ROWS, SKILL_FILES
 from public_converters.spec import registry, sample_module
 
 
@@ -67,7 +68,7 @@ def test_the_releases_22_cell_instrument_file_reads_as_the_7_categories(root):
         Segment("Hei-Chole16", "tool", "grasper", 0, 99),
         Segment("Hei-Chole16", "tool", "clip applier", 40, 99),
     ]
-    assert normalised.info()["read_counts"] == {SHAFT_ROWS: 10}  # frames 90-99: counted, no tool label
+    assert normalised.info()["read_counts"] == {SHAFT_ROWS: 10, SKILL_FILES: 3}  # frames 90-99: no tool label
 
 
 @pytest.mark.parametrize(
@@ -91,6 +92,34 @@ def test_an_instrument_file_of_another_layout_is_refused(root, tmp_path, cells, 
     path.write_text("".join(f"{frame}," + ",".join(cells) + "\n" for frame in range(75)))
     with pytest.raises(SourceError, match=message):
         normalise_source(registry()["heichole"], copy)
+
+
+def test_skill_files_of_one_line_of_five_integers_are_checked_and_counted(root):
+    """Hei-Chole1's Calot, Dissection and whole-operation skill files: checked, counted, and no label (no QA asks)."""
+    assert (root / "Annotations/Skill/Hei-Chole1_Calot_Skill.csv").read_text() == "3,4,3,4,2\n"
+    normalised = normalise_source(registry()["heichole"], root)
+    assert normalised.info()["read_counts"][SKILL_FILES] == 3  # the Hei-Chole1_Calot.mp4 segment video is no skill
+    assert {s.kind for s in normalised.tables.segments} == {"phase", "tool", "action"}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("3,4,3,4\n", r"row 1: skill row '3,4,3,4' is not 5 comma-separated integers \(depth perception, bimanual"),
+        ("3,4,3.5,4,2\n", r"row 1: skill row '3,4,3.5,4,2' is not 5 comma-separated integers"),
+        ("3;4;3;4;2\n", r"row 1: skill row '3;4;3;4;2' is not 5"),
+        ("3,4,3,4,2\n4,4,3,3,2\n", r"row 2: 2 lines; a skill file is one line of 5 integers"),
+        ("\n", r"_Dissection_Skill.csv: 0 lines; a skill file is one line of 5 integers"),
+    ],
+)
+def test_a_skill_file_of_another_shape_is_refused_in_one_line(root, tmp_path, text, message):
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    path = copy / "Annotations/Skill/Hei-Chole1_Dissection_Skill.csv"
+    path.write_text(text)
+    with pytest.raises(SourceError, match=message) as error:
+        normalise_source(registry()["heichole"], copy)
+    assert str(error.value).startswith(str(path)) and len(str(error.value).splitlines()) == 1
 
 
 def test_a_missing_and_an_unreadable_video_are_named_together_and_stop_the_build(root, tmp_path):

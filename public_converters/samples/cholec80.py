@@ -1,6 +1,8 @@
 """A tiny Cholec80 in its native layout: two 25-fps videos (40.4 s and 40 s) with phase (25 fps) and tool (1 fps)
 files; ``write_endovis_ml`` writes the same videos with their annotations in the shape of the EndovisML visualiser's
-copy (github.com/Cardio-AI/endovis-ml ``src/assets/``)."""
+copy (github.com/Cardio-AI/endovis-ml ``src/assets/``), and ``write_tmrnet`` with the headerless phase files that
+phase-recognition repositories ship for the test videos (YuemingJin/TMRNet ``code/eval/matlab-phase/gt-phase/``) beside
+the release's tool files."""
 
 from pathlib import Path
 
@@ -31,20 +33,41 @@ def _tools_at(second: int) -> set[int]:
     return {0} | ({2} if 10 <= second < 25 else set()) | ({4} if second >= 28 else set())
 
 
+def _per_frame(phases: list[tuple[str, int]]) -> list[str]:
+    return [name for name, count in phases for _ in range(count)]
+
+
+def _write_release_tools(root: Path, video: str, total: int) -> None:
+    """The release's tool file: tab-separated with its header, one row a second, one sample past the end as in the
+    real files."""
+    tool_rows = []
+    for frame in range(0, total + 1, FPS):
+        present = _tools_at(frame // FPS)
+        tool_rows.append("\t".join([str(frame), *("1" if i in present else "0" for i in range(len(TOOL_COLUMNS)))]))
+    header = "\t".join(("Frame", *TOOL_COLUMNS))
+    write_text(root / "tool_annotations" / f"{video}-tool.txt", header + "\n" + "\n".join(tool_rows) + "\n")
+
+
 def write(root: Path) -> None:
     for video, phases in VIDEOS.items():
-        total = sum(count for _, count in phases)
-        write_video(root / "videos" / f"{video}.mp4", total, FPS)
-        rows = [f"{frame}\t{name}" for frame, name in enumerate(n for n, count in phases for _ in range(count))]
+        per_frame = _per_frame(phases)
+        write_video(root / "videos" / f"{video}.mp4", len(per_frame), FPS)
+        rows = [f"{frame}\t{name}" for frame, name in enumerate(per_frame)]
         write_text(root / "phase_annotations" / f"{video}-phase.txt", "Frame\tPhase\n" + "\n".join(rows) + "\n")
-        tool_rows = []
-        for frame in range(0, total + 1, FPS):  # one sample past the end, as in the real files
-            present = _tools_at(frame // FPS)
-            tool_rows.append(
-                "\t".join([str(frame), *("1" if i in present else "0" for i in range(len(TOOL_COLUMNS)))])
-            )
-        header = "\t".join(("Frame", *TOOL_COLUMNS))
-        write_text(root / "tool_annotations" / f"{video}-tool.txt", header + "\n" + "\n".join(tool_rows) + "\n")
+        _write_release_tools(root, video, len(per_frame))
+
+
+def write_tmrnet(root: Path) -> None:
+    """The phase files as TMRNet ships them (``gt-phase/video41-phase.txt``: no header, ``frame<TAB>phase_id`` on
+    frames 0, 25, 50, ..., ids 0-6 in ``PHASES`` order, LF line endings and a final newline), the release's names;
+    TMRNet ships no tool files, so the release's are beside them."""
+    ids = {name: i for i, name in enumerate(PHASES)}
+    for video, phases in VIDEOS.items():
+        per_frame = _per_frame(phases)
+        write_video(root / "videos" / f"{video}.mp4", len(per_frame), FPS)
+        rows = [f"{frame}\t{ids[per_frame[frame]]}" for frame in range(0, len(per_frame), FPS)]
+        write_text(root / "phase_annotations" / f"{video}-phase.txt", "\n".join(rows) + "\n")
+        _write_release_tools(root, video, len(per_frame))
 
 
 # EndovisML's copy: tool rows running past the last phase row (2-39 samples in 57 of its 60 videos) and, in its
@@ -58,9 +81,9 @@ def write_endovis_ml(root: Path) -> None:
     file names; ``Frame,Phase`` with phase ids 0-6 (``PHASES`` order) on frames 0, 25, 50, ...; tools at 1 fps."""
     ids = {name: i for i, name in enumerate(PHASES)}
     for video, phases in VIDEOS.items():
-        total = sum(count for _, count in phases)
+        per_frame = _per_frame(phases)
+        total = len(per_frame)
         write_video(root / "videos" / f"{video}.mp4", total, FPS)
-        per_frame = [name for name, count in phases for _ in range(count)]
         rows = [f"{frame},{ids[per_frame[frame]]}" for frame in range(0, total, FPS)]
         write_text(root / "phase_annotations" / f"{video}-phase.txt", "Frame,Phase\n" + "\n".join(rows) + "\n")
         last = FPS * (len(rows) - 1)

@@ -1,7 +1,7 @@
 """A tiny EndoVis2017 in its native layout: training sequences 1, 4 and 7 with their differing label-folder names
 (``Maryland_...``, ``Other_labels`` with the probe value, ``..._Left_labels`` suffixes, folders without ``_labels``),
 test images of sequences 1 and 9, and the later test-labels release nested twice, with and without ``gt/``. As in the
-real ground truth, 1-2 px unlabelled lines part an instrument's shaft, wrist and tip, in the instrument folders and
+real ground truth, unlabelled lines of 3-4 px part an instrument's shaft, wrist and tip, in the instrument folders and
 in the merged test masks alike."""
 
 from pathlib import Path
@@ -34,29 +34,29 @@ TEST_LABELS = {
 
 
 def instrument_mask(slot: int, frame: int, value_of_tip: int = 30) -> np.ndarray:
-    """One instrument coming in from the left edge, columns 0-43: shaft 10 (0-28), a 1-px unlabelled seam, wrist 20
-    (30-34), a 2-px seam, tip (claspers 30 or probe 40, 37-43)."""
+    """One instrument coming in from the left edge, columns 0-43: shaft 10 (0-25), a 3-px unlabelled seam, wrist 20
+    (29-32), a 4-px seam, tip (claspers 30 or probe 40, 37-43)."""
     mask = np.zeros((HEIGHT, WIDTH), dtype=np.uint8)
     top = 4 + 14 * slot
     if frame == 1 and slot == 0:  # the instrument left the view
         return mask
-    mask[top : top + 6, 0:29] = 10
-    mask[top : top + 6, 30:35] = 20
+    mask[top : top + 6, 0:26] = 10
+    mask[top : top + 6, 29:33] = 20
     mask[top : top + 6, 37:44] = value_of_tip
     return mask
 
 
 def type_mask() -> np.ndarray:
-    """Merged test labels: two prograsp forceps (type 2) apart and a bipolar forceps (type 1), each cut by 1-2 px
-    unlabelled seams between its parts."""
+    """Merged test labels: two prograsp forceps (type 2) apart and a bipolar forceps (type 1), each cut by 3-4 px
+    unlabelled seams between its parts, as on the real merged masks."""
     mask = np.zeros((HEIGHT, WIDTH), dtype=np.uint8)
     mask[2:10, 2:30] = 2
-    mask[2:10, 17] = 0  # 1-px seam
+    mask[2:10, 16:19] = 0  # 3-px seam
     mask[30:40, 34:62] = 2
-    mask[30:40, 50:52] = 0  # 2-px seam
+    mask[30:40, 49:53] = 0  # 4-px seam
     mask[16:24, 10:50] = 1
-    mask[16:24, 25] = 0
-    mask[16:24, 40:42] = 0
+    mask[16:24, 25:28] = 0  # 3-px seam
+    mask[16:24, 40:44] = 0  # 4-px seam
     return mask
 
 

@@ -3,7 +3,9 @@ fps (as videos 16-20, 23 and 24 are); headerless phase CSVs with a row per frame
 per frame (Hei-Chole1, Hei-Chole16) or per second (Hei-Chole10); instrument files 8 cells wide (frame + 7
 categories) and, for Hei-Chole16, 22 wide as in the release (frame + 21 category slots: 0-6 the categories, 7-19
 reserved, 20 an undefined instrument shaft); Hei-Chole10's files in the lower-case spelling some copies use; a
-skill-rated ``_Calot`` segment video and a skill CSV that the reader must not take for a video or an annotation."""
+skill-rated ``_Calot`` segment video that the reader must not take for a video, and Hei-Chole1's skill files, one line
+of 5 integers each (depth perception, bimanual dexterity, efficiency, tissue handling, difficulty) for the Calot and
+dissection segments and the whole operation, told apart by name."""
 
 from pathlib import Path
 
@@ -62,7 +64,8 @@ def write(root: Path) -> None:
         write_text(notes / "Instrument" / names["Instrument"], _csv((f, *_tools(f, width)) for f in sampled))
         write_text(notes / "Action" / names["Action"], _csv((f, *_actions(f)) for f in sampled))
     write_video(root / "Videos" / "Full" / "Hei-Chole1_Calot.mp4", 10, FPS)
-    write_text(root / "Annotations" / "Skill" / "Hei-Chole1_Skill.csv", "3,4,3,4,2\n")
+    for segment, scores in (("_Calot", "3,4,3,4,2"), ("_Dissection", "4,4,3,3,2"), ("", "3,4,3,4,2")):
+        write_text(root / "Annotations" / "Skill" / f"Hei-Chole1{segment}_Skill.csv", scores + "\n")
 
 
 BAD_INPUTS = {

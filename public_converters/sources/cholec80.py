@@ -6,13 +6,22 @@ Layout read (``docs/sources/cholec80.md``)::
     phase_annotations/video01-phase.txt    the phase of each frame
     tool_annotations/video01-tool.txt      header "Frame<sep>Grasper<sep>...<sep>SpecimenBag", one row per second
 
-Two variants of the annotation files, told apart by the phase file's header (each video's files on their own):
+Three variants of the annotation files, told apart by the phase file's first line (each video's files on their own):
 
 - the release's: tab-separated, header "Frame\tPhase", one row per 25-fps frame, CamelCase phase names;
 - the copy in the sample assets of the EndovisML visualiser (github.com/Cardio-AI/endovis-ml ``src/assets/``, 60
   videos): comma-separated, header "Frame,Phase", one row per 25 frames (0, 25, 50, ...), phase ids 0-6 in the order
   of ``PHASES`` (its ``param.json`` lists the same order), tool files "Frame,Grasper,..." at 1 fps. A phase row
-  covers its 25 frames (``Segment.period``).
+  covers its 25 frames (``Segment.period``);
+- the phase files phase-recognition repositories ship for the test videos (YuemingJin/TMRNet
+  ``code/eval/matlab-phase/gt-phase/video41-phase.txt`` ... ``video80-phase.txt``, commit ab1b51ca; read from the
+  files): no header, the first line already a row of two tab-separated integers, ``frame<TAB>phase_id`` on frames 0,
+  25, 50, ..., ids 0-6 (video41: 1 from frame 7975, 2 from 39150, 3 from 43450, last row ``77575<TAB>6``). The ids
+  are in ``PHASES`` order: inferred from the same lineage's code (Trans-SVNet's ``phase_dict_key`` lists the phases
+  in that order), not stated beside the files. TMRNet ships no tool files: the tool files are the release's
+  (tab-separated, with their header), and a missing one is an error naming it, as in every variant. A row of
+  another shape in such a file (a header, a phase name, a comma), an id that is not an integer 0-6, or a frame off
+  the 25-frame grid is an error naming the file and row.
 
 Confirmed (third-party loaders and the TF-Cholec80 readme): the file names, the phase strings, the tool columns and
 their order, 0-based frame indices, tools sampled on multiples of 25. Inferred: nothing else is needed; the
@@ -93,6 +102,7 @@ class Variant:
     separator: str
     phase_step: int  # frames between two phase rows
     phase_ids: bool  # phases as 0-based ids in PHASES order rather than by name
+    phase_header: bool = True  # the phase file starts with a "Frame<sep>Phase" header (tool files always do)
 
 
 SEPARATOR_NAMES = {"\t": "tab", ",": "comma"}
@@ -100,6 +110,10 @@ VARIANTS = {
     "Frame\tPhase": Variant("release (tab-separated, phase names per frame)", "\t", 1, False),
     "Frame,Phase": Variant("EndovisML copy (comma-separated, phase ids per second)", ",", FPS, True),
 }
+# told apart by its first line's shape, as it has no header: a row of two tab-separated integers
+HEADERLESS = Variant("TMRNet-style (headerless, tab-separated, phase ids per second)", "\t", FPS, True, False)
+HEADERLESS_FIRST_ROW = re.compile(r"[0-9]+\t[0-9]+")
+PHASE_COLUMNS = ("Frame", "Phase")
 
 
 def _lines(path: Path) -> list[str]:
@@ -109,31 +123,42 @@ def _lines(path: Path) -> list[str]:
 def _variant(path: Path) -> Variant:
     lines = _lines(path)
     found = lines[0].strip() if lines else ""
-    if found not in VARIANTS:
-        accepted = " or ".join(repr(h) for h in VARIANTS)
-        raise SourceError(path, f"header is {found!r}, expected {accepted}", row=1)
-    return VARIANTS[found]
+    if found in VARIANTS:
+        return VARIANTS[found]
+    if HEADERLESS_FIRST_ROW.fullmatch(found):
+        return HEADERLESS
+    accepted = " or ".join(repr(h) for h in VARIANTS)
+    raise SourceError(
+        path,
+        f"header is {found!r}, expected {accepted}, or no header and rows 'frame\\tphase id' (TMRNet's shape)",
+        row=1,
+    )
 
 
-def _rows(path: Path, header: tuple[str, ...], separator: str) -> list[tuple[int, list[str]]]:
-    """(line number, cells) of a ``separator``-separated file whose header must match."""
+def _rows(path: Path, columns: tuple[str, ...], separator: str, header: bool = True) -> list[tuple[int, list[str]]]:
+    """(line number, cells) of a ``separator``-separated file of ``columns``, whose first line, with ``header``, must
+    name them."""
     lines = _lines(path)
-    found = tuple(lines[0].strip().split(separator)) if lines else ()
-    if found != header:
-        raise SourceError(path, f"header is {separator.join(found)!r}, expected {separator.join(header)!r}", row=1)
+    if header:
+        found = tuple(lines[0].strip().split(separator)) if lines else ()
+        if found != columns:
+            raise SourceError(
+                path, f"header is {separator.join(found)!r}, expected {separator.join(columns)!r}", row=1
+            )
+    first = 2 if header else 1
     rows = []
-    for number, line in enumerate(lines[1:], start=2):
+    for number, line in enumerate(lines[first - 1 :], start=first):
         if not line.strip():
             continue
         cells = line.strip().split(separator)
-        if len(cells) != len(header):
+        if len(cells) != len(columns):
             raise SourceError(
                 path,
                 f"malformed row {line!r}",
                 row=number,
-                fix=f"expected {len(header)} {SEPARATOR_NAMES[separator]}-separated cells",
+                fix=f"expected {len(columns)} {SEPARATOR_NAMES[separator]}-separated cells",
             )
-        if not cells[0].isdigit():
+        if not cells[0].isdecimal():
             raise SourceError(
                 path, f"frame {cells[0]!r} is not a frame number", row=number, fix="a frame is a whole number from 0"
             )
@@ -145,12 +170,13 @@ def _phase(variant: Variant, cell: str, path: Path, number: int, labels) -> str:
     if not variant.phase_ids:
         return labels.map("phase", cell, path, number)
     names = list(PHASES)
-    if not cell.isdigit() or int(cell) >= len(names):
+    if not cell.isdecimal() or int(cell) >= len(names):
         raise SourceError(
             path,
             f"phase id {cell!r} is not 0-{len(names) - 1}",
             row=number,
-            fix=f"the ids are 0 = {names[0]} ... {len(names) - 1} = {names[-1]}, in PHASES order",
+            fix=f"the file is read as the {variant.name} variant, from its first line: the ids are 0 = {names[0]} "
+            f"... {len(names) - 1} = {names[-1]}, in PHASES order",
         )
     return labels.map("phase", names[int(cell)], path, number)
 
@@ -161,13 +187,20 @@ def read_video(root: Path, video_id: str, labels) -> tuple[list[Frame], list, Co
     variant = _variant(phase_path)
     counts = Counter({f"videos in the {variant.name} variant": 1})
     phases: dict[int, str] = {}
-    for number, (frame, phase) in _rows(phase_path, ("Frame", "Phase"), variant.separator):
-        phases[int(frame)] = _phase(variant, phase, phase_path, number, labels)
     step = variant.phase_step
-    if sorted(phases) != list(range(0, step * len(phases), step)):
-        raise SourceError(
-            phase_path, f"frame indices are not 0, {step}, {2 * step}, ... without gaps", fix="the file is incomplete"
-        )
+    phase_rows = _rows(phase_path, PHASE_COLUMNS, variant.separator, variant.phase_header)
+    for position, (number, (frame, phase)) in enumerate(phase_rows):
+        if int(frame) != step * position:
+            raise SourceError(
+                phase_path,
+                f"frame {frame}, expected {step * position}: frame indices are not 0, {step}, {2 * step}, ... "
+                "without gaps",
+                row=number,
+                fix=f"the file is incomplete, or its rows are off the {step}-frame grid of the {variant.name} variant",
+            )
+        phases[int(frame)] = _phase(variant, phase, phase_path, number, labels)
+    if not phases:
+        raise SourceError(phase_path, "no phase rows", fix="the file is empty or holds only its header")
     last = step * (len(phases) - 1)
     rows: dict[int, tuple[int, list[str]]] = {}  # frame -> (line number, tool cells)
     for number, cells in _rows(tool_path, ("Frame", *TOOL_COLUMNS), variant.separator):
@@ -263,5 +296,9 @@ SPEC = SourceSpec(
     default_split_variant="endonet",
     homepage="http://camma.u-strasbg.fr/datasets (request form)",
     license="CC BY-NC-SA 4.0 (non-commercial, via request form)",
-    unconfirmed=("videoXX-timestamp.txt format (not read)", "per-video resolution"),
+    unconfirmed=(
+        "videoXX-timestamp.txt format (not read)",
+        "per-video resolution",
+        "the headerless (TMRNet-style) phase ids in PHASES order (from the same lineage's code, not the files)",
+    ),
 )

@@ -6,6 +6,7 @@ Layout read (``docs/sources/heichole.md``; third-party loaders, no official list
     Annotations/Phase/Hei-Chole1_Annotation_Phase.csv           no header, "frame,phase_id", one row per frame
     Annotations/Instrument/Hei-Chole1_Annotation_Instrument.csv no header, frame + 7 or 21 category columns
     Annotations/Action/Hei-Chole1_Annotation_Action.csv         no header, frame + 4 binary columns
+    Annotations/Skill/Hei-Chole1[_Calot|_Dissection]_Skill.csv  one line of 5 integers: shape checked, not read
     (annotation files directly under Annotations/ or the root are accepted too)
 
 Names are matched case-insensitively (copies differ: ``hei-chole1_annotation_phase.csv``) and exactly (``Hei-Chole1``
@@ -33,6 +34,18 @@ The paper's 21 instrument types and their categories (``docs/sources/heichole.md
 ``_Instrument_Detailed.csv`` files, which are not read. The action columns (Grasp, Hold, Cut, Clip) are checked by
 their count too. Instrument and action rows are read at whatever uniform frame step the file has (one row per frame is
 inferred); a non-uniform step is an error.
+
+Skill files (a loader by one of the Sureon paper's authors, anitarau/SurgBenchKit
+``vlmeval/dataset/heichole_tasks.py``: code, not data, third-party and author-adjacent): one line,
+``depth_perception, bimanual_dexterity, efficiency, tissue_handling, difficulty`` (``SKILL_DIMENSIONS``),
+comma-separated integers; the Calot-triangle and dissection segments' files are told apart by name
+(``_Calot_Skill.csv``, ``_Dissection_Skill.csv``; the loader skips names with "Dissection"). No QA template asks
+about skill, so no skill label is built: each skill file found is checked for that shape (one line of 5 integers,
+else an error naming the file and row) and counted in ``read_counts``. The same loader agrees with the rest of this
+reader: ``Annotations/<Task>/Hei-Chole<N>_Annotation_<Task>.csv``, headerless comma-separated integers with the frame
+first, "videos with 25 or 50 fps", the 7 tool categories in ``INSTRUMENT_COLUMNS`` order with the wider file's other
+columns "padded with zeros" (it quotes the dataset: "Tools 7-20 Reserved for future additions", and keeps the first
+7), and the action order of ``ACTION_COLUMNS``.
 
 Branches: both, as in the Sureon paper. The release has videos only, so the image branch takes one frame every
 ``IMAGE_EVERY_SECONDS`` (25 s of the video's own rate: about the Sureon paper's 2,064 items over 24 videos), labelled
@@ -107,6 +120,9 @@ SHAFT_ROWS = "instrument rows with an undefined instrument shaft (slot 20; no to
 ACTION_COLUMNS = ("Grasp", "Hold", "Cut", "Clip")
 ACTIONS = {"Grasp": "grasp", "Hold": "hold", "Cut": "cut", "Clip": "clip"}
 KINDS = ("Phase", "Instrument", "Action")
+SKILL_DIMENSIONS = ("depth perception", "bimanual dexterity", "efficiency", "tissue handling", "difficulty")
+SKILL_NAME = re.compile(r"^hei-chole\d+(_calot|_dissection)?_skill\.csv$")
+SKILL_FILES = "skill files (shape checked; not read: no QA asks about skill)"
 VIDEO_NAME = re.compile(r"^hei-chole(\d+)\.mp4$")
 PHASE_NAME = re.compile(r"^hei-chole(\d+)_annotation_phase\.csv$")
 SPLITS = {"public": {f"Hei-Chole{n}": "train" if n <= 24 else "test" for n in range(1, 34)}}
@@ -178,6 +194,27 @@ def _instrument_rows(path: Path, counts: Counter) -> list[tuple[int, int, list[s
     return categories
 
 
+def _check_skill(path: Path) -> None:
+    """A skill file is one line of ``SKILL_DIMENSIONS`` scores, comma-separated integers; anything else is a file of
+    another layout, named rather than passed over (the scores are not read)."""
+    order = ", ".join(SKILL_DIMENSIONS)
+    lines = [(number, line) for number, line in enumerate(read_text(path).splitlines(), start=1) if line.strip()]
+    if len(lines) != 1:
+        raise SourceError(
+            path,
+            f"{len(lines)} lines; a skill file is one line of {len(SKILL_DIMENSIONS)} integers ({order})",
+            row=lines[1][0] if lines else None,
+        )
+    number, line = lines[0]
+    cells = [cell.strip() for cell in line.split(",")]
+    if len(cells) != len(SKILL_DIMENSIONS) or not all(re.fullmatch(r"[0-9]+", cell) for cell in cells):
+        raise SourceError(
+            path,
+            f"skill row {line.strip()!r} is not {len(SKILL_DIMENSIONS)} comma-separated integers ({order})",
+            row=number,
+        )
+
+
 def _presence_segments(path, video_id, kind, columns, last, labels, phase_path, rows=None) -> list:
     """Presence segments of a binary-column CSV (``rows``: already read, else read with ``len(columns)`` columns)."""
     if rows is None:
@@ -211,6 +248,10 @@ def read(root: Path, labels) -> SourceTables:
     videos = _index(root / "Videos" / "Full", root / "Videos", root)
     notes = {kind: _index(root / "Annotations" / kind, root / "Annotations", root) for kind in KINDS}
     tables, counts = SourceTables(), Counter()
+    skills = _index(root / "Annotations" / "Skill", root / "Annotations", root)
+    for path in (path for name, path in sorted(skills.items()) if SKILL_NAME.match(name)):
+        _check_skill(path)
+        counts[SKILL_FILES] += 1
     shipped = {int(m.group(1)): videos[name] for name in videos if (m := VIDEO_NAME.match(name))}
     annotated = {int(m.group(1)) for m in map(PHASE_NAME.match, notes["Phase"]) if m}
     # where an annotated video missing from the copy is expected: beside the copy's other videos

@@ -109,6 +109,13 @@ def _pig8_only(root: Path) -> None:
     (root / "hemoset" / "pig1").rename(root / "hemoset" / "pig8")
 
 
+def _tmrnet_phase_id_7(root: Path) -> None:
+    """video41's phase file as TMRNet ships it (no header, ``frame<TAB>phase id`` every 25 frames), one id out of
+    range."""
+    rows = [f"{frame}\t{7 if frame == 275 else 1}" for frame in range(0, 1000, 25)]
+    (root / "cholec80" / "phase_annotations" / "video41-phase.txt").write_text("\n".join(rows) + "\n")
+
+
 def _mkdir(*relative: str):
     def make(inputs: Inputs) -> Path:
         (inputs.tmp / "sources").mkdir()
@@ -312,6 +319,21 @@ CASES: list[BadInput] = [
         "a NaN tool value in an annotation",
         _build(damage=_in("cholec80", rewrite("tool_annotations/video41-tool.txt", "\n25\t1\t", "\n25\tnan\t"))),
         "video41-tool.txt, row 3: tool values must be 0 or 1",
+    ),
+    BadInput(
+        "build public",
+        "a phase id outside 0-6 in a headerless (TMRNet-style) Cholec80 phase file",
+        _build(damage=_tmrnet_phase_id_7),
+        "video41-phase.txt, row 12: phase id '7' is not 0-6 (the file is read as the TMRNet-style",
+    ),
+    BadInput(
+        "build public",
+        "a HeiChole skill file that is not one line of 5 integers",
+        _build(
+            sources=("heichole",),
+            damage=_in("heichole", rewrite("Annotations/Skill/Hei-Chole1_Calot_Skill.csv", "3,4,3,4,2", "3,4,3,4")),
+        ),
+        "Hei-Chole1_Calot_Skill.csv, row 1: skill row '3,4,3,4' is not 5 comma-separated integers",
     ),
     BadInput(
         "build public",
