@@ -8,10 +8,12 @@ split the build lacks as a ``ValueError`` traceback (``BuilderConfig 'bench_typo
 model had loaded), each after the data had been loading for a while. Here each becomes one line that names the thing
 and the fix (a :class:`builders.errors.InputError`):
 
-- :func:`load_build`: a local-looking path that does not exist is refused before ``datasets`` retries it as a Hub
-  id; an id that is neither a folder nor on the Hub says both; a config or split the build lacks names the ones it has
-  (and, given ``expected``, which build the command wants); a file that cannot be read is named, found from the
-  parquet footers of the config's files once loading failed (nothing is read twice on the way to a good build).
+- :func:`load_build`: a local-looking path that does not exist (one under ``build/``, ``outputs/`` or ``results/``
+  even before that folder exists: :func:`builders.hub.looks_local`) is refused, naming the ``sureon build`` command
+  that writes it, before ``datasets`` retries it as a Hub id (five tries, about 25 s online); an id that is neither
+  a folder nor on the Hub says both; a config or split the build lacks names the ones it has (and, given
+  ``expected``, which build the command wants); a file that cannot be read is named, found from the parquet footers
+  of the config's files once loading failed (nothing is read twice on the way to a good build).
 - A local build whose ``README.md`` was lost (the dataset card declaring its configs) is told so, rather than read by
   ``datasets`` as one ``default`` config of every parquet file and then told it is not the build it is.
 
@@ -41,7 +43,7 @@ def load_build(
     from datasets import load_dataset
     from datasets.exceptions import DatasetNotFoundError
 
-    check_build_path(dataset, option)
+    check_build_path(dataset, option, config)
     check_card(dataset, option)
     name = str(dataset)
     try:

@@ -355,9 +355,17 @@ def _push_problem(err: Exception, repo_id: str, endpoint: str) -> str | None:
 # ---- reading a build ------------------------------------------------------------------------------------------------
 
 
+# The folders sureon writes into by the project's convention (the README's folder table): builds, training runs,
+# evaluation results. A path under one of them is local even before the folder exists (a fresh checkout has none),
+# so a build not made yet is told so at once, not looked up on the Hub as the id `build/NAME` (online, datasets
+# retries that request five times, about 25 s, before failing).
+LOCAL_ROOTS = ("build", "outputs", "results")
+
+
 def looks_local(path: str | Path) -> bool:
     """Whether ``path`` names a local folder rather than a Hub id: it exists, is absolute or starts with ``.``/``~``,
-    is no valid repo id (``a/b/c``), or its first part is an existing folder (``data/sureon`` beside ``data/``)."""
+    is no valid repo id (``a/b/c``), or its first part is an existing folder (``data/sureon`` beside ``data/``) or
+    one of :data:`LOCAL_ROOTS`, present or not (``build/sureon``)."""
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     text = str(path)
@@ -367,20 +375,40 @@ def looks_local(path: str | Path) -> bool:
         validate_repo_id(text)
     except HFValidationError:
         return True
-    return "/" in text and Path(text.split("/", 1)[0]).is_dir()
+    root = text.split("/", 1)[0]
+    return "/" in text and (root in LOCAL_ROOTS or Path(root).is_dir())
 
 
-def check_build_path(path: str | Path, what: str = "dataset") -> None:
-    """Refuse a local-looking path that does not exist at once, before ``datasets`` retries it as a Hub id, and a
-    local build whose folder name is too long for the cache file names ``datasets`` derives from it
-    (:func:`builders.outputs.check_build_name`, for the splits its parquet files hold), before loading it fails with
-    ``OSError: [Errno 36] File name too long``."""
+def build_command(path: str | Path, config: str | None = None) -> str:
+    """The command that writes a build at ``path``, told from the ``config`` read from it: a Sureon config (``db``,
+    ``bench``, ...), a SurgiQ one (``default``, ``shuffled``) or the public corpus's (``clip``, ``image``,
+    ``clip-<source>``, ``bench-*``); the three builders when the config names none of them."""
+    from builders.sureon.configs import CONFIGS as SUREON_CONFIGS
+    from builders.surgiq.build import CONFIGS as SURGIQ_CONFIGS
+
+    if config in SUREON_CONFIGS:
+        builder = "sureon"
+    elif config in SURGIQ_CONFIGS:
+        builder = "surgiq"
+    elif config is not None and config.startswith(("clip", "image", "bench-")):
+        builder = "public"
+    else:
+        builder = "sureon|public|surgiq"
+    return f"`sureon build {builder} --out {path} ...`"
+
+
+def check_build_path(path: str | Path, what: str = "dataset", config: str | None = None) -> None:
+    """Refuse a local-looking path that does not exist at once, naming the command that builds it (for ``config``,
+    the one read from it), before ``datasets`` retries it as a Hub id; and a local build whose folder name is too
+    long for the cache file names ``datasets`` derives from it (:func:`builders.outputs.check_build_name`, for the
+    splits its parquet files hold), before loading it fails with ``OSError: [Errno 36] File name too long``."""
     from builders.outputs import LONGEST_SPLIT, check_build_name
 
     folder = Path(path).expanduser()
     if looks_local(path) and not folder.exists():
         raise FileNotFoundError(
-            f"{what} {path}: no such folder (a local path, not a Hub id): check the path, or build it first"
+            f"{what} {path}: no such folder (a local path, not a Hub id): check the path, or build it first with "
+            f"{build_command(path, config)}"
         )
     if folder.is_dir():
         splits = sorted({shard.name.split("-")[0] for shard in folder.glob("*/*.parquet")})

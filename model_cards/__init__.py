@@ -13,11 +13,15 @@ def template_path(name: str) -> str:
     return str(path)
 
 
-SUREON_CITATION = """@inproceedings{perez2027sureon,
-  title     = {SUREON: A Benchmark and Vision-Language Model for Surgical Reasoning},
-  author    = {Perez and Rau and White and Mlambo and Nwoye and Jamal and Mohareri},
-  booktitle = {IEEE/CVF Winter Conference on Applications of Computer Vision (WACV)},
-  year      = {2027},
-  eprint    = {2603.06570},
+# The Sureon paper (WACV 2027, arXiv:2603.06570) as every card pushed cites it: the same entry as the README's and
+# CITATION.cff's preferred-citation (tests/test_repo.py checks the three agree).
+SUREON_CITATION = r"""@inproceedings{perez2027sureon,
+  title         = {Sureon: A Benchmark and Vision-Language Model for Surgical Reasoning},
+  author        = {Perez, Alejandra and Rau, Anita and Mlambo, Busisiwe and White, Lee and Brunet, Aina and
+                   Verde, Juan and Caicedo, Juan and Lavanchy, Jo{\"e}l L. and Schmidt, Adam and Nwoye, Chinedu and
+                   Mohareri, Omid and Jamal, Muhammad Abdullah},
+  booktitle     = {Proceedings of the IEEE/CVF Winter Conference on Applications of Computer Vision (WACV)},
+  year          = {2027},
+  eprint        = {2603.06570},
   archivePrefix = {arXiv}
 }"""

@@ -3,6 +3,7 @@ against the collator, its model-state figures against DeepSpeed's estimators, it
 tensors a real forward pass saves, and ``benchmarks/gpu_sft.py`` end to end (``--tiny`` on CPU, the 8B on a GPU)."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -283,9 +284,11 @@ def test_a_file_that_is_not_a_yaml_recipe_is_refused_in_one_line(capsys):
     assert error.startswith(f"error: training recipe {REPO / 'README.md'}: not YAML (line ") and "\n" not in error
 
 
-@pytest.mark.parametrize("form", ["absolute", "./", "../", "existing parent"])
+@pytest.mark.parametrize("form", ["absolute", "./", "../", "existing parent", "build/ of a fresh checkout"])
 def test_missing_local_data_is_refused_at_once_never_looked_up_on_the_hub(tmp_path, monkeypatch, capsys, form):
-    """A path that looks local is never a Hub id: no `datasets` or Hub call (each would retry ~30 s online)."""
+    """A path that looks local is never a Hub id: no `datasets` or Hub call (each would retry ~30 s online), and the
+    message names the command that builds it. ``build/nope`` where no build/ folder exists yet (a fresh checkout) is
+    local by the project's folder convention, although `build/nope` is a valid Hub id."""
     import datasets
     import huggingface_hub
 
@@ -296,14 +299,31 @@ def test_missing_local_data_is_refused_at_once_never_looked_up_on_the_hub(tmp_pa
     monkeypatch.setattr(huggingface_hub, "snapshot_download", no_hub)
     (tmp_path / "work" / "data").mkdir(parents=True)
     monkeypatch.chdir(tmp_path / "work")
-    path = {"absolute": str(tmp_path / "nope"), "./": "./nope", "../": "../nope", "existing parent": "data/nope"}[form]
+    path = {
+        "absolute": str(tmp_path / "nope"),
+        "./": "./nope",
+        "../": "../nope",
+        "existing parent": "data/nope",
+        "build/ of a fresh checkout": "build/nope",
+    }[form]
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(yaml.safe_dump({"model_name_or_path": QWEN, "dataset_mixture": [{"path": path, "name": "db"}]}))
     assert cli_main(["plan", "--config", str(recipe)]) == 2
     error = capsys.readouterr().err.strip()
     assert f"its data {path} does not exist" in error and "--synthetic-frames" in error and "\n" not in error
-    with pytest.raises(FileNotFoundError, match="not a Hub id"):  # the training mixture refuses it the same way
-        build_mixture(parse_mixture([{"path": path}]))
+    assert f"`sureon build sureon --out {path} ...`" in error  # `db` is a Sureon config
+    # the training mixture refuses it the same way
+    with pytest.raises(FileNotFoundError, match=f"not a Hub id.*sureon build sureon --out {re.escape(path)}"):
+        build_mixture(parse_mixture([{"path": path, "name": "db"}]))
+
+
+def test_a_hub_id_stays_a_hub_id_where_build_outputs_and_results_are_local(tmp_path, monkeypatch):
+    """The project's folders are local before they exist; an ``owner/name`` id is still read from the Hub."""
+    from builders.hub import looks_local
+
+    monkeypatch.chdir(tmp_path)  # a fresh checkout: none of the folders exists yet
+    assert [looks_local(path) for path in ("build/sureon", "outputs/Sureon-VLM-8B", "results/qwen3vl")] == [True] * 3
+    assert not any(looks_local(hub_id) for hub_id in ("my-org/sureon", "aleperez24/sureon", QWEN, "builds/sureon"))
 
 
 def test_lora_throughput_counts_the_frozen_llm_at_4_flops_per_parameter(meta_8b):

@@ -206,3 +206,35 @@ def test_the_papers_are_called_papers():
         if PAPER_CALLED_SEED.search(line)
     ]
     assert not found, "\n".join(found)
+
+
+def bibtex_fields(entry: str) -> dict[str, str]:
+    """``{field: value}`` of one BibTeX entry whose values are braced (over one or several lines), whitespace
+    collapsed and the one LaTeX accent the Sureon paper's authors need decoded."""
+    found = re.findall(r"^\s*(\w+)\s*=\s*\{(.*?)\},?\s*$", entry, flags=re.MULTILINE | re.DOTALL)
+    return {name.lower(): " ".join(value.replace('{\\"e}', "ë").split()) for name, value in found}
+
+
+def test_one_citation_in_the_readme_the_cards_and_citation_cff():
+    """The README's BibTeX is the entry every pushed card carries (``model_cards.SUREON_CITATION``), and
+    CITATION.cff's preferred-citation names the same authors in the same order, the same title, venue, year and
+    arXiv record: a correction made in one place and not the others fails here."""
+    import yaml
+
+    from model_cards import SUREON_CITATION
+
+    readme = re.search(r"## Citation\s+```bibtex\n(.*?)\n```", README, flags=re.DOTALL)
+    assert readme and readme.group(1) == SUREON_CITATION
+    bibtex = bibtex_fields(SUREON_CITATION)
+    cff = yaml.safe_load((REPO / "CITATION.cff").read_text(encoding="utf-8"))
+    assert cff["cff-version"] == "1.2.0" and cff["title"] and cff["authors"]
+    paper = cff["preferred-citation"]
+    authors = [tuple(name.split(", ", 1)) for name in bibtex["author"].split(" and ")]
+    assert authors == [(author["family-names"], author["given-names"]) for author in paper["authors"]]
+    assert len(authors) == 12  # the arXiv record's author list, none dropped
+    assert SUREON_CITATION.startswith("@inproceedings{") and paper["type"] == "conference-paper"
+    assert bibtex["title"] == paper["title"]
+    assert bibtex["booktitle"] == paper["collection-title"] and paper["conference"]["name"] in bibtex["booktitle"]
+    assert int(bibtex["year"]) == paper["year"]
+    assert bibtex["archiveprefix"] == "arXiv"
+    assert f"arXiv:{bibtex['eprint']}" in [identifier["value"] for identifier in paper["identifiers"]]

@@ -29,9 +29,9 @@ SURGIQ_SAMPLE = REPO / "sample_data" / "surgiq" / "surgiq_sample.jsonl"
 # ---- sureon plan ----------------------------------------------------------------------------------------------------
 
 
-def _recipe(edit=None, *, base=SFT_RECIPE, text: str | bytes | None = None):
+def _recipe(edit=None, *, base=SFT_RECIPE, text: str | bytes | None = None, synthetic_frames: bool = True):
     """`sureon plan` of the shipped recipe with ``edit(recipe)`` applied (or of ``text`` as it stands), on synthetic
-    frames, so that no data is needed."""
+    frames, so that no data is needed (unless ``synthetic_frames`` is False: the recipe's data is read)."""
 
     def argv(inputs: Inputs) -> list[str]:
         path = inputs.tmp / "recipe.yaml"
@@ -41,7 +41,7 @@ def _recipe(edit=None, *, base=SFT_RECIPE, text: str | bytes | None = None):
             recipe = yaml.safe_load(base.read_text())
             edit(recipe)
             path.write_text(yaml.safe_dump(recipe, sort_keys=False))
-        return ["plan", "--config", str(path), "--synthetic-frames", "768x432"]
+        return ["plan", "--config", str(path)] + (["--synthetic-frames", "768x432"] if synthetic_frames else [])
 
     return argv
 
@@ -114,6 +114,13 @@ PLAN = [
         "model_name_or_path is missing",
     ),
     BadInput("plan", "no dataset_mixture", _recipe(_drop("dataset_mixture")), "no dataset_mixture"),
+    BadInput(
+        "plan",
+        "data under build/ not built yet (never looked up on the Hub as the id build/nope)",
+        _recipe(_set(dataset_mixture=[{"path": "build/nope", "name": "db"}]), synthetic_frames=False),
+        "its data build/nope does not exist (a local path, not a Hub id): build it first (`sureon build sureon --out "
+        "build/nope ...`)",
+    ),
     BadInput(
         "plan",
         "a misspelt key in a dataset_mixture source",

@@ -17,17 +17,21 @@ def read_recipe(path: Path) -> dict:
 
 
 def check_data_paths(path: Path, recipe: dict) -> None:
-    """Refuse, before any model is built, a recipe whose local data folders do not exist (a local-looking path is
-    never retried as a Hub id)."""
-    from builders.hub import looks_local
+    """Refuse, before any model is built, a recipe whose local data folders do not exist, naming the command that
+    builds each (a local-looking path, ``build/sureon`` in a fresh checkout too, is never retried as a Hub id)."""
+    from builders.hub import build_command, looks_local
 
     entries = [entry for stage in recipe_stages(recipe) for entry in stage["mixture"]]
-    paths = [str(entry.get("path") if isinstance(entry, dict) else entry) for entry in entries]
-    missing = [p for p in dict.fromkeys(paths) if looks_local(p) and not Path(p).expanduser().exists()]
+    configs = {}  # path -> the first config read from it (which build it is)
+    for entry in entries:
+        source = entry if isinstance(entry, dict) else {"path": entry}
+        configs.setdefault(str(source.get("path")), source.get("name"))
+    missing = [p for p in configs if looks_local(p) and not Path(p).expanduser().exists()]
     if missing:
+        commands = ", ".join(build_command(p, configs[p]) for p in missing)
         raise FileNotFoundError(
-            f"{path}: its data {', '.join(missing)} does not exist (a local path, not a Hub id): build it first, or "
-            "plan on synthetic frames with --synthetic-frames 768x432"
+            f"{path}: its data {', '.join(missing)} {'does' if len(missing) == 1 else 'do'} not exist (a local path, "
+            f"not a Hub id): build it first ({commands}), or plan on synthetic frames with --synthetic-frames 768x432"
         )
 
 
