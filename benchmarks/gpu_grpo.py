@@ -191,17 +191,17 @@ def measured_parts(clock: Clock) -> dict[str, float]:
 def run_recipe(recipe: dict, work: Path, *, model, device: str, steps: int) -> tuple[Clock, dict]:
     """``steps`` optimizer steps of ``recipes/grpo.py``'s trainer on ``recipe`` (a YAML written to ``work``), the
     last timed; returns the clock and the settings the trainer ran with."""
-    import recipes.grpo as grpo_script
+    from recipes.training import grpo_stage
 
     path = work / "recipe.yaml"
     path.write_text(yaml.safe_dump({**recipe, "max_steps": steps}))
-    script_args, training_args, model_args = grpo_script.make_parser().parse_args_and_config(["--config", str(path)])
-    original = grpo_script.load_model
-    grpo_script.load_model = lambda *args, **kwargs: model  # the random weights, not a checkpoint's (none exists)
+    script_args, training_args, model_args = grpo_stage.grpo_parser().parse_args_and_config(["--config", str(path)])
+    original = grpo_stage.load_model
+    grpo_stage.load_model = lambda *args, **kwargs: model  # the random weights, not a checkpoint's (none exists)
     try:
-        built = grpo_script.build_trainer(script_args, training_args, model_args)
+        built = grpo_stage.build_trainer(script_args, training_args, model_args)
     finally:
-        grpo_script.load_model = original
+        grpo_stage.load_model = original
     trainer = built["trainer"]
     clock = Clock()
     instrument(trainer, model, clock)

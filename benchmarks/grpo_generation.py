@@ -183,7 +183,8 @@ def as_ordering(row: dict, number: int) -> dict:
 
 def generation_trainer(clips: Path, model: Path, workdir: Path, *, prompts: int, cap: int | None):
     """The tiny recipe's trainer, generating as the 8B recipe does on one rank; and the 8B recipe's budgets."""
-    from recipes.grpo import build_trainer, make_parser
+    from recipes.grpo import make_parser
+    from recipes.training.grpo_stage import build_trainer
 
     large = yaml.safe_load(GRPO_8B.read_text())
     recipe = yaml.safe_load(TINY_RECIPE.read_text())

@@ -384,7 +384,7 @@ def build_command(path: str | Path, config: str | None = None) -> str:
     ``bench``, ...), a SurgiQ one (``default``, ``shuffled``) or the public corpus's (``clip``, ``image``,
     ``clip-<source>``, ``bench-*``); the three builders when the config names none of them."""
     from builders.sureon.configs import CONFIGS as SUREON_CONFIGS
-    from builders.surgiq.build import CONFIGS as SURGIQ_CONFIGS
+    from builders.surgiq.configs import CONFIGS as SURGIQ_CONFIGS
 
     if config in SUREON_CONFIGS:
         builder = "sureon"

@@ -461,7 +461,8 @@ def test_every_checkable_row_has_one_answer_kind():
     """The kinds ``completion_budgets`` name: a lettered question, an event order, each grounded JSON shape; an
     open-ended row has none."""
     from public_converters.grounded import SHAPES
-    from recipes.training.grpo_data import ANSWER_KINDS, answer_kind
+    from recipes.training.arguments import ANSWER_KINDS
+    from recipes.training.grpo_data import answer_kind
 
     assert ANSWER_KINDS == ("letter", "order", *SHAPES)
     assert answer_kind(mcq_row()) == "letter" and answer_kind(order_row()) == "order"
@@ -504,7 +505,7 @@ def test_each_rank_generates_whole_groups_of_the_8b_recipe():
 def cut_trainer(tiny_qwen3_vl, sureon_build, tmp_path_factory):
     """The tiny recipe's trainer on the sample build, 4 completions a prompt, its cuts off (each test sets those it
     measures); and a generation batch of a lettered question and an event order, 4 copies each."""
-    from recipes.grpo import build_trainer
+    from recipes.training.grpo_stage import build_trainer
 
     tmp = tmp_path_factory.mktemp("cuts")
     path = tiny_config(tmp, tiny_qwen3_vl, sureon_build, "cuts", num_generations=4, per_device_train_batch_size=8,
@@ -648,7 +649,7 @@ def packing_trainer(tiny_qwen3_vl, sureon_build, tmp_path_factory):
     and one prompt of each: a video, an image and a text prompt."""
     from test_grpo_video import mixed_config
 
-    from recipes.grpo import build_trainer
+    from recipes.training.grpo_stage import build_trainer
 
     tmp = tmp_path_factory.mktemp("packing")
     path = mixed_config(tmp, tiny_qwen3_vl, sureon_build, "packing")

@@ -173,7 +173,8 @@ def test_trainer_log_probabilities_equal_a_direct_forward_of_each_row(tiny_qwen3
     """A batch of a video, an image and a text row (left-padded together, in one forward) scored by the trainer's
     log-probability pass: each completion token's log-probability equals a forward of that row alone (float32); so
     it does one row per forward, where ``uniform_vision_calls`` appends the masked dummy image or video a row lacks."""
-    from recipes.grpo import build_trainer, make_parser
+    from recipes.grpo import make_parser
+    from recipes.training.grpo_stage import build_trainer
     from recipes.training.grpo_trainer import encode_row
 
     path = mixed_config(tmp_path, tiny_qwen3_vl, sureon_build, "logps")
@@ -279,8 +280,9 @@ def test_generation_bans_every_media_placeholder(sft_folder, sureon_build, tmp_p
     log-probability pass. Here the recipe pushes the policy towards both (sequence bias +100) and replaces TRL's own
     suppression list: the step still completes, and no completion holds a placeholder. vLLM gets the same ban as
     `bad_words`."""
-    from recipes.grpo import build_trainer, make_parser
+    from recipes.grpo import make_parser
     from recipes.model_io.modeling import load_processor, tokenizer_of
+    from recipes.training.grpo_stage import build_trainer
     from recipes.training.grpo_trainer import ban_media_placeholders, media_placeholder_tokens
 
     tokenizer = tokenizer_of(load_processor(str(sft_folder)))

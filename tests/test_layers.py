@@ -126,3 +126,69 @@ def test_no_project_file_points_outside_the_repository():
         if "shared/research" in text or "../shared" in text:
             offenders.append(name)
     assert not offenders
+
+
+def import_graph() -> dict[str, set[str]]:
+    """``{module: the project modules it imports}``, lazy imports included (a name imported from a module counts as
+    that module)."""
+    modules = {module_name(path): path for path in project_modules()}
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for imported in imported_modules(path):
+            while imported and imported not in modules:
+                imported = imported.rpartition(".")[0]
+            if imported and imported != name:
+                targets.add(imported)
+        graph[name] = targets
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index, low, stack, on_stack, found, counter = {}, {}, [], set(), [], 0
+    for root, imported in graph.items():
+        if root in index:
+            continue
+        work = [(root, iter(sorted(imported)))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_two_modules_import_each_other():
+    """A circle hidden behind lazy imports (the recipe reader, the mixture and the scripts once were one) makes a
+    change impossible to place: each module of it needs the others loaded first."""
+    assert not cycles(import_graph())
+
+
+def test_the_cycle_check_finds_a_circle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -15,8 +15,8 @@ from accelerate.commands.config.config_args import load_config_from_file
 from conftest import REPO
 
 from recipes.sft import make_parser
+from recipes.training.arguments import SFTScriptArguments
 from recipes.training.mixture import parse_mixture
-from recipes.training.scripts import SFTScriptArguments
 from recipes.training.sft_stages import stage_plan
 
 
@@ -116,8 +116,8 @@ def test_the_strict_reader_converts_as_argparse_and_lists_every_problem(tmp_path
 
 def check_grpo_recipe(path, argv):
     """A GRPO recipe parses with recipes/grpo.py's parser; its rewards exist, one weight each; its sources load."""
-    from recipes.grpo import GRPOScriptArguments
     from recipes.grpo import make_parser as grpo_parser
+    from recipes.training.arguments import GRPOScriptArguments
     from recipes.training.rewards import reward_functions
 
     script_args, training_args, model_args = grpo_parser().parse_args_and_config(argv)
@@ -192,3 +192,24 @@ def test_two_processes_train_on_a_mixed_modality_stream(uniform, tiny_qwen3_vl, 
     summary = json.loads((tmp_path / "ddp" / "training_complete.json").read_text())
     assert summary["world_size"] == 2 and summary["global_step"] == 3
     assert summary["uniform_vision_calls"] is True
+
+
+def test_a_recipe_is_read_and_checked_once_and_the_command_line_still_wins(monkeypatch, tmp_path):
+    """The launch scripts' parser reads the YAML once (the strict reader) and hands its checked values to TRL's
+    dataclasses; TRL's own ``parse_args_and_config`` would read the file a second time and take its raw values."""
+    from trl import TrlParser
+
+    from recipes.training import recipe_file
+
+    recipe = tmp_path / "recipe.yaml"
+    settings = yaml.safe_load((REPO / "recipes/tiny/sft/config_smoke.yaml").read_text())
+    recipe.write_text(yaml.safe_dump({**settings, "learning_rate": "2e-4", "env": {"SUREON_RECIPE_ENV": "set"}}))
+    reads = []
+    read = recipe_file.load_recipe_yaml
+    monkeypatch.setattr(recipe_file, "load_recipe_yaml", lambda path, *a: reads.append(str(path)) or read(path, *a))
+    monkeypatch.setattr(TrlParser, "parse_args_and_config", lambda *_, **__: pytest.fail("TRL read the recipe again"))
+    monkeypatch.delenv("SUREON_RECIPE_ENV", raising=False)
+    script_args, training_args, _ = make_parser().parse_args_and_config(["--config", str(recipe), "--max_frames", "3"])
+    assert reads == [str(recipe)]
+    assert training_args.learning_rate == 2e-4 and script_args.max_frames == 3
+    assert os.environ["SUREON_RECIPE_ENV"] == "set"

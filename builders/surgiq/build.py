@@ -28,6 +28,7 @@ from builders.hub import DEFAULT_MAX_SHARD_BYTES, configs_metadata, write_split
 from builders.options import LETTERS, seeded_shuffle
 from builders.outputs import staged_output
 from builders.schema import text_mcq_features
+from builders.surgiq.configs import CONFIGS
 from builders.surgiq.reader import (
     NUM_OPTIONS,
     SurgiqColumns,
@@ -45,22 +46,6 @@ from builders.surgiq.vocabulary import (
 SPLIT = "test"
 # The paper's release (section 3.2), in percent.
 PAPER_ANSWER_POSITION = {"A": 26.9, "B": 23.8, "C": 24.7, "D": 24.6}
-
-
-@dataclass(frozen=True)
-class ConfigSpec:
-    name: str
-    description: str
-    shuffled: bool
-
-
-CONFIGS = {
-    spec.name: spec
-    for spec in (
-        ConfigSpec("default", "the stored option order, kept fixed across evaluations (the paper's setting)", False),
-        ConfigSpec("shuffled", "options permuted with a seed from the question id (answer-order robustness)", True),
-    )
-}
 
 
 def _extra_schema(records: list[dict], names: list[str]) -> pa.Schema:

@@ -5,7 +5,8 @@ says the run finished (a restarted multi-stage run skips a stage that has one). 
 are used: GRPO started from an SFT run carries its system prompt over and names it on the card, ``sureon eval
 sureon`` shows the frames it trained on (``max_frames``), every ``sureon eval`` checks the evaluated rows against its
 ``mixture`` (:mod:`recipes.evaluation.contamination`), and a blind guesser's ``fold`` tells curation which rows it
-held out. Each field below is written by the run kinds named beside it; :func:`run_record` refuses a record with a
+held out. ``docs/training/run_record.md`` lists the fields (``python -m recipes.model_io.run_record`` writes its
+table). Each field below is written by the run kinds named beside it; :func:`run_record` refuses a record with a
 field missing or one not defined here (a bug, caught by the tests), and :func:`read_run_record` returns every field,
 None where an older run did not write it, and keeps a field a newer version wrote.
 """
@@ -33,7 +34,7 @@ class Field:
 
 
 FIELDS: dict[str, Field] = {
-    "name": Field("the stage's name (a recipe's `stages`, else `main`), `grpo` for a GRPO run"),
+    "name": Field("the stage's name in a recipe with `stages` (null for a one-stage run), `grpo` for a GRPO run"),
     "stage": Field("`grpo`: the run kind, beside `name`, which contamination reports name", (GRPO,)),
     "model": Field("the model the run started from: a Hub id, a base model's folder or the previous run's folder"),
     "started_from_sft": Field("whether that model is a finished run of this project (it has this record)", (GRPO,)),
@@ -131,3 +132,14 @@ def read_run_record(name_or_path: str, revision: str | None = None) -> dict | No
         )
         return None
     return parse_run_record(path.read_text(encoding="utf-8"), f"{name_or_path}/{COMPLETE_MARKER}")
+
+
+def fields_table() -> str:
+    """The fields as the markdown table of ``docs/training/run_record.md``."""
+    lines = ["| field | written by | meaning |", "| --- | --- | --- |"]
+    lines += [f"| `{name}` | {', '.join(field.kinds)} | {field.meaning} |" for name, field in FIELDS.items()]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(fields_table(), end="")

@@ -16,8 +16,9 @@ transform over the mixture's index table), so frames stay in the memory-mapped A
 reward can check (an open-ended answer: summaries, templated free text) teaches nothing under verifiable rewards:
 such rows are left out and counted per source (``rows_checkable`` next to ``rows_used``), never dropped silently.
 
-Each checkable row has an answer kind (:data:`ANSWER_KINDS`, :func:`answer_kind`): ``letter`` (lettered options),
-``order`` (an event order) or the grounded JSON shape (``label``, ``boxes``, ``window``, ...). A recipe's
+Each checkable row has an answer kind (:func:`answer_kind`, one of :data:`recipes.training.arguments.ANSWER_KINDS`):
+``letter`` (lettered options), ``order`` (an event order) or the grounded JSON shape (``label``, ``boxes``,
+``window``, ...). A recipe's
 ``completion_budgets`` give each kind the most new tokens a completion may take; :func:`check_completion_budgets`
 refuses, before the run claims its folder, a budget some row's reference answer (plus the end-of-turn) does not fit.
 """
@@ -29,7 +30,6 @@ from builders.errors import InputError
 from builders.hub import resolve_frames
 from builders.prompt import answer_target
 from builders.sureon.categories import ORDERING
-from public_converters.grounded import SHAPES
 from public_converters.templating import GROUNDED
 from recipes.model_io.chat_inputs import flatten_text, split_visuals
 from recipes.training.mixture import LoadedSource, to_example
@@ -62,11 +62,6 @@ def grounded_shape(row: dict) -> tuple[str | None, str | None]:
 def is_checkable(row: dict) -> bool:
     """Whether a verifiable reward applies: lettered options, an event order, or grounded JSON."""
     return bool(row.get("options") or row.get("answer_order") or grounded_shape(row)[0])
-
-
-# What a checkable row's answer is, by the format its prompt asks for and its rewards read: a bare option letter, the
-# event letters in order, or grounded JSON of one shape (public_converters.grounded.SHAPES).
-ANSWER_KINDS = ("letter", "order", *SHAPES)
 
 
 def answer_kind(row: dict) -> str:

@@ -25,7 +25,7 @@ seeded half. ``exclude_categories: [SM]`` drops those categories (guessers never
 """
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,42 +37,14 @@ from builders.hub import media_root
 from builders.options import stable_seed
 from builders.prompt import answer_target, format_messages
 from builders.sureon.folds import assign_folds
-
-
-FORMATS = ("auto", "video_qa", "messages", "prompt_completion")
-
-
-@dataclass
-class MixtureSource:
-    path: str
-    name: str | None = None
-    split: str = "train"
-    revision: str | None = None
-    data_files: Any = None
-    weight: float = 1.0
-    max_samples: int | None = None
-    format: str = "auto"
-    columns: dict[str, str] = field(default_factory=dict)
-    exclude_categories: list[str] = field(default_factory=list)
-
-    def __post_init__(self):
-        if self.format not in FORMATS:
-            raise InputError(f"source {self.label}: format must be one of {FORMATS}, got {self.format!r}")
-        if not (isinstance(self.weight, int | float) and self.weight > 0):
-            raise InputError(f"source {self.label}: weight must be a positive number, got {self.weight!r}")
-
-    @property
-    def label(self) -> str:
-        parts = [self.path] + ([self.name] if self.name else []) + [self.split]
-        return ":".join(parts)
+from recipes.training.arguments import MixtureSource
+from recipes.training.recipe_file import check_mixture
 
 
 def parse_mixture(entries: Iterable[dict]) -> list[MixtureSource]:
     """Recipe YAML entries -> sources, checked as ``sureon plan`` checks them (``recipes.training.recipe_file``): an
     unknown key is an error naming it and the key likely meant (a typo must not be ignored), a value of the wrong
     type or out of range names the value and what it should be."""
-    from recipes.training.recipe_file import check_mixture
-
     if entries is not None and not isinstance(entries, str | dict):
         entries = list(entries)
     problems: list[str] = []

@@ -37,9 +37,10 @@ from pathlib import Path
 from builders.arguments import float_range, fraction, int_range, non_negative_int, positive_float, positive_int
 from builders.errors import InputError, report_mistakes
 from builders.yaml_file import load_yaml_mapping
+from recipes.model_io.run_record import GRPO, SFT
+from recipes.training.arguments import FORMATS, GRPOScriptArguments, MixtureSource, SFTScriptArguments
 
 
-SFT, GRPO = "sft", "grpo"
 SCRIPTS = {SFT: "recipes/sft.py", GRPO: "recipes/grpo.py"}
 EXAMPLES = {
     SFT: "recipes/qwen3-vl-8b/sft/config_sureon_vlm.yaml",
@@ -126,13 +127,9 @@ def recipe_dataclasses(kind: str) -> tuple:
     if kind == SFT:
         from trl import ModelConfig, SFTConfig
 
-        from recipes.training.scripts import SFTScriptArguments
-
         return SFTScriptArguments, SFTConfig, ModelConfig
     if kind == GRPO:
         from trl import GRPOConfig, ModelConfig
-
-        from recipes.training.scripts import GRPOScriptArguments
 
         return GRPOScriptArguments, GRPOConfig, ModelConfig
     raise InputError(f"unknown recipe kind {kind!r}: {SFT} or {GRPO}")
@@ -352,9 +349,8 @@ def check_fields(
 
 
 def check_mixture(entries, problems: list[str], *, prefix: str = "") -> list:
-    """A ``dataset_mixture`` list checked entry by entry against ``MixtureSource``'s fields."""
-    from recipes.training.mixture import FORMATS, MixtureSource
-
+    """A ``dataset_mixture`` list checked entry by entry against ``MixtureSource``'s fields: the one check of a
+    mixture, for a recipe read here and for one given to :func:`recipes.training.mixture.parse_mixture`."""
     if entries is None:
         return []
     if not isinstance(entries, list):

@@ -1,5 +1,15 @@
-"""Around a training run's steps, for ``recipes/sft.py`` and ``recipes/grpo.py`` alike: the output folder claimed
-before anything loads, the checkpoint resumed from, and the final model saved so that every command can use it.
+"""A training run's skeleton, for ``recipes/sft.py`` and ``recipes/grpo.py`` alike; each script's ``main`` reads as
+these steps, with its own checks and trainer between them:
+
+1. :func:`check_launch`: a model named, the launch's ranks and batch right, the model folder loadable;
+2. :func:`requested_resume`: a ``resume_from_checkpoint`` checked whole before anything loads;
+3. :func:`claim_run`: the output folder claimed (below), the push request taken out of the training arguments;
+4. :func:`train`: from the newest complete checkpoint (:mod:`recipes.training.checkpoints`);
+5. :func:`finish_training`: the final model saved (every rank), then the processor, the run's own files and the
+   record (:mod:`recipes.model_io.run_record`, last) written by rank 0, and every rank waits;
+6. :func:`publish_run`: once every rank is done, the model card and the upload, on rank 0 only.
+
+The rules around those steps:
 
 - **The output folder is the run's, never an input.** :func:`claim_output_dir` refuses an ``output_dir`` that is,
   contains or lies inside an input of the run (the model it starts from, every mixture build, the recipe, the
@@ -19,11 +29,11 @@ before anything loads, the checkpoint resumed from, and the final model saved so
   (:func:`builders.outputs.publish_permissions`: ``safetensors`` writes every file 0600).
 """
 
-import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -31,8 +41,11 @@ from transformers import TrainerCallback
 
 from builders.errors import InputError
 from builders.outputs import MARKER, check_output_location, publish_permissions, write_atomic
-from recipes.model_io.run_record import COMPLETE_MARKER
-from recipes.training.launch import save_in_recipe_dtype
+from recipes.model_io.model_folder import check_model_path
+from recipes.model_io.modeling import tokenizer_of
+from recipes.model_io.run_record import COMPLETE_MARKER, run_record, write_run_record
+from recipes.training.checkpoints import resume_checkpoint
+from recipes.training.launch import prepare_launch, save_in_recipe_dtype
 
 
 logger = logging.getLogger(__name__)
@@ -40,6 +53,126 @@ logger = logging.getLogger(__name__)
 ADAPTER_DIR = "adapter"
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
 _MARKER_TEXT = "written by a training run of sureon-recipes (recipes/sft.py, recipes/grpo.py)\n"
+
+
+def check_launch(script_args, training_args, model_args, *, model_hint: str):
+    """The run's first step, before any data or weights load: a model is named (``model_hint`` says which kind), the
+    launch gives one rank per GPU and the recipe's global batch (:func:`recipes.training.launch.prepare_launch`), and
+    the model folder holds a model (:func:`recipes.model_io.model_folder.check_model_path`). Returns the training
+    arguments the launch prepared."""
+    if not model_args.model_name_or_path:
+        raise InputError(f"model_name_or_path is required ({model_hint})")
+    training_args = prepare_launch(script_args, training_args)
+    check_model_path(model_args.model_name_or_path, "model_name_or_path", model_args.model_revision)
+    return training_args
+
+
+def requested_resume(training_args, output_dir: str | Path) -> str | None:
+    """The recipe's ``resume_from_checkpoint``, checked whole before anything loads (a checkpoint cut short is one
+    line), or None."""
+    requested = training_args.resume_from_checkpoint
+    if requested:
+        resume_checkpoint(output_dir, requested, expect_optimizer=not training_args.save_only_model)
+    return requested
+
+
+def set_fields(training_args, **values) -> None:
+    """Change training arguments in place: ``dataclasses.replace`` would rerun GRPOConfig's ``__post_init__``, which
+    refuses the ``generation_batch_size`` and ``steps_per_generation`` it derived itself the first time."""
+    for name, value in values.items():
+        setattr(training_args, name, value)
+
+
+@dataclass(frozen=True)
+class PushRequest:
+    """What ``push_to_hub`` asked for, taken out of the training arguments before training: pushing is the run's,
+    once, with its card, never the Trainer's (it would push every checkpoint with its own card), and the token never
+    reaches the arguments the Trainer pickles into every checkpoint."""
+
+    wanted: bool
+    repo_id: str | None
+    private: bool
+    token: str | None = field(default=None, repr=False)
+
+
+def claim_run(
+    training_args, model_args, mixtures: list, *, recipe: str | None, eval_results: str | None
+) -> PushRequest:
+    """Claim ``output_dir`` (:func:`claim_output_dir`, against every input of the run: the model, each mixture in
+    ``mixtures``, the recipe, the card's results file) once every check has passed, and take the push request out of
+    the training arguments (with ``resume_from_checkpoint``, which :func:`train` applies itself)."""
+    inputs = run_inputs(model_args.model_name_or_path, mixtures, recipe=recipe, eval_results=eval_results)
+    claim_output_dir(training_args.output_dir, inputs, main_process=training_args.process_index == 0)
+    push = PushRequest(
+        wanted=bool(training_args.push_to_hub),
+        repo_id=training_args.hub_model_id,
+        private=bool(training_args.hub_private_repo),
+        token=training_args.hub_token,
+    )
+    set_fields(training_args, push_to_hub=False, hub_token=None, resume_from_checkpoint=None)
+    return push
+
+
+def train(trainer, requested: str | None, *, cpu_labelled_positions_only: bool):
+    """Train from the newest complete checkpoint in the trainer's ``output_dir`` (or ``requested``, checked whole);
+    a newer checkpoint cut short is named in a warning and kept. Returns ``(TrainOutput, the checkpoint resumed
+    from or None)``."""
+    output_dir = trainer.args.output_dir
+    trainer.add_callback(PublishCheckpoints())
+    resume, warnings = resume_checkpoint(output_dir, requested, expect_optimizer=not trainer.args.save_only_model)
+    for warning in warnings if trainer.is_world_process_zero() else []:
+        logger.warning("%s: %s", output_dir, warning)
+    if resume:
+        logger.info("resuming from %s", resume)
+    with labelled_positions_only_on_cpu(cpu_labelled_positions_only):
+        result = trainer.train(resume_from_checkpoint=resume)
+    return result, resume
+
+
+def finish_training(
+    trainer, model_args, processor, kind: str, fields: dict, *, result, resume: str | None, files: dict | None = None
+) -> dict:
+    """Save the final model (every rank: ZeRO-3 gathers it; :func:`save_final_model`), then on rank 0 the processor
+    (left padding, what generation needs), ``files`` (``{name: text}``), permissions and, last, the run's record of
+    ``kind``: ``fields`` plus what every run records alike. Every rank waits for rank 0. Returns the record."""
+    output_dir = Path(trainer.args.output_dir)
+    saved = save_final_model(trainer, output_dir, model_args)
+    record = run_record(
+        kind,
+        {
+            **fields,
+            "resumed_from": resume,
+            "global_step": trainer.state.global_step,
+            "world_size": trainer.args.world_size,
+            "train_loss": result.training_loss,
+            "lora": model_args.lora_target_modules if getattr(model_args, "use_peft", False) else None,
+            **saved,
+        },
+    )
+    if trainer.is_world_process_zero():
+        tokenizer_of(processor).padding_side = "left"
+        processor.save_pretrained(str(output_dir))
+        for name, text in (files or {}).items():
+            write_atomic(output_dir / name, text)
+        publish_permissions(output_dir)
+        write_run_record(output_dir, record)
+    trainer.accelerator.wait_for_everyone()
+    return record
+
+
+def publish_run(output_dir: str | Path, push: PushRequest, write_card: Callable[[], Path], *, main_process: bool):
+    """The run's last step, on rank 0 once every rank is done: the model card (``write_card()``), then the upload when
+    asked. Nothing waits on the upload (its time is unbounded): a rank waiting for it in a barrier would hit the
+    process group's timeout (30 minutes by default) and abort the run mid-push."""
+    if not main_process:
+        return
+    logger.info("model card: %s", write_card())
+    if push.wanted:
+        from builders.hub import push_folder
+
+        repo_id = push.repo_id or Path(output_dir).name
+        url = push_folder(output_dir, repo_id, private=push.private, token=push.token, repo_type="model")
+        logger.info("pushed to %s", url)
 
 
 def run_inputs(model_path: str | None, mixtures: list, *, recipe: str | None = None, **files) -> dict[str, str]:
@@ -163,11 +296,6 @@ def save_final_model(trainer, output_dir: str | Path, model_args) -> dict:
         publish_permissions(output_dir)
     uses_peft = bool(getattr(model_args, "use_peft", False))
     return {"adapter": ADAPTER_DIR if uses_peft else None, "merged": uses_peft and adapter is not None}
-
-
-def write_record(output_dir: str | Path, summary: dict) -> Path:
-    """``training_complete.json``: written last and atomically, so its presence says the run finished."""
-    return write_atomic(Path(output_dir) / COMPLETE_MARKER, json.dumps(summary, indent=1, default=str))
 
 
 @contextmanager

@@ -19,12 +19,13 @@ from recipes.model_io.modeling import (
     load_model,
     load_processor,
 )
+from recipes.training.arguments import SFTScriptArguments
 from recipes.training.batching import GROUPED, cached_row_lengths, use_grouped_batches
 from recipes.training.collator import SFTCollator
 from recipes.training.freezing import apply_freezing, trainable_parameter_count
 from recipes.training.mixture import build_mixture, check_evaluation_data, check_frames, parse_mixture
 from recipes.training.recipe_file import SFT, check_fields, settable_fields
-from recipes.training.scripts import RecipeParser, SFTScriptArguments, available_reporters, configure_reporting
+from recipes.training.scripts import RecipeParser, available_reporters, configure_reporting
 
 
 REFUSED_ROWS = "rows_over_max_length"  # in a stage's output folder: the rows its max_length refused
