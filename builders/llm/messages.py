@@ -70,7 +70,7 @@ def to_openai_messages(messages: list[dict]) -> list[dict]:
                 parts.append({"type": "text", "text": part["text"]})
             elif kind == "image":
                 parts.append({"type": "image_url", "image_url": {"url": image_data_url(part["image"])}})
-            elif kind == "image_url":
+            elif kind in ("image_url", "video_url"):  # already in the wire format (a vLLM server's clip)
                 parts.append(part)
             elif kind == "video":
                 raise InputError("OpenAI-compatible endpoints take frames as images: format with frames_as='images'")

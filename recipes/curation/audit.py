@@ -16,6 +16,13 @@ Reads Sureon builds and releases, SurgiQ builds, or any dataset with ``question`
 
 Questions without options or an event order (SM summaries, open answers) are counted and listed as not audited.
 Writes ``audit.md``, ``audit.json``, ``flagged.jsonl`` and ``length_gap.png``, ``consistency.png``, ``positions.png``.
+
+Not sharded over ranks as ``sureon eval`` is (:mod:`recipes.evaluation.ranks`): its sampling is
+:func:`recipes.curation.guessers.score_records`, shared with ``sureon curate``, which cuts its batches over the
+questions its cache does not hold yet and seeds each batch's sampling from the batch's question ids, and its cache is
+the one file ``--cache`` names, which ``sureon curate`` reads too. Ranks would need their own logs beside that file
+and one batch plan computed alike on every rank: a change to curation's scoring and cache for both commands, not to
+the audit alone. A guesser behind an endpoint (``backend=openai``) already sends its requests concurrently.
 """
 
 import argparse

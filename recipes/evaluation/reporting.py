@@ -69,9 +69,22 @@ def write_report(
 TRAINED_ON_EVALUATED = "trained on the evaluated rows"  # how a report marks a model whose run found contamination
 
 
-def marked(name: str, contaminated: bool) -> str:
-    """A model's name as a table shows it: marked when it was trained on the rows it is scored on."""
+def marked(name: str, contaminated: bool, frames_as: str | None = None) -> str:
+    """A model's name as a table shows it: with how its clips were shown where the report's runs differ in it
+    (:func:`frames_labels`), and marked when it was trained on the rows it is scored on."""
+    name = f"{name} (frames as {frames_as})" if frames_as else name
     return f"{name} ({TRAINED_ON_EVALUATED})" if contaminated else name
+
+
+FRAMES_SHOWN = ("video", "images")  # how a run's clips reached the model, as its summary.json records it
+
+
+def frames_labels(runs: dict[str, dict]) -> dict[str, str]:
+    """Per run name, how its clips reached the model (one video with its timestamps, or separate images), when the
+    report's runs differ in it: the same clips shown the two ways are not the same test, so every table row of such
+    a report says which it was. Empty when the runs agree."""
+    shown = {name: run["frames_as"] for name, run in runs.items() if run.get("frames_as") in FRAMES_SHOWN}
+    return shown if len(set(shown.values())) > 1 else {}
 
 
 def contamination_section(runs: dict[str, dict]) -> list[str]:
@@ -94,8 +107,9 @@ def contamination_section(runs: dict[str, dict]) -> list[str]:
 
 def load_run_settings(specs: list[str]) -> dict[str, dict]:
     """Per model name, the settings its run recorded (``run_settings`` of the ``summary.json`` beside its predictions
-    file: preset, paper row, model id, backend, request parameters...), and its ``contamination`` findings if it has
-    any; files without one are left out."""
+    file: preset, paper row, model id, backend, request parameters...), its ``frames_as`` as the backend chose it
+    (``summary.json``'s own ``frames_as``, which ``--frames-as auto`` resolves), and its ``contamination`` findings
+    if it has any; files without one are left out."""
     runs = {}
     for spec in specs:
         name, path = named_path(spec)
@@ -108,6 +122,8 @@ def load_run_settings(specs: list[str]) -> dict[str, dict]:
             raise InputError(f"{summary_path}: not valid JSON ({err.msg})") from None
         if isinstance(summary, dict) and isinstance(summary.get("run_settings"), dict):
             run = summary["run_settings"] | {"predictions": str(path)}
+            if summary.get("frames_as") in FRAMES_SHOWN:
+                run["frames_as"] = summary["frames_as"]
             if summary.get("contamination"):
                 run["contamination"] = summary["contamination"]
             runs[name or str(summary.get("model"))] = run

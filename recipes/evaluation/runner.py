@@ -69,7 +69,14 @@ def add_backend_arguments(parser: argparse.ArgumentParser, *, unit: str, max_new
     parser.add_argument("--list-presets", action=ListPresets, help="list the model presets and exit")
     parser.add_argument("--backend", choices=BACKENDS, default=Default("transformers"))
     parser.add_argument("--revision", default=Default(None), help="model revision (transformers, vllm)")
-    parser.add_argument("--frames-as", choices=FRAMES_AS, default=Default("auto"), help="transformers only")
+    parser.add_argument(
+        "--frames-as",
+        choices=FRAMES_AS,
+        default=Default("auto"),
+        help="a clip as one video with its timestamps (as training encodes it) or as images; auto: video where the "
+        "checkpoint's processor takes video (transformers, vllm), images for an endpoint (openai: give video for a "
+        "vLLM server)",
+    )
     parser.add_argument("--batch-size", type=positive_int, default=8, help=f"{unit} per generate call (transformers)")
     parser.add_argument("--max-new-tokens", type=positive_int, default=Default(max_new_tokens))
     parser.add_argument(
@@ -175,10 +182,6 @@ def run_settings(args, stored_frames: int | None = None) -> dict:
         "unconfirmed_id": preset["unconfirmed"] if preset else None,
     }
     settings |= {dest: getattr(args, dest) for dest in SETTINGS}
-    if settings.get("backend") in ("vllm", "openai"):
-        # Both take OpenAI chat messages: a clip reaches the model as separate images, never as the one video SFT
-        # trains on and the transformers backend shows by default; the record says what the model saw.
-        settings["frames_as"] = "images"
     settings["request_params"] = args.request_params
     settings["overrides"] = args.overrides
     if stored_frames is not None:
@@ -221,7 +224,6 @@ def backend_from_args(args, max_frames: int):
             "dtype": args.dtype,
             "attn_implementation": args.attn_implementation,
             "device": args.device,
-            "frames_as": args.frames_as,
             "batch_size": args.batch_size,
         }
     elif args.backend == "vllm":
@@ -243,7 +245,8 @@ def backend_from_args(args, max_frames: int):
             "params": args.request_params,
             "max_tokens_field": args.max_tokens_field,
         }
-    return make_backend(args.backend, args.model, max_new_tokens=args.max_new_tokens, **options)
+    options |= {"max_new_tokens": args.max_new_tokens, "frames_as": args.frames_as}
+    return make_backend(args.backend, args.model, **options)
 
 
 def check_sources(args) -> None:

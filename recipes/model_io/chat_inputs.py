@@ -116,14 +116,30 @@ def processor_inputs(processor, conversations: list[list[dict]], images: list[li
     text."""
     from recipes.model_io.modeling import tokenizer_of
 
+    texts = [prompt_text(processor, c) for c in conversations]
     if processor is tokenizer_of(processor):
-        texts = [render_chat(processor, flatten_text(c), add_generation_prompt=True) for c in conversations]
         return processor(texts, padding=True, return_tensors="pt", add_special_tokens=False)
-    texts = [render_chat(processor, c, add_generation_prompt=True) for c in conversations]
     kwargs = media_kwargs(images if any(images) else [], videos)
-    if videos and hasattr(type(processor.video_processor), "cap_pixels_per_frame"):
+    if videos and caps_pixels_per_frame(processor):
         kwargs["cap_pixels_per_frame"] = True
     return processor(text=texts, padding=True, return_tensors="pt", add_special_tokens=False, **kwargs)
+
+
+def prompt_text(processor, messages: list[dict]) -> str:
+    """The generation prompt's text for one conversation with placeholders (:func:`split_visuals`), as every
+    encoding of it renders it (:func:`processor_inputs`, and vLLM's offline backend, which hands this text to the
+    engine): a text-only tokenizer gets the flattened text."""
+    from recipes.model_io.modeling import tokenizer_of
+
+    if processor is tokenizer_of(processor):
+        messages = flatten_text(messages)
+    return render_chat(processor, messages, add_generation_prompt=True)
+
+
+def caps_pixels_per_frame(processor) -> bool:
+    """Whether the processor's video processor takes ``cap_pixels_per_frame`` (Qwen3-VL's), which every encoding of
+    a clip turns on: each frame's pixels capped as qwen-vl-utils capped them when Qwen3-VL was trained."""
+    return hasattr(type(processor.video_processor), "cap_pixels_per_frame")
 
 
 def encode_prompts(processor, conversations: list[list[dict]], max_frames: int | None = None):

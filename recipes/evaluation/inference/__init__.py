@@ -3,9 +3,11 @@
 Every backend takes the chat messages of :func:`builders.prompt.format_messages` (visual, or the same call with
 ``blind=True``) and returns one text per conversation, greedy and deterministic: ``transformers``
 (:mod:`~recipes.evaluation.inference.transformers_backend`: local batched ``generate``), ``vllm`` and ``openai``
-(:mod:`~recipes.evaluation.inference.openai_chat`: vLLM's offline ``LLM.chat`` and any OpenAI-compatible endpoint).
-Each has ``settings()`` (what its outputs depend on), ``batch_size`` and ``generate(conversations)``;
-:func:`~recipes.evaluation.inference.generation.generate_cached` runs any of them through the generation cache.
+(:mod:`~recipes.evaluation.inference.openai_chat`: vLLM's offline ``LLM.generate`` on the project's rendering and any
+OpenAI-compatible endpoint). Each has ``settings()`` (what its outputs depend on), ``frames_as`` (how a clip reaches
+the model: ``video``, one video with its timestamps as training encodes it, or ``images``), ``batch_size`` and
+``generate(conversations)``; :func:`~recipes.evaluation.inference.generation.generate_cached` runs any of them
+through the generation cache.
 
 Blind-test curation (:mod:`recipes.curation.guessers`) also needs R answers per question at a non-zero temperature:
 ``backend.sample(conversations, num_samples, temperature, seed)`` returns ``num_samples`` texts per conversation from

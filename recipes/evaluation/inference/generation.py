@@ -5,7 +5,8 @@ fingerprint of the prompt (text, frame bytes, timestamps), the generation settin
 checkpoint's files (name, size, mtime): a changed prompt, setting or checkpoint regenerates, anything else is reused.
 An entry also keeps the reasoning and token usage an endpoint returned, so a resumed run reports them too. Apart from
 the backends because it is the same for all of them (a backend only says what it generates and with which settings),
-and blind curation fingerprints its prompts with :func:`prompt_fingerprint` too.
+and blind curation fingerprints its prompts with :func:`prompt_fingerprint` too. :func:`choose_frames_as` is the one
+reading of ``--frames-as`` for the backends that load a checkpoint's processor (transformers, vLLM).
 """
 
 import hashlib
@@ -14,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from builders.errors import InputError
 from builders.jsonl_log import AppendOnlyJsonl
 
 
@@ -25,6 +27,23 @@ def weights_identity(name_or_path: str) -> list | str:
         return name_or_path
     files = sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".bin", ".json", ".jinja"))
     return [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files]
+
+
+def choose_frames_as(processor, frames_as: str, model: str) -> str:
+    """How a clip reaches ``model`` whose processor is ``processor``: ``auto`` is one video (its frames' timestamps and
+    Qwen3-VL's temporal positions, as SFT and GRPO encode it) where the processor has a video processor, else
+    images; a choice the processor cannot take is one line naming the other."""
+    if frames_as not in ("auto", "video", "images"):
+        raise InputError(f"frames_as {frames_as!r}: choose auto, video or images")
+    has_images = getattr(processor, "image_processor", None) is not None
+    has_video = getattr(processor, "video_processor", None) is not None
+    if frames_as == "auto":
+        return "video" if has_video else "images"
+    if frames_as == "video" and not has_video:
+        raise InputError(f"{model}: its processor has no video processor; use --frames-as images")
+    if frames_as == "images" and has_video and not has_images:
+        raise InputError(f"{model}: its processor takes video only (no image processor); use --frames-as video")
+    return frames_as
 
 
 def _image_digest(image) -> str:

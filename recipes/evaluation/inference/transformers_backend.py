@@ -10,7 +10,7 @@ checkpoint's config to refuse what it cannot serve and decodes the generated tok
 """
 
 from builders.errors import InputError
-from recipes.evaluation.inference.generation import weights_identity
+from recipes.evaluation.inference.generation import choose_frames_as, weights_identity
 from recipes.model_io.chat_inputs import encode_prompts
 
 
@@ -106,16 +106,7 @@ class TransformersBackend:
         self.attn_implementation = attn_implementation
         self.device = device
         self._model = None
-        has_images = getattr(self.processor, "image_processor", None) is not None
-        has_video = getattr(self.processor, "video_processor", None) is not None
-        self.is_vision_language = has_images or has_video
-        if frames_as == "auto":
-            frames_as = "video" if has_video else "images"
-        if frames_as == "video" and not has_video:
-            raise InputError(f"{model}: its processor has no video processor; use --frames-as images")
-        if frames_as == "images" and self.is_vision_language and not has_images:
-            raise InputError(f"{model}: its processor takes video only (no image processor); use --frames-as video")
-        self.frames_as = frames_as
+        self.frames_as = choose_frames_as(self.processor, frames_as, model)
         self.batch_size = batch_size
         self.max_new_tokens = max_new_tokens
         self.revision = revision

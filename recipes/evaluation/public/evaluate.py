@@ -17,12 +17,12 @@ own answers (a reply with text around the JSON is read from its first ``{`` or `
 an unparseable reply is a miss, never dropped. Boxes stay on the prompt's 0-1000 grid: IoU is unchanged by scaling
 each axis, so mAP50 equals that of pixel boxes.
 
-Scale: the transformers backend batches rows (``--batch-size``). Under ``torchrun`` / ``accelerate launch`` (``RANK``
-and ``WORLD_SIZE`` set) rank r takes rows r, r + W, r + 2W, ... of every benchmark, on ``cuda:LOCAL_RANK``, and
-caches its generations in ``generations/rank-R-of-W.jsonl`` (a killed run resumes each rank where it stopped; every
-rank also reads the other caches, so a rerun with another world size repeats nothing). Each rank then writes its
-shard's outputs, the ranks meet at a barrier (gloo), and rank 0 writes ``predictions.jsonl`` in the datasets' row
-order: the same bytes a one-process run writes. ``predictions.jsonl`` is what ``sureon report public`` reads.
+Scale: the transformers backend batches rows (``--batch-size``). Under ``torchrun`` / ``accelerate launch`` rank r
+takes rows r, r + W, r + 2W, ... of every benchmark, on ``cuda:LOCAL_RANK``, and caches its generations in
+``generations/rank-R-of-W.jsonl`` (a killed run resumes each rank where it stopped; every rank also reads the other
+caches, so a rerun with another world size repeats nothing); rank 0 gathers the ranks' outputs and writes
+``predictions.jsonl`` in the datasets' row order: the same bytes a one-process run writes
+(:mod:`recipes.evaluation.ranks`). ``predictions.jsonl`` is what ``sureon report public`` reads.
 
 ``--preset NAME`` runs a model with its Table 3 settings (``recipes/evaluation/presets.py``; explicit flags win);
 an endpoint's separate reasoning field is kept as ``reasoning`` beside ``raw_output``, never parsed. summary.json
@@ -35,14 +35,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
-from datetime import timedelta
 from pathlib import Path
 
 from builders.arguments import positive_int
-from builders.errors import InputError
+from builders.errors import InputError, report_mistakes
 from builders.hub import check_build_path, media_root, resolve_frames
 from builders.outputs import write_atomic
 from builders.prompt import format_messages
@@ -53,6 +51,7 @@ from recipes.evaluation.inference import (
     generate_cached,
     usage_totals,
 )
+from recipes.evaluation.ranks import Ranks, Share, share_timing
 from recipes.evaluation.runner import (
     add_backend_arguments,
     add_system_prompt_arguments,
@@ -151,39 +150,6 @@ def prediction_record(row: dict, text: str | None, model: str, reasoning: str | 
     return {k: record[k] for k in PREDICTION_FIELDS}
 
 
-# ---- ranks --------------------------------------------------------------------------------------------------------
-
-
-def world() -> tuple[int, int, int]:
-    """(rank, world size, local rank) from the launcher's environment (torchrun, accelerate); (0, 1, 0) alone."""
-    environ = os.environ
-    return int(environ.get("RANK", "0")), int(environ.get("WORLD_SIZE", "1")), int(environ.get("LOCAL_RANK", "0"))
-
-
-def barrier(world_size: int) -> None:
-    """Every rank waits here for the others (gloo, so it needs no GPU; a day's timeout for uneven shards)."""
-    if world_size == 1:
-        return
-    import torch.distributed as dist
-
-    if not dist.is_initialized():
-        dist.init_process_group("gloo", timeout=timedelta(hours=24))
-    dist.barrier()
-
-
-class RankCache(GenerationCache):
-    """This rank's generation log, also reading every other log in the folder (earlier runs, other world sizes)."""
-
-    def __init__(self, folder: Path, rank: int, world_size: int):
-        own = folder / f"rank-{rank}-of-{world_size}.jsonl"
-        others = {}
-        for path in sorted(folder.glob("rank-*.jsonl")) if folder.is_dir() else []:
-            if path != own:
-                others |= GenerationCache(path).entries
-        super().__init__(own)
-        self.entries = others | self.entries
-
-
 # ---- the run ------------------------------------------------------------------------------------------------------
 
 
@@ -264,53 +230,41 @@ def benchmark_contamination(args, benchmarks: dict) -> list[dict]:
 
 
 def run(args) -> int:
+    ranks = Ranks.of_launch()
+    ranks.check_same_arguments(args)
     resolve_settings(args)
     check_counts(limit=args.limit, max_new_tokens=args.max_new_tokens)
     check_benchmarks(args.dataset, args.benchmarks)
     check_sources(args)
-    rank, world_size, local_rank = world()
     model = args.model_name or args.model
     if args.backend == "transformers" and args.device is None:
-        import torch
-
-        args.device = f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu"
+        args.device = ranks.device()
     benchmarks = {name: load_benchmark(args.dataset, name, args.limit) for name in args.benchmarks}
-    contamination = [] if rank != 0 else benchmark_contamination(args, benchmarks)
+    contamination = benchmark_contamination(args, benchmarks) if ranks.writes else []
     max_frames = max((len(r) for rows in benchmarks.values() for r in rows["frame_indices"]), default=1)
     backend = backend_from_args(args, max_frames)
     args.out.mkdir(parents=True, exist_ok=True)
     system_prompt = system_prompt_of(args)
-    cache = RankCache(args.out / "generations", rank, world_size)
+    cache = ranks.cache(GenerationCache, args.out / "generations")
     stats = GenerationStats()
     shard, details, started = {}, {}, time.monotonic()
     for name, rows in benchmarks.items():
-        indices = list(range(rank, len(rows), world_size))
-        print(f"{name}: rank {rank}/{world_size}, {len(indices)} of {len(rows)} rows", file=sys.stderr)
+        indices = ranks.share(len(rows))
+        print(f"{name}: rank {ranks.rank}/{ranks.world_size}, {len(indices)} of {len(rows)} rows", file=sys.stderr)
         shard |= generate_shard(args, rows, indices, backend, model, system_prompt, cache, stats, details)
-    failed = sorted(qid for qid, text in shard.items() if text is None)
+    timing = share_timing(ranks, len(shard), stats.generated, stats.cached, started)
+    merged = ranks.gather(Share(shard, details, timing))
+    if merged is None:
+        return 0  # rank 0 writes the outputs
+    outputs, details = merged.results, merged.details
+    failed = sorted(qid for qid, text in outputs.items() if text is None)
     if failed:
         raise RuntimeError(
             f"{len(failed)} generation(s) failed after retries (e.g. {', '.join(failed[:5])}): rerun the same "
             "command; finished generations are cached"
         )
-    shards = args.out / "shards"
-    shards.mkdir(exist_ok=True)
-    timing = {"rank": rank, "rows": len(shard), "generated": stats.generated, "cached": stats.cached}
-    timing["seconds"] = round(time.monotonic() - started, 3)
-    write_atomic(
-        shards / f"rank-{rank}-of-{world_size}.json",
-        json.dumps({"timing": timing, "outputs": shard, "details": details}, ensure_ascii=False) + "\n",
-    )
-    barrier(world_size)
-    if rank != 0:
-        return 0
-    outputs, details, timings = {}, {}, []
-    for other in range(world_size):
-        written = json.loads((shards / f"rank-{other}-of-{world_size}.json").read_text(encoding="utf-8"))
-        outputs |= written["outputs"]
-        details |= written.get("details", {})
-        timings.append(written["timing"])
     lines, summary = [], {"model": model, "dataset": str(args.dataset), "backend": backend.name, "benchmarks": {}}
+    summary["frames_as"] = backend.frames_as  # how clips reached the model (--frames-as auto resolved): reports say it
     summary["run_settings"] = run_settings(args)  # the public benchmarks have no 8-frame protocol
     if contamination:
         summary["contamination"] = contamination  # trained on the rows scored: `sureon report public` marks them
@@ -327,7 +281,7 @@ def run(args) -> int:
             "unparsed": sum(r["parse_error"] is not None for r in records),
         }
     write_atomic(args.out / "predictions.jsonl", "".join(lines))
-    summary["generation"] = {"world_size": world_size, "ranks": timings}  # rows, generated, cached, seconds per rank
+    summary["generation"] = merged.timing  # world_size; rows, generated, cached, seconds per rank
     generation_usage = usage_totals(details.values())
     summary["token_usage"] = {model: generation_usage} if generation_usage is not None else {}
     write_atomic(args.out / "summary.json", json.dumps(summary, indent=2) + "\n")
@@ -338,7 +292,9 @@ def run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(make_parser().parse_args(argv))
+    """The module run directly (``torchrun -m recipes.evaluation.public.evaluate``): a mistake is one line per rank."""
+    args = make_parser().parse_args(argv)
+    return report_mistakes(lambda: run(args))
 
 
 if __name__ == "__main__":

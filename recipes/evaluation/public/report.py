@@ -53,6 +53,7 @@ from recipes.evaluation.prediction_tables import is_prediction_table, records_of
 from recipes.evaluation.public.metrics import cvs_accuracy, map50, parse_yes_no, read_video_list, video_averaged_scores
 from recipes.evaluation.reporting import (
     contamination_section,
+    frames_labels,
     load_run_settings,
     markdown_table,
     marked,
@@ -295,38 +296,46 @@ def _cell(value: float | None, origin: str) -> str:
     return pct(value) if origin != "paper" or value is None else str(value)
 
 
-def _run_name(row: dict) -> str:
-    """A Table 5 row's method: the model, its input mode, and the mark of a model trained on the rows scored."""
-    return marked(row["model"] + (" (clip)" if row["input_mode"] == "clip" else ""), bool(row.get("contaminated")))
+def _run_name(row: dict, frames: dict[str, str]) -> str:
+    """A Table 5 row's method: the model, its input mode, how its clips were shown where the runs differ in it
+    (``frames``: :func:`recipes.evaluation.reporting.frames_labels`), and the mark of a model trained on the rows
+    scored."""
+    name = row["model"] + (" (clip)" if row["input_mode"] == "clip" else "")
+    return marked(name, bool(row.get("contaminated")), frames.get(row["model"]))
 
 
-def render_table5(tables: dict) -> list[str]:
+def render_table5(tables: dict, runs: dict[str, dict]) -> list[str]:
+    """Table 5's parts; ``runs``: the report's run settings, which say how each run's clips were shown."""
+    frames = frames_labels(runs)
     parts = ["## Table 5 (the Sureon paper, Section 4)"]
     if tables["a"]:
         rows = [
-            [_run_name(r), r["from"]] + [_cell(r.get(column), r["from"]) for column in TABLE5_COLUMNS]
+            [_run_name(r, frames), r["from"]] + [_cell(r.get(column), r["from"]) for column in TABLE5_COLUMNS]
             for r in tables["a"]
         ]
         header = ["Method", "numbers from", "Cholec80", "HeiChole Phase", "HeiChole Action"]
         parts += ["(a) Macro-F1 (%), video-averaged", markdown_table(header, rows)]
     if tables["b"]:
-        rows = [[_run_name(r)] + [pct(r[k]) for k in ("accuracy", "precision", "recall", "f1")] for r in tables["b"]]
+        rows = [
+            [_run_name(r, frames)] + [pct(r[k]) for k in ("accuracy", "precision", "recall", "f1")]
+            for r in tables["b"]
+        ]
         header = ["Method", "Accuracy", "Precision", "Recall", "Macro-F1"]
         parts += ["(b) Cholec80 phase, video-averaged (%)", markdown_table(header, rows)]
         rows = [
-            [_run_name(r), pct(r["accuracy"])] + [pct(r[f"challenge_{k}"]) for k in CHALLENGE_METRICS]
+            [_run_name(r, frames), pct(r["accuracy"])] + [pct(r[f"challenge_{k}"]) for k in CHALLENGE_METRICS]
             for r in tables["b"]
         ]
         header = ["Method", "Accuracy", "Precision (challenge)", "Recall (challenge)", "Jaccard (challenge)"]
         parts += [f"(b) Cholec80 phase, {CHALLENGE_NOTE} (%)", markdown_table(header, rows)]
     if tables["c"]:
-        rows = [[_run_name(r)] + [pct(r[k]) for k in ("C1", "C2", "C3", "mean")] for r in tables["c"]]
+        rows = [[_run_name(r, frames)] + [pct(r[k]) for k in ("C1", "C2", "C3", "mean")] for r in tables["c"]]
         parts += [
             "(c) Endoscapes-CVS criterion accuracy (%)",
             markdown_table(["Method", "C1", "C2", "C3", "Mean"], rows),
         ]
     if tables["map50"]:
-        rows = [[_run_name(r), r["benchmark"], str(r["images"]), pct(r["map50"])] for r in tables["map50"]]
+        rows = [[_run_name(r, frames), r["benchmark"], str(r["images"]), pct(r["map50"])] for r in tables["map50"]]
         parts += ["Tool localisation mAP50 (%)", markdown_table(["Method", "Benchmark", "images", "mAP50"], rows)]
     if tables["paper_note"]:
         parts.append(f"Paper numbers: {tables['paper_note']}")
@@ -372,9 +381,11 @@ def build_report(
 
 def render_markdown(data: dict) -> str:
     recognition, challenge, cvs, localisation, empty = [], [], [], [], []
+    frames = frames_labels(data.get("runs") or {})
     for r in data["results"]:
         m = r["metrics"]
-        head = [marked(r["model"], r["contaminated"]), r["benchmark"], r["task"], r["input_mode"]]
+        label = marked(r["model"], r["contaminated"], frames.get(r["model"]))
+        head = [label, r["benchmark"], r["task"], r["input_mode"]]
         if m is None:
             empty.append(head + [str(r["records"])])
         elif r["task"] in RECOGNITION:
@@ -393,7 +404,7 @@ def render_markdown(data: dict) -> str:
             localisation.append(head[:2] + head[3:] + [str(m["images"]), pct(m["map50"]), boxes, str(m["misses"])])
     parts = ["# Public perception benchmarks report"]
     if "table5" in data:
-        parts += render_table5(data["table5"])
+        parts += render_table5(data["table5"], data.get("runs") or {})
     if recognition:
         header = ["Model", "Benchmark", "Task", "Input", "videos", "frames", "Macro-F1", "Accuracy", "Precision"]
         header += ["Recall", "unparsed or out of set", "label set (classes)"]
@@ -484,7 +495,7 @@ def report_from_arguments(args: argparse.Namespace) -> Path:
 def run(args: argparse.Namespace) -> int:
     out = report_from_arguments(args)
     data = json.loads((out / "report.json").read_text(encoding="utf-8"))
-    print("\n\n".join(render_table5(data["table5"])))
+    print("\n\n".join(render_table5(data["table5"], data.get("runs") or {})))
     print(f"Wrote {out / 'report.md'}")
     return 0
 

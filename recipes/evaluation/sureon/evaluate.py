@@ -5,6 +5,7 @@
         --judge-model gpt-5.1
     sureon eval sureon --preset gpt-5.1-high --dataset data/sureon --out results/gpt51   (Table 3's settings)
     python -m recipes.evaluation.sureon.evaluate ...   (the same arguments)
+    torchrun --nproc-per-node 8 -m sureon eval sureon ...   (or accelerate launch --num_processes 8 -m sureon ...)
 
 Every model gets the project's one prompt (``builders.prompt.format_messages``); the blind pass is the same call with
 ``blind=True``, so the two differ only in the frames. A model trained with a system prompt (``recipes/sft.py``
@@ -28,20 +29,26 @@ answer_format, num_options, raw_output, reasoning, parsed, answer, correct, scor
 accuracy-scored items, per category, SM apart, multimodal gain, unparseable ids, counts, the run's settings and
 preset, LLM usage per stage and token usage per model; ``contamination`` when the training record stored with the
 weights shows they were trained on the rows scored, :mod:`recipes.evaluation.contamination`, which is also printed
-as a warning before anything is generated), and the caches
-that make a rerun resume: ``generations.jsonl`` (per model, question and mode) and ``llm_cache.sqlite`` (endpoint and
-judge calls). The statistical report (CIs, McNemar, tables) is ``sureon report sureon``.
+as a warning before anything is generated; ``generation``: what was generated and reused, and each rank's share and
+seconds), and the caches that make a rerun resume: ``generations/rank-R-of-W.jsonl`` (per model, question and mode;
+``rank-0-of-1.jsonl`` for one process) and ``llm_cache.sqlite`` (endpoint and judge calls). The statistical report
+(CIs, McNemar, tables) is ``sureon report sureon``.
+
+Under ``torchrun`` / ``accelerate launch`` rank r generates questions r, r + W, r + 2W, ... (both modes) on
+``cuda:LOCAL_RANK`` into its own cache log, reading every rank's; rank 0 gathers the generations, then parses, judges
+and writes once: the same ``predictions.jsonl`` a one-process run writes (:mod:`recipes.evaluation.ranks`).
 """
 
 import argparse
 import json
 import os
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
 from builders.arguments import positive_int
-from builders.errors import InputError
+from builders.errors import InputError, report_mistakes
 from builders.hub import frames_are_files, media_root, resolve_frames
 from builders.outputs import write_atomic
 from builders.prompt import answer_target, format_messages, protocol_label
@@ -54,6 +61,7 @@ from recipes.evaluation.inference import (
     generate_cached,
     usage_totals,
 )
+from recipes.evaluation.ranks import Ranks, Share, share_timing
 from recipes.evaluation.runner import (
     add_backend_arguments,
     add_judge_request_arguments,
@@ -152,16 +160,13 @@ def check_frames(dataset, modes: list[str], source: str) -> None:
         )
 
 
-def generate_all(args, dataset, modes, backend, model_name, system_prompt=None, details=None):
-    """Outputs per (question_id, mode) and the generation counts; ``details`` receives an endpoint's reasoning and
-    usage per generation."""
-    cache = GenerationCache(args.out / "generations.jsonl")
-    stats = GenerationStats()
+def generate_share(args, dataset, indices, modes, backend, model_name, system_prompt, cache, stats, details):
+    """Outputs per (question_id, mode) of the rows at ``indices`` (this rank's share), cached batch by batch, a
+    failed generation ``None``; ``details`` receives an endpoint's reasoning and usage per generation."""
     outputs = {}
-    frames_as = backend.frames_as
     root = media_root(args.dataset, dataset) if "visual" in modes else None
-    for indices in chunks(range(len(dataset)), ROWS_PER_CHUNK):
-        rows = [resolve_frames(row, root) for row in dataset.select(indices)] if root else dataset.select(indices)
+    for chunk in chunks(indices, ROWS_PER_CHUNK):
+        rows = [resolve_frames(row, root) for row in dataset.select(chunk)] if root else dataset.select(chunk)
         items = [
             GenerationItem(
                 row["question_id"],
@@ -169,7 +174,7 @@ def generate_all(args, dataset, modes, backend, model_name, system_prompt=None, 
                 format_messages(
                     row,
                     blind=mode == "blind",
-                    frames_as=frames_as,
+                    frames_as=backend.frames_as,
                     system_prompt=system_prompt,
                     max_frames=args.max_frames,
                 ),
@@ -178,13 +183,17 @@ def generate_all(args, dataset, modes, backend, model_name, system_prompt=None, 
             for row in rows
         ]
         outputs.update(generate_cached(backend, model_name, items, cache, stats, details))
+    return outputs
+
+
+def check_generated(outputs: dict) -> None:
+    """Stop before anything is written when an endpoint gave up on a generation (a rerun asks only for those)."""
     failed = sorted(f"{qid} ({mode})" for (qid, mode), text in outputs.items() if text is None)
     if failed:
         raise RuntimeError(
             f"{len(failed)} generation(s) failed after retries ({', '.join(failed[:5])}...): rerun the same command; "
             "finished generations are cached and will not be repeated"
         )
-    return outputs, stats
 
 
 def score_all(
@@ -301,6 +310,8 @@ def summarize(predictions: list[dict], modes: list[str]) -> dict:
 
 
 def run(args) -> int:
+    ranks = Ranks.of_launch()
+    ranks.check_same_arguments(args)
     resolve_settings(args)
     check_counts(limit=args.limit, max_new_tokens=args.max_new_tokens)
     check_sources(args)
@@ -308,15 +319,28 @@ def run(args) -> int:
     model_name = args.model_name or args.model
     dataset = load_benchmark(args)
     check_frames(dataset, modes, f"{args.dataset} ({args.config}/{args.split})")
-    contamination = contamination_of(args, args.config, args.split, dataset["question_id"])
+    contamination = contamination_of(args, args.config, args.split, dataset["question_id"]) if ranks.writes else []
     max_frames = (
         max(map(len, dataset["frame_timestamps"]), default=0) if "frame_timestamps" in dataset.column_names else 0
     )
+    if args.backend == "transformers" and args.device is None:
+        args.device = ranks.device()
     backend = backend_from_args(args, max_frames)
     args.out.mkdir(parents=True, exist_ok=True)
     system_prompt = system_prompt_of(args)
-    details = {}
-    outputs, stats = generate_all(args, dataset, modes, backend, model_name, system_prompt, details)
+    # this rank's log, holding every rank's and a run's single generations.jsonl from before sharding
+    cache = ranks.cache(GenerationCache, args.out / "generations", earlier=[args.out / "generations.jsonl"])
+    stats, details, started = GenerationStats(), {}, time.monotonic()
+    indices = ranks.share(len(dataset))
+    if ranks.world_size > 1:
+        print(f"rank {ranks.rank}/{ranks.world_size}: {len(indices)} of {len(dataset)} questions", file=sys.stderr)
+    outputs = generate_share(args, dataset, indices, modes, backend, model_name, system_prompt, cache, stats, details)
+    timing = share_timing(ranks, len(indices), stats.generated, stats.cached, started)
+    merged = ranks.gather(Share(outputs, details, timing))
+    if merged is None:
+        return 0  # rank 0 scores and writes
+    outputs, details = merged.results, merged.details
+    check_generated(outputs)
     text_columns = [c for c in dataset.column_names if c != "frames"]
     records = dataset.select_columns(text_columns).to_list()
     predictions = score_all(records, modes, outputs, model_name, details)
@@ -338,7 +362,9 @@ def run(args) -> int:
     if contamination:
         summary["contamination"] = contamination  # trained on the rows scored: `sureon report` marks the model
     summary |= summarize(predictions, modes)
-    summary["generation"] = {"generated": stats.generated, "cached": stats.cached}
+    shares = merged.timing["ranks"]  # rank, rows, generated, cached, seconds of each rank
+    summary["generation"] = {key: sum(share[key] for share in shares) for key in ("generated", "cached")}
+    summary["generation"] |= merged.timing
     usage = {}
     for client in (getattr(backend, "client", None), judge_client):
         if client is not None:
@@ -386,14 +412,20 @@ def render_summary(summary: dict) -> str:
         lines.append(f"  MG     {summary['multimodal_gain']['mu']}")
     generation = summary["generation"]
     lines.append(f"  generations: {generation['generated']} new, {generation['cached']} from the cache")
+    if generation["world_size"] > 1:
+        shares = ", ".join(
+            f"rank {r['rank']} {r['generated']} new in {r['seconds']:.1f} s" for r in generation["ranks"]
+        )
+        lines.append(f"  {generation['world_size']} ranks: {shares}")
     if summary.get("contamination"):
         lines.append("  trained on the evaluated rows: these scores are not held out (summary.json: contamination)")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The module run directly (``torchrun -m recipes.evaluation.sureon.evaluate``): a mistake is one line per rank."""
     args = make_parser().parse_args(argv)
-    return run(args)
+    return report_mistakes(lambda: run(args))
 
 
 if __name__ == "__main__":

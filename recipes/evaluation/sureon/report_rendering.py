@@ -40,8 +40,9 @@ def _mu(mode: dict | None) -> str:
 
 
 def _name(model: dict) -> str:
-    """The model's name in the tables, marked when its run found it trained on the rows scored."""
-    return marked(model["name"], bool(model.get("contamination")))
+    """The model's name in the tables, with how its clips were shown where the report mixes video and images, and
+    marked when its run found it trained on the rows scored."""
+    return marked(model["name"], bool(model.get("contamination")), model.get("frames_as"))
 
 
 def _our_rows(model: dict, columns: list[str], judged: list[str]) -> list[list[str]]:

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from builders.errors import InputError
-from recipes.evaluation.reporting import named_path
+from recipes.evaluation.reporting import frames_labels, named_path
 from recipes.evaluation.stats import CONFIDENCE, N_RESAMPLES, estimate_from_count, pairwise_mcnemar
 from recipes.evaluation.sureon.metrics import (
     OVERALL,
@@ -83,6 +83,8 @@ def build_report(
     paired = {r.name: r.modes["visual"].outcomes for r in results if "visual" in r.modes}
     paired = {name: outcomes for name, outcomes in paired.items() if outcomes}
     pairwise = pairwise_mcnemar(paired, alpha=alpha, exact_below=exact_below) if len(paired) > 1 else []
+    runs = {name: settings for name, settings in (runs or {}).items() if name in models}
+    frames = frames_labels(runs)
     return {
         "benchmark": "sureon",
         "protocol": {
@@ -115,13 +117,16 @@ def build_report(
                 },
                 "multimodal_gain": r.gain,
                 # what its run's summary.json found: trained on the rows scored (the tables mark the model)
-                "contamination": ((runs or {}).get(r.name) or {}).get("contamination") or [],
+                "contamination": (runs.get(r.name) or {}).get("contamination") or [],
+                # how its clips were shown, where the report's runs differ in it (video / images; None where they
+                # agree): the tables say it beside the name
+                "frames_as": frames.get(r.name),
             }
             for r in results
         ],
         "pairwise": [row.as_dict() for row in pairwise],
         "paper_table3": paper,
-        "runs": {name: settings for name, settings in (runs or {}).items() if name in models},
+        "runs": runs,
     }
 
 

@@ -14,23 +14,31 @@ model was trained with (``recipes/sft.py`` records it with the weights; ``--syst
 Few-shot (``--shots k``, k = 1..3): the first k questions of the fixed pool of three are shown as solved
 demonstrations; the pool is then excluded from scoring (zero-shot scores every question).
 
-Scores are appended to ``OUT/scores_cache.jsonl`` after every batch, so a killed run resumes where it stopped and a
-rerun pays nothing. Outputs (written atomically): ``predictions.jsonl`` (one line per question id), ``report.json``,
-``report.md`` and ``reliability.png``. A model whose training record shows it was trained on the questions scored is
-warned about before it loads, and ``report.json`` / ``report.md`` say so (``contamination``,
-:mod:`recipes.evaluation.contamination`).
+Scores are appended to ``OUT/scores/rank-R-of-W.jsonl`` (``rank-0-of-1.jsonl`` for one process) after every batch, so
+a killed run resumes where it stopped and a rerun pays nothing; every log there is read, and a run's
+``scores_cache.jsonl`` from before sharding. Outputs (written atomically): ``predictions.jsonl`` (one line per
+question id), ``report.json``, ``report.md`` and ``reliability.png``.
+
+Under ``torchrun`` / ``accelerate launch`` (``torchrun --nproc-per-node 8 -m sureon eval surgiq ...``) rank r scores
+batches r, r + W, r + 2W, ... of the one batch plan on ``cuda:LOCAL_RANK``, and rank 0 gathers the scores and writes
+the outputs: the same bytes a one-process run writes (:mod:`recipes.evaluation.ranks`).
+
+A model whose training record shows it was trained on the questions scored is warned about before it loads, and
+``report.json`` / ``report.md`` say so (``contamination``, :mod:`recipes.evaluation.contamination`).
 """
 
 import argparse
 import json
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from builders.arguments import int_range, positive_int
-from builders.errors import InputError
+from builders.errors import InputError, report_mistakes
 from builders.outputs import atomic_file, write_atomic
+from recipes.evaluation.ranks import ALONE, Ranks, Share, share_timing
 from recipes.evaluation.surgiq.calibration import DEFAULT_BINS
 from recipes.evaluation.surgiq.scoring import (
     DEFAULT_BATCH_SIZE,
@@ -47,7 +55,8 @@ from recipes.evaluation.surgiq.scoring import (
 
 
 REQUIRED_COLUMNS = ("id", "question", "options", "answer_index", "domain", "question_type")
-CACHE_FILE = "scores_cache.jsonl"
+CACHE_FOLDER = "scores"  # one log per rank
+CACHE_FILE = "scores_cache.jsonl"  # the one log of a run from before sharding, still read
 SURGIQ_BUILD = "SurgiQ is read from a build of `sureon build surgiq` (configs default and shuffled)"
 
 
@@ -110,16 +119,23 @@ class EvalResult:
     report: dict
     batches_run: int
     from_cache: int
+    ranks: list[dict] = field(default_factory=list)  # each rank's share: questions, scored, cached, seconds, batches
 
     def summary(self) -> str:
         r = self.report
         cal = r["calibration"]
-        return (
+        text = (
             f"SurgiQ {r['config']} {r['shots']}-shot, {r['model']}: accuracy {100 * r['accuracy']:.2f}% on "
             f"{r['num_questions']} questions; ECE {cal['ece']:.3f} ({cal['n_bins']} bins), Brier {cal['brier']:.3f}, "
             f"gap {cal['gap']:+.3f}\n{self.batches_run} batch(es) scored, {self.from_cache} question(s) from the "
             f"cache; wrote {self.out}/predictions.jsonl, report.json, report.md, reliability.png"
         )
+        if len(self.ranks) > 1:
+            shares = ", ".join(
+                f"rank {s['rank']} {s['batches']} batch(es) in {s['seconds']:.1f} s" for s in self.ranks
+            )
+            text += f"\n{len(self.ranks)} ranks: {shares}"
+        return text
 
 
 def load_surgiq(dataset: str, config: str, split: str) -> list[dict]:
@@ -200,10 +216,9 @@ def report_markdown(report: dict) -> str:
     return "\n".join(lines)
 
 
-def evaluate(opts: EvalOptions) -> EvalResult:
-    """Load the model and dataset, score every question (resuming from the cache), write the outputs."""
-    import torch
-
+def evaluate(opts: EvalOptions, ranks: Ranks = ALONE) -> EvalResult | None:
+    """Load the model and dataset, score every question (resuming from the cache), write the outputs; over ranks,
+    each scores its batches and rank 0 writes (the others return None)."""
     from recipes.evaluation.contamination import find_contamination, warn
     from recipes.model_io.model_folder import check_model_path
     from recipes.model_io.modeling import load_model, load_processor, resolve_system_prompt, tokenizer_of
@@ -220,17 +235,19 @@ def evaluate(opts: EvalOptions) -> EvalResult:
     scored = [r for r in records if r["id"] not in pool_ids][: opts.limit]
     if not scored:
         raise InputError(f"{opts.dataset} ({opts.config}/{opts.split}) has no question left to score")
-    contamination = find_contamination(
-        opts.model, opts.revision, str(opts.dataset), opts.config, opts.split, [r["id"] for r in scored], "id"
-    )
-    warn(opts.model, contamination, "report.json")
+    contamination = []
+    if ranks.writes:
+        contamination = find_contamination(
+            opts.model, opts.revision, str(opts.dataset), opts.config, opts.split, [r["id"] for r in scored], "id"
+        )
+        warn(opts.model, contamination, "report.json")
 
     processor = load_processor(opts.model, revision=opts.revision, padding_side="left")
     tokenizer = tokenizer_of(processor)
     model = load_model(
         opts.model, revision=opts.revision, dtype=opts.dtype, attn_implementation=opts.attn_implementation
     )
-    model.to(opts.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    model.to(opts.device or ranks.device())
     scorer = LabelScorer(model, tokenizer, chat_template=opts.chat_template)
     fingerprint = model_fingerprint(opts.model, model, scorer.labels, opts.chat_template, opts.revision)
     system_prompt = None
@@ -241,12 +258,18 @@ def evaluate(opts: EvalOptions) -> EvalResult:
     elif opts.system_prompt:
         raise InputError("--system-prompt needs --chat-template: the plain SurgiQ prompt has no system turn")
     prompts = render_prompts(scored, pool[: opts.shots], processor if opts.chat_template else None, system_prompt)
-    cache = ScoreCache(opts.out / CACHE_FILE)
-    cached_before = sum(cache_key(fingerprint, p) in cache.entries for p in prompts)
+    cache = ranks.cache(ScoreCache, opts.out / CACHE_FOLDER, earlier=[opts.out / CACHE_FILE])
+    ids, started = [r["id"] for r in scored], time.monotonic()
+    cached = {qid for qid, prompt in zip(ids, prompts, strict=True) if cache_key(fingerprint, prompt) in cache.entries}
     scores, batches_run = score_prompts(
-        scorer, [r["id"] for r in scored], prompts, cache, fingerprint, opts.batch_size, progress=True
+        scorer, ids, prompts, cache, fingerprint, opts.batch_size, progress=True, ranks=ranks
     )
-    predictions = predictions_from_scores(scored, scores)
+    from_cache = len(cached & scores.keys())
+    timing = share_timing(ranks, len(scores), len(scores) - from_cache, from_cache, started) | {"batches": batches_run}
+    merged = ranks.gather(Share(scores, timing=timing))
+    if merged is None:
+        return None  # rank 0 writes the outputs
+    predictions = predictions_from_scores(scored, merged.results)
     report = {
         "benchmark": "surgiq",
         "model": opts.model,
@@ -267,7 +290,9 @@ def evaluate(opts: EvalOptions) -> EvalResult:
     if contamination:
         report["contamination"] = contamination  # trained on the questions scored
     write_outputs(opts.out, predictions, report)
-    return EvalResult(opts.out, report, batches_run, cached_before)
+    shares = merged.timing["ranks"]
+    batches = sum(share["batches"] for share in shares)
+    return EvalResult(opts.out, report, batches, sum(share["cached"] for share in shares), shares)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -298,6 +323,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from recipes.evaluation.runner import check_counts
 
+    ranks = Ranks.of_launch()
+    ranks.check_same_arguments(args)
     check_counts(limit=args.limit)
     options = EvalOptions(
         model=args.model,
@@ -317,7 +344,9 @@ def run(args: argparse.Namespace) -> int:
         limit=args.limit,
         n_bins=args.bins,
     )
-    print(evaluate(options).summary())
+    result = evaluate(options, ranks)
+    if result is not None:
+        print(result.summary())
     return 0
 
 
@@ -326,7 +355,9 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(make_parser().parse_args(argv))
+    """The module run directly (``torchrun -m recipes.evaluation.surgiq.evaluate``): a mistake is one line per rank."""
+    args = make_parser().parse_args(argv)
+    return report_mistakes(lambda: run(args))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ four label scores. Nothing is sampled, so two runs give the same predictions.
 
 Few-shot: the first k questions of a fixed pool of three, chosen by a seed from their ids, are shown as solved
 demonstrations. Label scores are cached per model fingerprint and exact prompt, in batches cut over all questions in a
-fixed order, so a resumed run is byte-identical to an uninterrupted one.
+fixed order, so a resumed run is byte-identical to an uninterrupted one, and a run sharded over ranks (each rank its
+own batches of that one plan) to a one-process run.
 
 Apart from the command (:mod:`recipes.evaluation.surgiq.evaluate`) because the lm-eval export
 (:mod:`recipes.export.lm_eval`) scores with the same labels, pool and predictions, and the scoring benchmark
@@ -28,6 +29,7 @@ from builders.errors import InputError
 from builders.jsonl_log import AppendOnlyJsonl
 from builders.options import LETTERS, stable_seed
 from builders.prompt import surgiq_prompt
+from recipes.evaluation.ranks import ALONE, Ranks
 
 
 LABEL_VARIANTS = ("{}", " {}")
@@ -164,11 +166,14 @@ def score_prompts(
     fingerprint: str,
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: bool = False,
+    ranks: Ranks = ALONE,
 ) -> tuple[dict[str, list[float]], int]:
-    """Label scores per id, from the cache or one forward pass per question; returns ``(scores, batches run)``.
+    """Label scores per id of this rank's batches (every id, alone), from the cache or one forward pass per
+    question; returns ``(scores, batches run)``.
 
     Batches are cut over all prompts sorted by token length (longest first, then id), whatever the cache holds, so
-    each question is always scored in the same batch: resumed and fresh runs agree to the last bit.
+    each question is always scored in the same batch: resumed and fresh runs agree to the last bit, and so do runs on
+    any number of ranks (rank r scores batches r, r + W, r + 2W, ... of the one plan).
     """
     from tqdm.auto import tqdm
 
@@ -176,11 +181,12 @@ def score_prompts(
     encoded = scorer.encode(prompts)
     order = sorted(range(len(prompts)), key=lambda i: (-len(encoded[i]), ids[i]))
     batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
-    todo = [batch for batch in batches if any(keys[i] not in cache.entries for i in batch)]
+    owned = [batches[number] for number in ranks.share(len(batches))]
+    todo = [batch for batch in owned if any(keys[i] not in cache.entries for i in batch)]
     for batch in tqdm(todo, desc="scoring", unit="batch", disable=not progress):
         scores = scorer.score_ids([encoded[i] for i in batch])
         cache.add([(keys[i], ids[i], [float(s) for s in row]) for i, row in zip(batch, scores, strict=True)])
-    return {ids[i]: cache.entries[keys[i]]["scores"] for i in range(len(ids))}, len(todo)
+    return {ids[i]: cache.entries[keys[i]]["scores"] for i in sorted(i for batch in owned for i in batch)}, len(todo)
 
 
 def predictions_from_scores(records: list[dict], scores: dict[str, list[float]]) -> list[dict]:
