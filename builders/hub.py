@@ -364,8 +364,8 @@ LOCAL_ROOTS = ("build", "outputs", "results")
 
 def looks_local(path: str | Path) -> bool:
     """Whether ``path`` names a local folder rather than a Hub id: it exists, is absolute or starts with ``.``/``~``,
-    is no valid repo id (``a/b/c``), or its first part is an existing folder (``data/sureon`` beside ``data/``) or
-    one of :data:`LOCAL_ROOTS`, present or not (``build/sureon``)."""
+    is no valid repo id (``a/b/c``), or its first part is an existing folder (``data/sureon_release`` beside
+    ``data/``) or one of :data:`LOCAL_ROOTS`, present or not (``build/sureon``)."""
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     text = str(path)

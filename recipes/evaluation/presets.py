@@ -1,7 +1,7 @@
 """Model presets: how each model of the Sureon paper's Table 3 is run, kept as data, one YAML file per model in
 ``models/``.
 
-    sureon eval sureon --preset gpt-5.1-high --dataset data/sureon --out results/gpt-5.1 --judge-model gpt-5.1
+    sureon eval sureon --preset gpt-5.1-high --dataset build/sureon --out results/gpt-5.1 --judge-model gpt-5.1
     sureon eval sureon --preset qwen3-vl-32b-thinking --max-new-tokens 8192 ...   (a flag beats the preset)
     sureon eval public --preset molmo2-8b --dataset build/public --benchmark bench-... --out results/molmo2/public
     sureon eval sureon --list-presets

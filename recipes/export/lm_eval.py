@@ -1,8 +1,8 @@
 """``sureon export lm-eval``: SurgiQ as lm-evaluation-harness 0.4.x tasks, faithful to ``sureon eval surgiq``.
 
-    sureon export lm-eval --dataset data/surgiq --out lm_tasks
+    sureon export lm-eval --dataset build/surgiq --out build/exports/lm_tasks
     lm-eval run --model hf --model_args pretrained=MODEL,dtype=float32 --tasks surgiq_default_0shot \
-        --include_path lm_tasks
+        --include_path build/exports/lm_tasks
 
 One task per config and shot count (``surgiq_{default,shuffled}_{0..3}shot``). The protocol is ours
 (``recipes/evaluation/surgiq/scoring.py``, the SurgiQ paper's 4.2), expressed in lm-eval's terms:

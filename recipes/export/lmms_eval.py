@@ -1,8 +1,8 @@
 """``sureon export lmms-eval``: the Sureon benchmark as lmms-eval 0.7 tasks over a local build (no Hub access).
 
-    sureon export lmms-eval --dataset data/sureon --out lmms_tasks
+    sureon export lmms-eval --dataset build/sureon --out build/exports/lmms_tasks
     python -m lmms_eval --model qwen3_vl --model_args pretrained=Qwen/Qwen3-VL-8B-Instruct \
-        --tasks sureon --include_path lmms_tasks --batch_size 1 --log_samples --output_path runs/lmms
+        --tasks sureon --include_path build/exports/lmms_tasks --batch_size 1 --log_samples --output_path results/lmms
 
 The layout follows lmms-eval's local-dataset tasks (its ``hd_epic`` task): a base YAML included by each task,
 ``!function utils.*`` hooks and a README. The dataset is the build folder itself (``dataset_path`` = its absolute

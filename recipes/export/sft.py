@@ -1,7 +1,7 @@
 """``sureon export sft``: our training rows as files for other fine-tuning frameworks, frames by path.
 
-    sureon export sft --format swift --dataset data/sureon --config db --out exports/sureon_db.jsonl
-    sureon export sft --format llava --dataset build/public --config clip --out exports/public_clip.json
+    sureon export sft --format swift --dataset build/sureon --config db --out build/exports/sureon_db.jsonl
+    sureon export sft --format llava --dataset build/public --config clip --out build/exports/public_clip.json
 
 Every row is rendered by the project's one prompt formatter (:func:`builders.prompt.format_messages`, frames as
 tagged images) and its answer by :func:`builders.prompt.answer_target`, so the text is exactly the text our own

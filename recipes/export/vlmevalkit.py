@@ -1,8 +1,8 @@
 """``sureon export vlmevalkit``: the Sureon benchmark and the public benchmarks (Table 5) as VLMEvalKit datasets.
 
-    sureon export vlmevalkit --dataset data/sureon --public data/public --out vlmeval_sureon
-    python vlmeval_sureon/run_vlmevalkit.py --config my_models_and_sureon.json --work-dir runs/vlmeval
-    sureon report sureon runs/vlmeval/MODEL/MODEL_Sureon.xlsx --out reports/sureon
+    sureon export vlmevalkit --dataset build/sureon --public build/public --out build/exports/vlmeval_sureon
+    python build/exports/vlmeval_sureon/run_vlmevalkit.py --config my_models_and_sureon.json --work-dir results/vlmeval
+    sureon report sureon results/vlmeval/MODEL/MODEL_Sureon.xlsx --out results/vlmeval_table3
 
 VLMEvalKit (PyPI ``ms-vlmeval`` 0.0.20; ``make vlmevalkit_venv`` builds it in an environment of its own) reads each
 dataset from a TSV (``vlmeval/dataset/image_base.py``: ``index``, ``question``, option columns ``A``..., ``answer``,

@@ -2,7 +2,7 @@
 export folder as ``run_vlmevalkit.py`` and run there, in VLMEvalKit's own environment.
 
     python EXPORT/run_vlmevalkit.py --data Sureon --model MODEL          (any argument of VLMEvalKit's run.py)
-    python EXPORT/run_vlmevalkit.py --config config.json --work-dir outputs
+    python EXPORT/run_vlmevalkit.py --config config.json --work-dir results/vlmeval
     torchrun --nproc-per-node 8 EXPORT/run_vlmevalkit.py --config config.json
 
 :func:`main` adds :func:`register`'s class to ``vlmeval.dataset`` (its ``DATASET_CLASSES``, which ``build_dataset``

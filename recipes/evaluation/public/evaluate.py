@@ -1,12 +1,12 @@
 """Run a model on the public perception benchmarks (the Sureon paper, D.3, Table 5): the ``bench-*`` configs of a
 public build.
 
-    sureon eval public --model runs/sureon-vlm --dataset build/public \\
+    sureon eval public --model outputs/Sureon-VLM-8B --dataset build/public \\
         --benchmark bench-cholec80-phase-frame bench-cholec80-phase-clip --out results/sureon-vlm/public
     accelerate launch --num_processes 8 -m recipes.evaluation.public.evaluate --model ... (the same arguments)
     torchrun --nproc-per-node 8 -m recipes.evaluation.public.evaluate ...
     # vLLM: serve the model in its own environment (vLLM pins its own torch and transformers), then
-    vllm serve runs/sureon-vlm --served-model-name sureon-vlm --limit-mm-per-prompt '{"image": 8}'
+    vllm serve outputs/Sureon-VLM-8B --served-model-name sureon-vlm --limit-mm-per-prompt '{"image": 8}'
     sureon eval public --backend openai --base-url http://localhost:8000/v1 --model sureon-vlm ...
 
 Each row's prompt is the project's one prompt formatter (``builders.prompt.format_messages``) over the row's

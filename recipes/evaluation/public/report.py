@@ -1,6 +1,7 @@
 """Report of the public perception benchmarks (the Sureon paper, Appendix D.3, Table 5) from JSONL prediction files.
 
-    sureon report public runs/ours/public.jsonl "GPT-5.1=runs/gpt/public.jsonl" --out reports/public \
+    sureon report public results/sureon-vlm/public/predictions.jsonl \
+        "GPT-5.1=results/gpt51/public/predictions.jsonl" --out results/table5 \
         --exclude-videos cholec80:clip=cholec80_overlap.txt
 
 One JSON object per line, one line per query (the public-benchmark runner writes them; so can any other tool)::

@@ -1,9 +1,9 @@
 """Evaluate a model on the Sureon benchmark, visual and blind (the Sureon paper, Section 4, Appendix D.1).
 
-    sureon eval sureon --model Qwen/Qwen3-VL-8B-Instruct --dataset data/sureon --mode both --out results/qwen3vl-8b
-    sureon eval sureon --model gpt-5.1 --backend openai --dataset data/sureon --mode both --out results/gpt51 \\
+    sureon eval sureon --model Qwen/Qwen3-VL-8B-Instruct --dataset build/sureon --mode both --out results/qwen3vl-8b
+    sureon eval sureon --model gpt-5.1 --backend openai --dataset build/sureon --mode both --out results/gpt51 \\
         --judge-model gpt-5.1
-    sureon eval sureon --preset gpt-5.1-high --dataset data/sureon --out results/gpt51   (Table 3's settings)
+    sureon eval sureon --preset gpt-5.1-high --dataset build/sureon --out results/gpt51   (Table 3's settings)
     python -m recipes.evaluation.sureon.evaluate ...   (the same arguments)
     torchrun --nproc-per-node 8 -m sureon eval sureon ...   (or accelerate launch --num_processes 8 -m sureon ...)
 

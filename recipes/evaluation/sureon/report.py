@@ -1,8 +1,8 @@
 """Leaderboard report of the Sureon benchmark from any number of models' prediction files (the Sureon paper, Tables 3,
 14-18).
 
-    sureon report sureon runs/qwen/predictions.jsonl "Sureon-VLM=runs/ours/predictions.jsonl" \
-        --human human_baseline.jsonl --out reports/sureon
+    sureon report sureon results/qwen3vl-8b/predictions.jsonl "Sureon-VLM=results/sureon-vlm/predictions.jsonl" \
+        --human human_baseline.jsonl --out results/table3
 
 A file may hold several models (named by its ``model`` field) or be named on the command line (``NAME=PATH``).
 VLMEvalKit's prediction tables of the datasets ``sureon export vlmevalkit`` writes (``MODEL/MODEL_Sureon.xlsx`` or
@@ -19,7 +19,7 @@ rows first, then each paper model followed by the runs of its preset (a ``summar
 names the preset and the paper row it reproduces, as ``sureon eval sureon --preset`` writes it), then the other runs.
 The paper's numbers are shown as printed (MG included), ours are computed from the predictions.
 
-    sureon report sureon --accuracies recipes/evaluation/paper_results/sureon_paper_table14.json --out reports/table14
+    sureon report sureon --accuracies recipes/evaluation/paper_results/sureon_paper_table14.json --out results/table14
 
 renders a Table 14 from stated accuracies alone (a 0/1 bootstrap depends only on the count correct), next to the
 printed intervals: the consistency check of our interval code against the Sureon paper's.

@@ -1,6 +1,6 @@
 """Evaluate a causal LM (or a VLM used text-only) on SurgiQ with the paper's log-likelihood protocol (section 4.2).
 
-    sureon eval surgiq --model Qwen/Qwen2.5-7B-Instruct --dataset DIR_OR_ID --config default --out runs/qwen7b
+    sureon eval surgiq --model Qwen/Qwen2.5-7B-Instruct --dataset build/surgiq --config default --out results/qwen7b
     python -m recipes.evaluation.surgiq.evaluate --model ... --dataset ... --out ...          (the same flags)
 
 The protocol (the fixed prompt, the label variants scored by log-probability, argmax and softmax confidence) is

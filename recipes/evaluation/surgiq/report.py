@@ -1,6 +1,6 @@
 """The SurgiQ paper's tables from several models' prediction files (``sureon eval surgiq`` outputs).
 
-    sureon report surgiq runs/*/predictions.jsonl [--labels NAME ...] [--out DIR]
+    sureon report surgiq results/*/predictions.jsonl [--labels NAME ...] [--out DIR]
 
 - Table 4: zero-shot accuracy (%) per question type and overall micro accuracy, one row per model (``default``
   config), plus the uniform-guessing row.
