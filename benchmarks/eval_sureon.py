@@ -42,7 +42,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.timing import best_of, parse_with_quick  # noqa: E402
+from benchmarks.timing import best_of, one_process_and_two_ranks, parse_with_quick, print_ranks  # noqa: E402
 
 
 VLLM_PYTHON = REPO / "build" / "vllm-venv" / "bin" / "python"
@@ -238,33 +238,6 @@ def run_vllm_arm(options, work: Path) -> dict | str:
     return json.loads(line.removeprefix(FIGURES))
 
 
-def ranks(options, work: Path) -> list[tuple[float, float]]:
-    """(wall seconds of the whole command, seconds of its generation phase: the slowest rank's) for 1 and 2 ranks."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    times = []
-    for world in (1, 2):
-        out = work / f"ranks-{world}"
-        shutil.rmtree(out, ignore_errors=True)
-        launcher = [sys.executable, "-m"]
-        if world > 1:
-            launcher += ["torch.distributed.run", "--nproc-per-node", str(world), "--master-port", "29613", "-m"]
-        start = time.perf_counter()
-        done = subprocess.run(
-            [*launcher, "sureon", "eval", "sureon", *eval_args(options, out)],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        wall = time.perf_counter() - start
-        summary = json.loads((out / "summary.json").read_text())
-        times.append((wall, max(rank["seconds"] for rank in summary["generation"]["ranks"])))
-    first, second = (work / f"ranks-{w}" / "predictions.jsonl" for w in (1, 2))
-    assert first.read_bytes() == second.read_bytes(), "2 ranks wrote other predictions than 1 process"
-    return times
-
-
 def per_generation(seconds: float, count: int) -> str:
     return f"{1000 * seconds / count:.1f} ms/generation"
 
@@ -338,13 +311,11 @@ def main(argv=None) -> int:
         report_vllm(run_vllm_arm(options, work), figures)
         if options.no_ranks:
             return 0
-        (one, one_generation), (two, two_generation) = ranks(options, work)
-        print(f"whole command: 1 process {one:.1f} s, 2 ranks {two:.1f} s   speed-up {one / two:.2f}x")
-        print(
-            f"generation phase (slowest rank): 1 process {one_generation:.1f} s, 2 ranks {two_generation:.1f} s   "
-            f"speed-up {one_generation / two_generation:.2f}x"
+        print_ranks(
+            one_process_and_two_ranks(
+                lambda out: ["sureon", "eval", "sureon", *eval_args(options, out)], work, port=29613
+            )
         )
-        print(f"  (this machine has {os.cpu_count()} CPU cores; identical predictions.jsonl checked)")
     return 0
 
 

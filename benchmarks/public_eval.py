@@ -17,20 +17,16 @@ The tiny model makes generation cheap, so the overhead ratio is an upper bound o
 """
 
 import argparse
-import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.timing import best_of, parse_with_quick  # noqa: E402
+from benchmarks.timing import best_of, one_process_and_two_ranks, parse_with_quick, print_ranks  # noqa: E402
 from public_converters.build import BuildOptions, build_public  # noqa: E402
 from public_converters.spec import sample_module  # noqa: E402
 
@@ -83,31 +79,6 @@ def overhead(model: Path, dataset: Path, work: Path, options) -> tuple[float, fl
     return min(r for r, _ in runs) / rows, min(b for _, b in runs) / rows, rows
 
 
-def ranks(model: Path, dataset: Path, work: Path, options) -> list[tuple[float, float]]:
-    """(wall seconds of the whole command, seconds of its generation phase: the slowest rank's) for 1 and 2 ranks."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    times = []
-    for world in (1, 2):
-        out = work / f"ranks-{world}"
-        shutil.rmtree(out, ignore_errors=True)
-        launcher = [sys.executable, "-m"]
-        if world > 1:
-            launcher += ["torch.distributed.run", "--nproc-per-node", str(world), "--master-port", "29611", "-m"]
-        start = time.perf_counter()
-        subprocess.run(
-            [*launcher, "recipes.evaluation.public.evaluate", *eval_args(model, dataset, out, options)],
-            env=env,
-            check=True,
-            capture_output=True,
-        )
-        wall = time.perf_counter() - start
-        summary = json.loads((out / "summary.json").read_text())
-        times.append((wall, max(rank["seconds"] for rank in summary["generation"]["ranks"])))
-    first, second = (work / f"ranks-{w}" / "predictions.jsonl" for w in (1, 2))
-    assert first.read_bytes() == second.read_bytes(), "2 ranks wrote other predictions than 1 process"
-    return times
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200, help="rows per benchmark (at most the grid's)")
@@ -138,13 +109,11 @@ def main(argv=None) -> int:
         )
         if options.no_ranks:
             return 0
-        (one, one_generation), (two, two_generation) = ranks(model, dataset, work, options)
-        print(f"whole command: 1 process {one:.1f} s, 2 ranks {two:.1f} s   speed-up {one / two:.2f}x")
-        print(
-            f"generation phase (slowest rank): 1 process {one_generation:.1f} s, 2 ranks {two_generation:.1f} s   "
-            f"speed-up {one_generation / two_generation:.2f}x"
-        )
-        print(f"  (this machine has {os.cpu_count()} CPU cores; identical predictions.jsonl checked)")
+
+        def command(out: Path) -> list[str]:
+            return ["recipes.evaluation.public.evaluate", *eval_args(model, dataset, out, options)]
+
+        print_ranks(one_process_and_two_ranks(command, work, port=29611))
     return 0
 
 

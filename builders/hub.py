@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from builders.errors import InputError, UserError
+from builders.outputs import TRAINING_COMPLETE
 
 
 if TYPE_CHECKING:  # datasets is imported where a split is written, not by every command that imports this module
@@ -143,9 +144,6 @@ def configs_metadata(config_splits: dict[str, list[str]], default: str | None = 
 
 # ---- pushing a build or a trained model -----------------------------------------------------------------------------
 
-# What a finished run of recipes/sft.py or recipes/grpo.py writes beside its weights (defined, field by field, in
-# ``recipes.model_io.run_record``, which takes its name from here: builders may not import recipes).
-TRAINING_COMPLETE = "training_complete.json"
 BUILD_MANIFESTS = ("build_manifest.json", "manifest.json")  # sureon build sureon / surgiq; sureon build public
 MODEL_WEIGHTS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
 # files matching MODEL_WEIGHTS that are no model's weights: a LoRA adapter's, and the Trainer's own state

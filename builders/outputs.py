@@ -41,6 +41,9 @@ from builders.errors import InputError, UserError
 
 
 MARKER = ".sureon-output"  # in every folder staged_output writes: what --overwrite may replace
+# What a finished run of recipes/sft.py or recipes/grpo.py writes beside its weights, last (defined, field by field,
+# in ``recipes.model_io.run_record``, which takes its name from here: builders may not import recipes).
+TRAINING_COMPLETE = "training_complete.json"
 _MARKER_TEXT = "written by sureon-recipes; `--overwrite` may replace this folder\n"
 NAME_MAX = 255  # bytes in a file name on the usual file systems (ext4, xfs, btrfs; datasets assumes it too)
 MKDTEMP_RANDOM = 8  # characters tempfile.mkdtemp appends to a staging folder's prefix

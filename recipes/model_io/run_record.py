@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builders.errors import InputError
-from builders.hub import TRAINING_COMPLETE
-from builders.outputs import write_atomic
+from builders.outputs import TRAINING_COMPLETE, write_atomic
 
 
 logger = logging.getLogger(__name__)
