@@ -30,7 +30,12 @@ def add_transcript_arguments(parser) -> None:
 def add_client_arguments(parser) -> None:
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     parser.add_argument("--cache", type=Path, help="SQLite LLM cache (default: <out>.llm_cache.sqlite)")
-    parser.add_argument("--max-concurrency", type=positive_int, default=64, help="requests in flight (the Sureon paper: 128 / 64)")
+    parser.add_argument(
+        "--max-concurrency",
+        type=positive_int,
+        default=64,
+        help="requests in flight (the Sureon paper, stage 2: 128 for its 27B-35B models, 64 for 122B)",
+    )
     parser.add_argument("--max-tokens", type=positive_int)
     parser.add_argument("--prices", type=Path, help="YAML of model: {input, output} USD per million tokens")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
