@@ -38,6 +38,17 @@ QWEN = "Qwen/Qwen3-VL-8B-Instruct"
 RECIPE_8B = REPO / "recipes" / "qwen3-vl-8b" / "sft" / "config_sureon_vlm.yaml"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_loader_timing():
+    """Each synthetic row's CPU encoded once, not three times: no test here reads the timing's noise, only what the
+    plan derives from it."""
+    from recipes.training.plan import tokens
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tokens, "SYNTHETIC_TIMINGS", 1)
+        yield
+
+
 @pytest.fixture(scope="module")
 def meta_8b():
     return build_model(architecture_config(QWEN), device="meta")

@@ -209,6 +209,8 @@ def test_predictions_cover_every_row_in_the_report_format(corpus, one_process):
     assert "(a) Macro-F1" in done.stdout and "tiny (clip)" in done.stdout and "(c) Endoscapes-CVS" in done.stdout
 
 
+@pytest.mark.slow  # ~17 CPU s; the ranks' shared code (recipes/evaluation/ranks.py) runs two-rank in make test
+# through tests/test_eval_sureon.py's launch
 def test_two_gloo_ranks_write_the_same_predictions_as_one_process(corpus, tiny, one_process, tmp_path):
     out = tmp_path / "two"
     command = [
