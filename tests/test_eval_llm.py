@@ -173,6 +173,47 @@ def test_a_server_that_answered_is_retried_when_a_connection_is_refused(tmp_path
     assert client.ledger.as_dict()["default"]["retries"] == 1 and len(LLMCache(tmp_path / "llm.sqlite")) == 2
 
 
+def test_routes_send_each_model_to_its_own_server_and_the_cache_ignores_the_url(tmp_path):
+    """A routed model's requests go to its own server only, the others to the base URL; a server that moves to
+    another port is asked nothing: its cached replies stay valid."""
+
+    def echo(body, index):
+        return Reply(content=f"{body['model']}: {last_user_text(body)}")
+
+    requests = [ChatRequest(user(f"q{i}"), model=model) for i in range(3) for model in ("routed", "plain")]
+    with FakeChatServer(echo) as base, FakeChatServer(echo) as own, FakeChatServer(echo) as moved:
+        client = client_for(base, tmp_path, routes={"routed": own.url + "/"})
+        results = client.chat_many(requests)
+        again = client_for(base, tmp_path, routes={"routed": moved.url}).chat_many(requests)
+    assert [r.text for r in results] == [f"{r.model}: q{i // 2}" for i, r in enumerate(requests)]
+    assert {b["model"] for b in own.requests} == {"routed"} and len(own.requests) == 3
+    assert {b["model"] for b in base.requests} == {"plain"} and len(base.requests) == 3
+    assert moved.requests == [] and all(r.cached for r in again)
+
+
+def test_a_dead_route_fails_at_once_naming_its_url_though_the_base_url_answered(tmp_path):
+    """ "Never answered yet" is per URL: the base URL answering makes a refused route no restart to retry."""
+    dead = closed_port_url()
+    with FakeChatServer() as base:
+        client = client_for(base, tmp_path, routes={"routed": dead}, backoff=1.0)
+        assert client.chat(user("q"), model="plain").text == "OK"
+        started = time.monotonic()
+        with pytest.raises(LLMError, match=r"cannot connect to .* \(Connection refused\)") as err:
+            client.chat(user("q"), model="routed")
+    assert time.monotonic() - started < 5
+    assert dead in str(err.value) and base.url not in str(err.value) and "model 'routed'" in str(err.value)
+    assert "OPENAI_BASE_URL" not in str(err.value)  # a route has no fallback to name
+    assert client.ledger.as_dict().get("default", {}).get("retries", 0) == 0
+
+
+def test_a_fatal_status_names_the_url_the_request_went_to(tmp_path):
+    with FakeChatServer() as base, FakeChatServer(lambda body, index: Reply(status=404, raw="no model")) as own:
+        client = client_for(base, tmp_path, routes={"routed": own.url})
+        with pytest.raises(LLMError, match="HTTP 404") as err:
+            client.chat(user("q"), model="routed")
+    assert f"{own.url}/chat/completions" in str(err.value) and base.url not in str(err.value)
+
+
 def fake_completion(content: str, model: str) -> dict:
     from fake_chat_server import completion
 

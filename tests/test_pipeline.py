@@ -311,6 +311,80 @@ def test_radg_rerun_hits_the_cache_and_is_byte_identical(stage2, stage1, embedde
     assert parquet_bytes(tmp_path / "again") == parquet_bytes(stage2[0])
 
 
+def stage1_letters(stage1_folder) -> dict[str, str]:
+    """Each stage-1 MCQ record's answer letter, by question id."""
+    return {
+        r["question_id"]: next(o["letter"] for o in r["options"] if o["correct"])
+        for rows in read_stage_output(stage1_folder).values()
+        for r in rows
+        if r["options"]
+    }
+
+
+def test_option_order_stage1_keeps_the_answer_letter_and_the_draw_order(stage2, stage1, embedder, tmp_path):
+    """An ablation of distractor texts alone: the answer stays at its stage-1 letter, the distractors follow the
+    pool's order, and the texts are those of the default run (only their order differs)."""
+    client = client_for(ScriptedBackend(), stage1[0].parent / "stage2.sqlite")  # the stage2 fixture's replies
+    config = Stage2Config(generators=GENERATORS, option_order="stage1")
+    manifest = write_stage2(stage1[0], tmp_path / "stage1_order", "radg", config, client, embedder)
+    assert manifest["settings"]["option_order"] == "stage1"
+    letters = stage1_letters(stage1[0])
+    shuffled = {r["question_id"]: r for rows in read_stage_output(stage2[0]).values() for r in rows}
+    refined = [r for rows in read_stage_output(tmp_path / "stage1_order").values() for r in rows if r["options"]]
+    assert len(refined) == len(MCQ_CODES) * len(TRANSCRIPTS)
+    for record in refined:
+        assert next(o["letter"] for o in record["options"] if o["correct"]) == letters[record["question_id"]]
+        distractors = [o["text"] for o in record["options"] if not o["correct"]]
+        assert distractors == [p["text"] for p in record["distractor_pool"] if p["text"] in distractors]
+        assert sorted(o["text"] for o in record["options"]) == sorted(
+            o["text"] for o in shuffled[record["question_id"]]["options"]
+        )
+    moved = sum(
+        next(o["letter"] for o in shuffled[q]["options"] if o["correct"]) != letters[q]
+        for q in shuffled
+        if q in letters
+    )
+    assert moved  # the default re-shuffle does move answers: the two orders differ
+
+
+def test_option_order_stage1_puts_an_answer_past_the_new_options_last(stage1, tmp_path):
+    """Resampled with 2 distractors: 3 options, so a stage-1 answer at D (index 3) goes last (C)."""
+    write_stage2(stage1[0], tmp_path / "out", "resampled", Stage2Config(num_distractors=2, option_order="stage1"))
+    letters = stage1_letters(stage1[0])
+    refined = [r for rows in read_stage_output(tmp_path / "out").values() for r in rows if r["options"]]
+    assert refined and {letters[r["question_id"]] for r in refined} >= {"A", "D"}
+    for record in refined:
+        expected = min("ABCD".index(letters[record["question_id"]]), 2)
+        assert [o["correct"] for o in record["options"]] == [i == expected for i in range(3)]
+        assert [o["text"] for o in record["options"] if not o["correct"]] == [
+            p["text"] for p in record["distractor_pool"]
+        ]
+
+
+def test_stage2_asks_each_generator_at_its_own_server_only(stage2, stage1, embedder, tmp_path, monkeypatch):
+    """``--generators NAME=URL``: one server per model, as the Sureon paper serves M1-M3; the manifest names the
+    models, never the ports, and the options are those of the same run through one endpoint."""
+    import builders.pipeline.radg
+
+    monkeypatch.setattr(builders.pipeline.radg, "load_embedder", lambda name: embedder)
+    out = tmp_path / "stage2"
+    with (
+        FakeChatServer(lambda b, i: Reply(scripted_reply(b))) as first,
+        FakeChatServer(lambda b, i: Reply(scripted_reply(b))) as second,
+        FakeChatServer(lambda b, i: Reply(scripted_reply(b))) as base,
+    ):
+        generators = [f"{GENERATORS[0]}={first.url}", f"{GENERATORS[1]}={second.url}", GENERATORS[2]]
+        args = ["pipeline", "stage2", "--input", str(stage1[0]), "--out", str(out), "--base-url", base.url]
+        assert cli_main([*args, "--generators", *generators, "--embedding-model", "tiny"]) == 0
+    questions = len(MCQ_CODES) * len(TRANSCRIPTS)
+    for server, model in ((first, GENERATORS[0]), (second, GENERATORS[1]), (base, GENERATORS[2])):
+        assert [b["model"] for b in server.requests] == [model] * questions
+    manifest = (out / "manifest.json").read_text()
+    assert json.loads(manifest)["settings"]["generators"] == GENERATORS and "127.0.0.1" not in manifest
+    data = {name: content for name, content in parquet_bytes(out).items() if name.endswith(".parquet")}
+    assert data == {name: content for name, content in parquet_bytes(stage2[0]).items() if name.endswith(".parquet")}
+
+
 def test_stage2_output_loads_with_the_sureon_builder(stage2, tmp_path):
     assert cli_main(["build", "sureon", "--release", str(stage2[0]), "--out", str(tmp_path / "built")]) == 0
     train = load_dataset(str(tmp_path / "built"), "train_all", split="train")

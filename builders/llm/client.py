@@ -7,10 +7,10 @@ batch needs:
   above).
 - **Retries** with exponential backoff (and jitter, and the server's ``Retry-After`` when it sends one) on 429, 5xx,
   timeouts and dropped connections. 401 / 403 / 404 stop the run at once: the key, model or URL is wrong. So does a
-  refused connection (or an unknown host) before the server ever answered: nothing listens at the URL, and retrying
-  for a minute would only hide it; once the server has answered, a refused connection (a restart) is retried.
-  :func:`builders.llm.endpoint.check_endpoint` finds it before a command loads anything: ``sureon eval``, ``curate``
-  and ``audit`` call it first.
+  refused connection (or an unknown host) before the server at that URL ever answered: nothing listens there, and
+  retrying for a minute would only hide it; once it has answered, a refused connection (a restart) is retried.
+  :func:`builders.llm.endpoint.check_endpoint` finds it before a command loads anything: ``sureon eval``, ``curate``,
+  ``audit`` and ``pipeline stage2`` call it first.
 - **Structured output**: a request with a pydantic ``schema`` is sent with ``response_format`` (JSON schema) and its
   reply validated; an invalid reply is asked again, then counted as failed (never cached, so a rerun tries again).
 - **Accounting** per stage (:mod:`builders.llm.usage`): calls, cache hits, retries, invalid replies, failures, tokens
@@ -24,8 +24,12 @@ batch needs:
 - **On-disk cache** (:mod:`builders.llm.cache`) keyed by (model, messages, params), committed after every call. The
   API key is never part of the key, never logged nor printed.
 
-Base URL and key come from the arguments or ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``. Messages are sent in OpenAI's
-content-part format (:mod:`builders.llm.messages`: images as base64 data URLs, videos refused).
+Base URL and key come from the arguments or ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``. ``routes`` sends a model's
+requests to a URL of its own (the Sureon paper serves each stage-2 generator as its own vLLM server): a request for a
+routed model goes to ``{route}/chat/completions``, every other to ``{base_url}/chat/completions``, and an error names
+the URL used. A route is not part of a cache key: a cached reply stays valid when a server moves to another port.
+Messages are sent in OpenAI's content-part format (:mod:`builders.llm.messages`: images as base64 data URLs, videos
+refused).
 """
 
 import asyncio
@@ -93,6 +97,7 @@ class LLMClient:
         model: str | None = None,
         *,
         base_url: str | None = None,
+        routes: dict[str, str] | None = None,
         api_key: str | None = None,
         cache: str | Path | LLMCache | None = None,
         max_concurrency: int = 16,
@@ -109,6 +114,7 @@ class LLMClient:
             raise InputError("max_concurrency must be at least 1")
         self.model = model
         self.base_url = resolve_base_url(base_url)
+        self.routes = {name: url.rstrip("/") for name, url in (routes or {}).items()}  # model -> its own base URL
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.cache = cache if isinstance(cache, LLMCache) or cache is None else LLMCache(cache)
         self.max_concurrency = max_concurrency
@@ -120,10 +126,14 @@ class LLMClient:
         self.ledger = UsageLedger(prices)
         self.transport = transport
         self.progress = progress
-        self._answered = False  # whether the server ever answered: before it has, a refused connection is fatal
+        self._answered: set[str] = set()  # URLs that ever answered: before one has, a refused connection is fatal
 
     def __repr__(self) -> str:
-        return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, max_concurrency={self.max_concurrency})"
+        routes = f", routes={self.routes!r}" if self.routes else ""
+        return (
+            f"LLMClient(model={self.model!r}, base_url={self.base_url!r}{routes}, "
+            f"max_concurrency={self.max_concurrency})"
+        )
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._api_key, "***") if self._api_key else text
@@ -131,12 +141,15 @@ class LLMClient:
     def _http(self) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         return httpx.AsyncClient(
-            base_url=self.base_url,
             headers=headers,
             timeout=self.timeout,
             transport=self.transport,
             limits=httpx.Limits(max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency),
         )
+
+    def url_for(self, model: str) -> str:
+        """The base URL a request for ``model`` goes to: its route, else ``base_url``."""
+        return self.routes.get(model, self.base_url)
 
     def payload(self, request: ChatRequest) -> dict:
         """The JSON body sent for ``request`` (and, minus nothing secret, what the cache key is made of)."""
@@ -163,22 +176,28 @@ class LLMClient:
 
     async def _post(self, http: httpx.AsyncClient, semaphore: asyncio.Semaphore, body: dict, stage: str) -> dict:
         """POST with retries; return the response JSON or raise ``_CallFailed`` (or ``LLMError`` when fatal)."""
+        model = body["model"]
+        url = self.url_for(model)
         last_error = "no attempt made"
         for attempt in range(self.max_retries + 1):
             retry_after = None
             try:
                 async with semaphore:
-                    response = await http.post("/chat/completions", json=body)
+                    response = await http.post(f"{url}/chat/completions", json=body)
             except httpx.TimeoutException as err:
                 last_error = f"timeout ({type(err).__name__})"
             except httpx.ConnectError as err:
-                if not self._answered:  # nothing listens there (or no such host): retrying cannot help
-                    raise LLMError(self._scrub(unreachable_message(self.base_url, err))) from None
+                if url not in self._answered:  # nothing listens there (or no such host): retrying cannot help
+                    if model in self.routes:
+                        message = unreachable_message(url, err, f"the route of model {model!r}", environment=None)
+                    else:
+                        message = unreachable_message(url, err)
+                    raise LLMError(self._scrub(message)) from None
                 last_error = f"connection error ({type(err).__name__}: {err})"
             except httpx.TransportError as err:
                 last_error = f"connection error ({type(err).__name__}: {err})"
             else:
-                self._answered = True
+                self._answered.add(url)
                 status = response.status_code
                 if status == 200:
                     try:
@@ -188,7 +207,7 @@ class LLMClient:
                 elif status in FATAL_STATUS:
                     raise LLMError(
                         self._scrub(
-                            f"HTTP {status} from {self.base_url}/chat/completions for model {body['model']!r}: "
+                            f"HTTP {status} from {url}/chat/completions for model {model!r}: "
                             f"{response.text[:300]} (check the API key, the model name and the base URL)"
                         )
                     )

@@ -2,10 +2,14 @@
 
     sureon pipeline split  --transcripts PATH... [--metadata FILE] --split-file splits.json [--fraction 0.1]
     sureon pipeline stage1 --transcripts PATH... --split-file splits.json --model NAME --out DIR [--cache FILE]
-    sureon pipeline stage2 --input STAGE1_DIR --out DIR [--method radg|resampled] [--generators M1 M2 M3]
+    sureon pipeline stage2 --input STAGE1_DIR --out DIR [--method radg|resampled] [--generators M1 M2=URL M3=URL]
+                           [--option-order shuffled|stage1]
 
 The endpoint comes from ``--base-url`` or ``OPENAI_BASE_URL``, the key from ``OPENAI_API_KEY`` only (never a flag,
-so it stays out of shell history and process lists). Every LLM reply is cached in ``--cache`` (default
+so it stays out of shell history and process lists). A stage-2 generator given as ``NAME=URL`` is asked at a URL of
+its own (the Sureon paper serves each generator as its own vLLM server); every endpoint stage 2 uses is checked
+before anything loads. The manifest records the generators' names, never their URLs: a port that changes between
+runs changes no output byte, and no cached reply. Every LLM reply is cached in ``--cache`` (default
 ``<out>.llm_cache.sqlite``), and stage 2's embeddings in ``<out>.embeddings/``: a killed run, rerun, pays for
 nothing twice.
 
@@ -15,7 +19,7 @@ generators and embedding model, when not given, are :class:`~builders.pipeline.r
 
 from pathlib import Path
 
-from builders.arguments import fraction, positive_int, seed
+from builders.arguments import fraction, key_value, positive_int, seed
 from builders.sureon.categories import BY_CODE, CATEGORIES
 
 
@@ -58,16 +62,31 @@ def add_arguments(parser) -> None:
     stage2.add_argument("--input", required=True, type=Path, help="a stage-1 output folder")
     stage2.add_argument("--out", required=True, type=Path, help="output folder (release layout)")
     stage2.add_argument("--method", choices=["radg", "resampled"], default="radg")
-    stage2.add_argument("--generators", nargs="+", help="M1..Mn endpoint names")
+    stage2.add_argument(
+        "--generators",
+        nargs="+",
+        metavar="NAME[=URL]",
+        help="M1..Mn: model names at --base-url, or NAME=URL for a model served at a URL of its own "
+        "(e.g. m1=http://127.0.0.1:8001/v1)",
+    )
     stage2.add_argument("--embedding-model", help="sentence-transformers model")
     stage2.add_argument("--per-model", type=positive_int, default=6, help="N: distractors per generator")
     stage2.add_argument("--num-distractors", type=positive_int, default=6, help="distractors drawn into the options")
     stage2.add_argument("--top-k", type=positive_int, default=100, help="answers retrieved per pool")
     stage2.add_argument("--exemplars", type=positive_int, default=100, help="K: exemplars after merging")
+    stage2.add_argument(
+        "--option-order",
+        choices=["shuffled", "stage1"],
+        default="shuffled",
+        help="shuffled: the answer and the drawn distractors in an order seeded by question_id; stage1: the answer "
+        "keeps its stage-1 letter (last when the options are fewer now) and the distractors fill the other letters "
+        "in draw order, for an ablation of distractor texts alone (the Sureon paper's Table 4, stage 1 vs stage 2): "
+        "a re-shuffle would also remove stage 1's position bias and credit RADG with it",
+    )
     add_client_arguments(stage2)
 
 
-def client(args, model: str | None = None):
+def client(args, model: str | None = None, routes: dict[str, str] | None = None):
     from builders.llm import LLMClient
     from builders.yaml_file import load_yaml_mapping
 
@@ -75,7 +94,13 @@ def client(args, model: str | None = None):
     prices = load_yaml_mapping(args.prices, "--prices file", example) if args.prices else None
     cache = args.cache or args.out.with_name(f"{args.out.name}.llm_cache.sqlite")
     return LLMClient(
-        model, base_url=args.base_url, cache=cache, max_concurrency=args.max_concurrency, prices=prices, progress=True
+        model,
+        base_url=args.base_url,
+        routes=routes,
+        cache=cache,
+        max_concurrency=args.max_concurrency,
+        prices=prices,
+        progress=True,
     )
 
 
@@ -112,19 +137,72 @@ def run_stage1(args) -> int:
     return 0
 
 
+def generator_routes(items: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``--generators`` items (``NAME`` or ``NAME=URL``, split at the first ``=``: model names hold none) -> the
+    names in order and the routes (name -> URL) of those given a URL; a malformed item is one line."""
+    from urllib.parse import urlsplit
+
+    from builders.errors import InputError
+
+    names, routes = [], {}
+    for item in items:
+        if "=" in item:
+            name, url = key_value(item, "--generators", "m1=http://127.0.0.1:8001/v1")
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise InputError(
+                    f"--generators {item!r}: {url!r} is not an http:// or https:// URL; write NAME=URL, e.g. "
+                    f"{name}=http://127.0.0.1:8001/v1"
+                )
+            routes[name] = url
+        else:
+            name = item.strip()
+        if not name:
+            raise InputError("--generators: an empty name; write NAME or NAME=URL")
+        if name in names:
+            raise InputError(f"--generators: {name} given twice; give each generator once")
+        names.append(name)
+    return names, routes
+
+
+def check_generator_endpoints(generators: list[str], routes: dict[str, str], base_url: str | None) -> None:
+    """Every endpoint the generators are asked at answers, checked once each before anything loads; a dead one is
+    one line naming its generators and its URL."""
+    from builders.llm.endpoint import LLMError, check_endpoint, resolve_base_url
+
+    served: dict[str, list[str]] = {}
+    for name in generators:
+        served.setdefault(resolve_base_url(routes.get(name, base_url)), []).append(name)
+    for url, names in served.items():
+        routed = names[0] in routes
+        try:
+            check_endpoint(
+                url,
+                option="--generators NAME=URL" if routed else "--base-url",
+                environment=None if routed else "OPENAI_BASE_URL",
+            )
+        except LLMError as err:
+            raise LLMError(f"generator {', '.join(names)}: {err}") from None
+
+
 def run_stage2(args) -> int:
     from builders.pipeline.radg import Stage2Config, write_stage2
 
-    given = {"generators": args.generators, "embedding_model": args.embedding_model}
+    generators, routes = generator_routes(args.generators) if args.generators else (None, {})
+    given = {"generators": generators, "embedding_model": args.embedding_model}
     config = Stage2Config(
         per_model=args.per_model,
         num_distractors=args.num_distractors,
         top_k=args.top_k,
         exemplars=args.exemplars,
         max_tokens=args.max_tokens,
+        option_order=args.option_order,
         **{name: value for name, value in given.items() if value is not None},
     )
-    llm = client(args) if args.method == "radg" else None
+    llm = None
+    if args.method == "radg":
+        check_generator_endpoints(config.generators, routes, args.base_url)
+        llm = client(args, routes=routes)
     embeddings = args.out.with_name(f"{args.out.name}.embeddings")
     manifest = write_stage2(
         args.input, args.out, args.method, config, llm, overwrite=args.overwrite, embedding_cache=embeddings

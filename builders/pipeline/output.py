@@ -36,10 +36,38 @@ def read_stage_output(folder: Path) -> dict[str, list[dict]]:
 
     if not Path(folder).is_dir():
         raise InputError(f"--input {folder}: no such folder; give a stage-1 output (`sureon pipeline stage1 --out`)")
+    found = find_split_files(Path(folder))
+    others = sorted(set(found) - set(SPLITS))
+    if others:  # a benchmark is not refined: its rows would be read, paid for and not written
+        raise InputError(
+            f"--input {folder}: holds the split(s) {', '.join(others)} beside {' and '.join(SPLITS)}; the pipeline "
+            f"refines a stage-1 output's {' and '.join(SPLITS)} splits only: give a folder without the others"
+        )
     return {
         split: [row for path in files for row in pq.read_table(path).to_pylist()]
-        for split, files in sorted(find_split_files(Path(folder)).items())
+        for split, files in sorted(found.items())
     }
+
+
+def stage1_view(release: Path, out: Path, overwrite: bool = False) -> Path:
+    """A release's train and validation parquet files copied into ``out`` (the pipeline's input layout): what a
+    release that also holds a benchmark (the official one, a synthetic world) offers stage 2 in place of a stage-1
+    output. The release itself is left as it was."""
+    import shutil
+
+    from builders.outputs import staged_output
+    from builders.sureon.release import find_split_files
+
+    found = find_split_files(Path(release))
+    if not any(found.get(split) for split in SPLITS):
+        raise InputError(f"{release}: no {' or '.join(SPLITS)} split to refine")
+    with staged_output(out, overwrite) as staging:
+        for split in SPLITS:
+            for path in found.get(split, []):
+                target = staging / path.relative_to(release)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+    return Path(out)
 
 
 def write_stage_output(

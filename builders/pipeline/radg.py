@@ -13,6 +13,9 @@ and exemplars (prompt ``prompts/distractors.md``, in the spirit of the Sureon pa
 keeps each distractor's model (``distractor_pool`` column, read by the hardening stage); the final distractors are a
 draw seeded by ``question_id`` under the cross-model diversity constraint (:mod:`builders.sureon.distractor_pool`).
 
+The options are then ordered by ``option_order`` (:func:`ordered_options`): ``shuffled`` (the default) shuffles the
+answer among the drawn distractors, seeded by ``question_id``; ``stage1`` keeps the answer at its stage-1 letter.
+
 The search is exact: answers are grouped by question type, a batch of same-type queries is scored with one matrix
 product and each pool takes its top-k through precomputed positions (``benchmarks/radg.py`` times it against a
 brute-force scan and against one flat faiss index per pool).
@@ -41,6 +44,7 @@ from builders.sureon.distractor_pool import POOL_TYPE, clean_pool, draw_distract
 DEFAULT_EMBEDDING_MODEL = "BAAI/bge-m3"
 DEFAULT_GENERATORS = ("google/medgemma-27b-text-it", "meta-llama/Llama-3.1-70B", "Qwen/Qwen3.5-35B-A3B")
 POOLS = ("procedure", "specialty", "subject", "broad")  # priority order
+OPTION_ORDERS = ("shuffled", "stage1")
 STAGE2_FIELDS = [
     *STAGE1_FIELDS,
     ("stage1_distractors", pa.list_(pa.string())),
@@ -176,16 +180,60 @@ def option_texts(record: dict) -> list[str]:
     return [o["text"] for o in record.get("options") or []]
 
 
+# The distractor message's labels: written by distractor_message, read back by parse_distractor_message.
+_ANSWER_LABEL = "\nCorrect answer: "
+_OPTIONS_LABEL = "\nOriginal options: "
+_EXEMPLARS_LABEL = "\n\nExample correct answers of similar questions (match their style):\n"
+_NO_EXEMPLARS = "- (none retrieved)"
+
+
 def distractor_message(record: dict, exemplars: list[str]) -> str:
-    listing = "\n".join(f"- {text}" for text in exemplars) or "- (none retrieved)"
+    """The user message a generator gets for one question (the system prompt is ``prompts/distractors.md``)."""
+    listing = "\n".join(f"- {text}" for text in exemplars) or _NO_EXEMPLARS
     return (
         f"Procedure: {record.get('procedure') or 'unknown'}; specialty: {record.get('specialty') or 'unknown'}; "
         f"subject: {record.get('subject') or 'unknown'}; question type: {record['category']}\n\n"
         f"Transcript context:\n{record.get('transcript') or '(none)'}\n\n"
-        f"Question: {record['question']}\nCorrect answer: {record['answer']}\n"
-        f"Original options: {json.dumps(option_texts(record), ensure_ascii=False)}\n\n"
-        f"Example correct answers of similar questions (match their style):\n{listing}"
+        f"Question: {record['question']}{_ANSWER_LABEL}{record['answer']}"
+        f"{_OPTIONS_LABEL}{json.dumps(option_texts(record), ensure_ascii=False)}"
+        f"{_EXEMPLARS_LABEL}{listing}"
     )
+
+
+@dataclass(frozen=True)
+class DistractorPrompt:
+    """What a :func:`distractor_message` tells a generator about the answer: the text, the stage-1 options and the
+    retrieved exemplars."""
+
+    answer: str
+    options: list[str]
+    exemplars: list[str]
+
+
+def parse_distractor_message(message: str) -> DistractorPrompt:
+    """Read back a :func:`distractor_message` (for a program standing in for a generator model).
+
+    Labels are searched from the end, so a transcript or question holding one does not fool it; an exemplar spread
+    over several lines comes back whole. Raises ``ValueError`` for a message in another format."""
+    head, found_exemplars, listing = message.rpartition(_EXEMPLARS_LABEL)
+    head, found_options, options = head.rpartition(_OPTIONS_LABEL)
+    _, found_answer, answer = head.rpartition(_ANSWER_LABEL)
+    if not (found_exemplars and found_options and found_answer):
+        raise ValueError("not a stage-2 distractor message: no 'Correct answer', 'Original options' or examples")
+    try:
+        texts = json.loads(options)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"the original options are not a JSON list: {err}") from None
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise ValueError("the original options are not a JSON list of strings")
+    exemplars: list[str] = []
+    if listing != _NO_EXEMPLARS:
+        for line in listing.split("\n"):
+            if line.startswith("- "):
+                exemplars.append(line[2:])
+            elif exemplars:
+                exemplars[-1] += f"\n{line}"
+    return DistractorPrompt(answer, texts, exemplars)
 
 
 @dataclass
@@ -198,11 +246,40 @@ class Stage2Config:
     exemplars: int = 100  # K
     temperature: float = 0.1
     max_tokens: int | None = None
+    option_order: str = "shuffled"  # or "stage1": see ordered_options
+
+    def __post_init__(self):
+        if self.option_order not in OPTION_ORDERS:
+            raise InputError(f"option_order {self.option_order!r}: one of {', '.join(OPTION_ORDERS)}")
 
 
-def _with_options(record: dict, pool: list[dict], drawn: list[dict]) -> dict:
-    texts = options_from_pool(record["answer"], [d["text"] for d in drawn], record["question_id"])
+def stage1_answer_index(record: dict) -> int | None:
+    """The answer's index among the record's stage-1 options (compared as the release reader compares texts)."""
+    answer = normalise_option(record["answer"])
+    return next((i for i, text in enumerate(option_texts(record)) if normalise_option(text) == answer), None)
+
+
+def ordered_options(record: dict, distractors: list[str], option_order: str) -> list[str]:
+    """The answer and the drawn distractors in the order they are lettered.
+
+    ``shuffled``: shuffled together, seeded by ``question_id``. ``stage1``: the answer keeps its stage-1 letter and
+    the distractors fill the other letters in the order they were drawn (pool order: the order the generators wrote
+    them); an answer whose stage-1 letter lies past the new option count, or that no stage-1 option holds, goes last.
+    ``stage1`` exists for ablations that compare distractor texts alone (the Sureon paper's Table 4, stage 1 against
+    stage 2): a re-shuffle also removes any position bias of stage 1's answers, which would credit RADG with what the
+    reordering did.
+    """
+    if option_order == "shuffled":
+        return options_from_pool(record["answer"], distractors, record["question_id"])
+    position = stage1_answer_index(record)
+    texts = list(distractors)
+    texts.insert(len(texts) if position is None else min(position, len(texts)), record["answer"])
+    return texts
+
+
+def _with_options(record: dict, pool: list[dict], drawn: list[dict], option_order: str) -> dict:
     answer = record["answer"]
+    texts = ordered_options(record, [d["text"] for d in drawn], option_order)
     return {
         **record,
         "options": lettered(texts, answer),
@@ -258,15 +335,17 @@ def run_radg(
                 {"question_id": record["question_id"], "stage": "radg", "reason": f"{err}", "failures": failures}
             )
             continue
-        out[split].append(_with_options(record, pool, drawn))
+        out[split].append(_with_options(record, pool, drawn, config.option_order))
     for split, rows in records.items():
         out[split] += [{**r, "stage1_distractors": [], "distractor_pool": []} for r in rows if not is_mcq(r)]
     return out, skipped
 
 
-def run_resampled(records: dict[str, list[dict]], num_distractors: int = 6) -> tuple[dict[str, list[dict]], list]:
+def run_resampled(
+    records: dict[str, list[dict]], num_distractors: int = 6, option_order: str = "shuffled"
+) -> tuple[dict[str, list[dict]], list]:
     """The Sureon paper's Table 8 "resampled" baseline: correct answers of other same-type training questions as
-    distractors, drawn with a seed from ``question_id``."""
+    distractors, drawn with a seed from ``question_id``, ordered by ``option_order`` (:func:`ordered_options`)."""
     answers: dict[str, list[str]] = {}
     for item in index_items(records.get("train", [])):
         answers.setdefault(item["category"], []).append(item["answer"])
@@ -289,7 +368,7 @@ def run_resampled(records: dict[str, list[dict]], num_distractors: int = 6) -> t
                 {"text": others[i], "model": "resampled"}
                 for i in sorted(rng.sample(range(len(others)), num_distractors))
             ]
-            out[split].append(_with_options(record, drawn, drawn))
+            out[split].append(_with_options(record, drawn, drawn, option_order))
     return out, skipped
 
 
@@ -309,7 +388,7 @@ def write_stage2(
         embedder = embedder if embedder is not None else load_embedder(config.embedding_model)
         refined, skipped = run_radg(records, client, config, embedder, embedding_cache)
     elif method == "resampled":
-        refined, skipped = run_resampled(records, config.num_distractors)
+        refined, skipped = run_resampled(records, config.num_distractors, config.option_order)
     else:
         raise InputError(f"unknown stage-2 method {method!r}: radg or resampled")
     manifest = {

