@@ -100,8 +100,9 @@ TEST_WORKERS ?= $(shell n=$$(nproc); echo $$(( n > 4 ? 4 : n > 1 ? n : 0 )))
 test: $(STAMP)
 	$(PY) -m pytest -m "not slow and not gpu and not network" -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-# The construction method end to end in miniature (sureon/reproduce.py): world, fold guessers, blind curation, SFT on
-# raw vs curated data, GRPO, and the report (build/reproduce/report/report.md). Resumable: a finished step is skipped.
+# The construction method end to end in miniature (sureon/reproduce.py): the Sureon paper's Table 4 with its three
+# arms (stage-1 distractors, stage 2's RADG through `sureon pipeline stage2`, blind-test curation) over three training
+# seeds, and the report (build/reproduce/report/report.md). Resumable: a finished step is skipped.
 reproduce: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/sureon reproduce --out build/reproduce
 

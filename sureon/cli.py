@@ -21,7 +21,7 @@
     sureon audit --dataset DIR_OR_ID --guesser SPEC [--guesser SPEC ...] --out DIR
     sureon review add-user|remove-user|assign|serve|backup|export|agreement --db review.sqlite ...
     sureon world --out DIR [--config world.yaml] [--shortcut train:length=0.5 ...]
-    sureon reproduce --out DIR [--release DIR --videos DIR --shortcuts FILE]
+    sureon reproduce --out DIR [--seeds N] [--release DIR --videos DIR --shortcuts FILE]
     sureon plan --config RECIPE.yaml [--num-gpus 4] [--gpu-memory 141] [--synthetic-frames 768x432]
 
 Every command is a module next to the code it drives, with ``add_arguments(parser)`` and ``run(args) -> exit
@@ -182,9 +182,9 @@ COMMANDS = (
     Command(
         ("reproduce",),
         "sureon.reproduce",
-        "the construction method end to end in miniature: world, guessers, curation, SFT raw vs curated, GRPO",
-        "Show on a CPU that blind-test curation raises multimodal gain (the Sureon paper's Tables 4 and 8 in "
-        "miniature). Resumable. See sureon/reproduce.py.",
+        "the construction method end to end in miniature: Table 4's three arms (stage 1, RADG, curation)",
+        "Show on a CPU that stage 2 (RADG) and stage 3 (blind-test curation) each raise the multimodal gain (the "
+        "Sureon paper's Tables 4 and 8 in miniature, over training seeds). Resumable. See sureon/reproduce.py.",
     ),
     Command(
         ("export", "lm-eval"),

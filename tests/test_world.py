@@ -198,8 +198,9 @@ def test_shortcuts_are_planted_where_the_ground_truth_says(small_world):
 
 
 def test_decoys_and_clips_of_another_answer_are_where_the_settings_say(tmp_path):
-    """A decoy row's longer option is a distractor (a hardened benchmark's row); with ``shortcut_clips: other`` a
-    planted row's clip shows another answer (read back from its drawn frames), a plain row's its own."""
+    """A decoy row's longer option is a distractor (a hardened benchmark's row); with ``shortcut_clips: other`` on
+    the training split a planted row's clip there shows another answer (read back from its drawn frames), a plain
+    row's its own, and a planted benchmark row (the test split, left at ``answer``) its own."""
     settings = WorldConfig.from_dict(
         {
             "categories": ["EE", "F"],
@@ -209,7 +210,7 @@ def test_decoys_and_clips_of_another_answer_are_where_the_settings_say(tmp_path)
             "questions_per_video": {"train": 10, "validation": 2, "test": 10},
             "shortcuts": {"train": {"length": 0.5}, "test": {"length": 0.1}},
             "decoys": {"test": 0.4},
-            "shortcut_clips": "other",
+            "shortcut_clips": {"train": "other"},
         }
     )
     summary = write_world(tmp_path, settings, videos=False)
@@ -230,11 +231,41 @@ def test_decoys_and_clips_of_another_answer_are_where_the_settings_say(tmp_path)
             continue
         frame = next(segment_frames(settings, q, 4))
         shown = nearest_colour(mean_colour(Image.fromarray(frame)))
-        assert (shown != q.answer_index) == (q.shortcut is not None), q.question_id
+        assert (shown != q.answer_index) == (q.shortcut is not None and q.split == "train"), q.question_id
+    assert any(q.shortcut and q.split == "test" for q in plan_world(settings))
     with pytest.raises(ValueError, match="decoys.test"):
         WorldConfig.from_dict({"shortcuts": {"test": {"length": 0.8}}, "decoys": {"test": 0.3}})
     with pytest.raises(ValueError, match="shortcut_clips"):
         WorldConfig.from_dict({"shortcut_clips": "none"})
+    with pytest.raises(ValueError, match="shortcut_clips"):
+        WorldConfig.from_dict({"shortcut_clips": {"training": "other"}})
+
+
+def test_a_position_row_in_the_vocabularys_order_moves_no_option(tmp_path):
+    """In the vocabulary's order a ``position`` row asks for the word at its letter, and every option stays where the
+    vocabulary puts it (moving the answer would also move the others), with four options as with seven."""
+    for count in (4, 7):
+        settings = WorldConfig.from_dict(
+            {
+                "categories": ["EE"],
+                "option_order": "vocabulary",
+                "options": {"train": count, "validation": count, "test": count},
+                "videos": {"train": 4, "validation": 1, "test": 1},
+                "shortcuts": {"train": {"position": 0.5}},
+                "position_letter": "B",
+            }
+        )
+        write_world(tmp_path / str(count), settings, videos=False)
+        truth = read_shortcuts(tmp_path / str(count))
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(tmp_path / str(count) / "release" / "data" / "train-00000-of-00001.parquet").to_pylist()
+        planted = [row for row in rows if truth[row["question_id"]] == "position"]
+        assert planted
+        for row in rows:
+            indices = [VOCABULARY["EE"].index(o["text"]) for o in row["options"]]
+            assert indices == sorted(indices) and len(indices) == count
+        assert all(row["options"][1]["correct"] and row["answer"] == VOCABULARY["EE"][1] for row in planted)
 
 
 def test_answer_positions_are_shuffled_by_a_seeded_rng(small_world):

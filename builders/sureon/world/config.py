@@ -29,7 +29,9 @@ class WorldConfig:
     share of a split's MCQ rows planted with each kind (kinds exclusive, shares summing to at most 1); ``decoys``:
     ``{split: share}``, the share of its MCQ rows (others than the planted ones) whose longer option is a
     distractor; ``shortcut_clips``: ``answer`` (a planted row's clip shows its answer) or ``other`` (another
-    answer's scene).
+    answer's scene), for every split or per split (``{train: other, test: answer}``, a split left out: ``answer``):
+    a stage-1 training row may be written from the narration alone, while a benchmark row passed the experts' check
+    that its clip shows its answer (the Sureon paper's stage 4).
     """
 
     seed: int = 0
@@ -39,7 +41,7 @@ class WorldConfig:
     categories: tuple = ALL_CODES
     shortcuts: dict = field(default_factory=lambda: {"train": {"length": 0.5}, "validation": {"length": 0.5}})
     decoys: dict = field(default_factory=dict)
-    shortcut_clips: str = "answer"
+    shortcut_clips: str | dict = "answer"
     position_letter: str = "A"
     option_order: str = "shuffled"
     frame_size: int = 64
@@ -73,8 +75,14 @@ class WorldConfig:
                 raise InputError(f"options.{split}: between 2 and 7 options (the vocabularies have 7 words)")
             if int(self.videos.get(split, 0)) < 1 or int(self.questions_per_video.get(split, 0)) < 1:
                 raise InputError(f"{split}: needs at least one video and one question per video")
-        if self.shortcut_clips not in SHORTCUT_CLIPS:
-            raise InputError(f"shortcut_clips must be one of {', '.join(SHORTCUT_CLIPS)}, got {self.shortcut_clips!r}")
+        by_split = self.shortcut_clips if isinstance(self.shortcut_clips, dict) else {}
+        if set(by_split) - set(SPLITS) or not all(
+            value in SHORTCUT_CLIPS for value in (by_split.values() if by_split else [self.shortcut_clips])
+        ):
+            raise InputError(
+                f"shortcut_clips must be one of {', '.join(SHORTCUT_CLIPS)}, or a mapping of splits "
+                f"({', '.join(SPLITS)}) to one of them, got {self.shortcut_clips!r}"
+            )
         if self.option_order not in OPTION_ORDERS:
             raise InputError(f"option_order must be one of {', '.join(OPTION_ORDERS)}, got {self.option_order!r}")
         if self.position_letter not in LETTERS[: min(int(n) for n in self.options.values())]:
@@ -83,6 +91,12 @@ class WorldConfig:
             raise InputError(
                 f"frame_size must be a multiple of 32 (the vision patches merge 2x2 of 16 px), got {self.frame_size}"
             )
+
+    def clips_shown(self, split: str) -> str:
+        """What a planted row's clip shows on ``split``: ``answer`` or ``other``."""
+        if isinstance(self.shortcut_clips, dict):
+            return self.shortcut_clips.get(split, "answer")
+        return self.shortcut_clips
 
     @classmethod
     def from_dict(cls, values: dict) -> "WorldConfig":

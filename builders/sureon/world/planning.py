@@ -4,14 +4,18 @@
 distractors), each on a configurable share of the MCQ rows of each split, at most one kind per row:
 
 - ``length``: the correct option is longer and more specific than the distractors;
-- ``position``: the correct option always sits at one letter (``position_letter``);
+- ``position``: the correct option always sits at one letter (``position_letter``); with ``option_order:
+  vocabulary`` the row asks for the word the vocabulary puts at that letter (its clip drawn to match), so no option
+  leaves its place: moving the answer there would also move the others, and a model that reads "this colour, this
+  letter" from the frames would be wrong on a row whose clip shows the answer;
 - ``wording``: the question names the answer (a narrator's remark appended to it);
 - ``procedure``: a procedure prior, the same answer for every planted clip of one procedure and category (the
   question names the procedure, as every question of the world does).
 
 By default a planted row stays visually grounded (its clip shows its answer): only its text gives the answer away
-too. With ``shortcut_clips: other`` its clip shows the scene of another answer, as a stage-1 question written from
-the narration alone can ask of a clip that does not show it: such a row teaches that the text settles the answer.
+too. With ``shortcut_clips: other`` (for every split, or per split) its clip shows the scene of another answer, as a
+stage-1 question written from the narration alone can ask of a clip that does not show it: such a row teaches that
+the text settles the answer.
 
 **Decoys** (``decoys: {split: share}``, on rows without a shortcut): a *distractor* is the longer, more specific
 option. That is what stage 3's distractor hardening (the Sureon paper's Algorithm 1, B.4.3) leaves on a benchmark:
@@ -26,7 +30,7 @@ import hashlib
 import random
 from dataclasses import dataclass
 
-from builders.options import stable_seed
+from builders.options import LETTERS, stable_seed
 from builders.sureon.world.config import SHORTCUT_KINDS, SPLITS, WorldConfig
 from builders.sureon.world.vocabulary import MCQ_CODES, MOTIONS, PATTERNS, PROCEDURES
 
@@ -122,6 +126,13 @@ def _apply_procedure_prior(config: WorldConfig, q: Question) -> None:
     q.scene = _scene(q.code, q.answer_index, q.scene.get("colour", 0))
 
 
+def _apply_position(config: WorldConfig, q: Question) -> None:
+    """In the vocabulary's order, a position row asks for the word at ``position_letter`` (its rows keep the words
+    before it among the options, :func:`builders.sureon.world.rows._options`)."""
+    q.answer_index = LETTERS.index(config.position_letter)
+    q.scene = _scene(q.code, q.answer_index, q.scene.get("colour", 0))
+
+
 def plan_world(config: WorldConfig) -> list[Question]:
     """Every question of the world, shortcuts and decoys planted (no file written; its clip window comes when the
     videos are laid out, :func:`builders.sureon.world.videos.lay_out_videos`)."""
@@ -130,7 +141,9 @@ def plan_world(config: WorldConfig) -> list[Question]:
     for q in questions:
         if q.shortcut == "procedure":
             _apply_procedure_prior(config, q)
-        if q.shortcut and config.shortcut_clips == "other":
+        if q.shortcut == "position" and config.option_order == "vocabulary":
+            _apply_position(config, q)
+        if q.shortcut and config.clips_shown(q.split) == "other":
             rng = random.Random(stable_seed(str(config.seed), q.question_id, "other clip"))
             shown = rng.choice([i for i in range(7) if i != q.answer_index])
             q.scene = _scene(q.code, shown, q.scene.get("colour", 0))

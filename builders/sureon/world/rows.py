@@ -30,17 +30,18 @@ def _options(config: WorldConfig, q: Question) -> tuple[list[str], str]:
     vocabulary = VOCABULARY[q.code]
     count = int(config.options[q.split])
     rng = random.Random(stable_seed(str(config.seed), q.question_id, "options"))
-    distractors = rng.sample([i for i in range(7) if i != q.answer_index], count - 1)
+    if q.shortcut == "position" and config.option_order == "vocabulary":
+        # the answer is the word at the letter (planning): every word before it is an option, the rest are drawn
+        below = list(range(q.answer_index))
+        distractors = below + rng.sample(range(q.answer_index + 1, 7), count - 1 - len(below))
+    else:
+        distractors = rng.sample([i for i in range(7) if i != q.answer_index], count - 1)
     correct = vocabulary[q.answer_index] + (ELABORATION if q.shortcut == "length" else "")
     decoy = rng.choice(distractors) if q.decoy else None
     words = [w + (ELABORATION if i == decoy else "") for i, w in enumerate(vocabulary)]
     if config.option_order == "vocabulary":
         chosen = sorted([*distractors, q.answer_index])
-        texts = [correct if i == q.answer_index else words[i] for i in chosen]
-        if q.shortcut == "position":
-            texts.remove(correct)
-            texts.insert(LETTERS.index(config.position_letter), correct)
-        return texts, correct
+        return [correct if i == q.answer_index else words[i] for i in chosen], correct
     texts = [words[i] for i in distractors]
     position = LETTERS.index(config.position_letter) if q.shortcut == "position" else rng.randrange(count)
     texts.insert(position, correct)
