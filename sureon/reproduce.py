@@ -134,7 +134,7 @@ class Run:
         self.python(log, str(REPO_ROOT / "recipes" / script), "--config", str(recipe), *extra)
 
 
-def corpus_from_build(builds: list[tuple[Path, list[str]]], out: Path) -> Path:
+def corpus_from_builds(builds: list[tuple[Path, list[str]]], out: Path) -> Path:
     """Every question and option text of the builds, once each: the tiny models' tokenizers learn these words."""
     from datasets import load_dataset
 
@@ -328,7 +328,7 @@ def make_models(mini: Miniature) -> None:
 
     def make():
         builds = [(mini.build, ["bench", "train_all", "validation"]), (mini.build_stage2, ["train_all", "validation"])]
-        corpus = corpus_from_build(builds, mini.models / "corpus.txt")
+        corpus = corpus_from_builds(builds, mini.models / "corpus.txt")
         width = [f"--{k.replace('_', '-')}={v}" for k, v in GUESSER_WIDTH.items()]
         tiny = ["-m", "recipes.training.tiny_models"]
         mini.run.python("models-vlm", *tiny, "--out", str(mini.models / "tiny-vlm"), "--corpus", str(corpus))
@@ -492,9 +492,11 @@ def evaluate(mini: Miniature) -> None:
                 )
             )
     for arm in ARMS:
-        pools = {"OS": ("off-the-shelf", *mini.training[arm], "train"), "FT": (f"all-{arm}", *mini.validation[arm])}
-        for column, (guesser, dataset, config, *split) in pools.items():
-            split = split[0] if split else "validation"
+        pools = {
+            "OS": ("off-the-shelf", *mini.training[arm], "train"),
+            "FT": (f"all-{arm}", *mini.validation[arm], "validation"),
+        }
+        for column, (guesser, dataset, config, split) in pools.items():
             name = f"blind-{column}-{arm}"
             steps.append(
                 (
@@ -527,10 +529,20 @@ def train_grpo(mini: Miniature) -> None:
     mini.run.step(
         "grpo", lambda: mini.run.train("grpo", "grpo.py", recipe), what=f"GRPO from {start.relative_to(mini.out)}"
     )
-    mini.run.step(
-        "eval-grpo",
-        lambda: eval_sureon(mini, "eval-grpo", mini.grpo, mini.evals / "grpo", "--mode", "visual"),
-        what="benchmark after GRPO",
+    # the benchmark before (the checkpoint GRPO started from) and after
+    mini.run.steps_at_once(
+        [
+            (
+                "eval-grpo-start",
+                lambda: eval_sureon(mini, "eval-grpo-start", start, mini.evals / "grpo-start", "--mode", "visual"),
+                f"benchmark at {start.relative_to(mini.out)}",
+            ),
+            (
+                "eval-grpo",
+                lambda: eval_sureon(mini, "eval-grpo", mini.grpo, mini.evals / "grpo", "--mode", "visual"),
+                "benchmark after GRPO",
+            ),
+        ]
     )
 
 
@@ -539,17 +551,7 @@ def write_report(mini: Miniature) -> Path:
     from builders.sureon import world
     from recipes.evaluation.sureon import miniature
 
-    grpo = None
-    if mini.args.grpo:
-        start = mini.grpo_from()
-        # the benchmark of the checkpoint GRPO started from: evaluated here, the first point of its curve
-        before = mini.evals / "grpo-start"
-        mini.run.step(
-            "eval-grpo-start",
-            lambda: eval_sureon(mini, "eval-grpo-start", start, before, "--mode", "visual"),
-            what=f"benchmark at {start.relative_to(mini.out)}",
-        )
-        grpo = (mini.args.grpo_from_step, before / "predictions.jsonl")
+    grpo = (mini.args.grpo_from_step, mini.evals / "grpo-start" / "predictions.jsonl") if mini.args.grpo else None
     data = miniature.assemble(
         mini.out,
         arms=list(ARMS),

@@ -80,7 +80,7 @@ def _paired(only_a: int, only_b: int, both: int, neither: int) -> tuple[list[boo
     return a, b
 
 
-def test_mcnemar_exact_reproduces_the_seeds_table18_row():
+def test_mcnemar_exact_reproduces_the_sureon_papers_table18_row():
     # Molmo2 vs MedGemma 1.5 in Table 18: +4.35 points, p = 0.1175: 36 vs 23 discordant items out of 299
     a, b = _paired(36, 23, 20, 220)
     result = mcnemar_test(a, b)

@@ -187,12 +187,13 @@ def table4(runs: dict[str, Path], row_kinds: dict[str, str] | None = None) -> di
     visual and blind outcomes. With ``row_kinds`` (``{question_id: kind}``, :func:`builders.sureon.world.row_kinds`),
     S_v and S_wv on each kind of benchmark row too: where a learned language prior wins (residual shortcuts) and
     where it loses (decoys)."""
+    return _table4_of({name: _both_modes(path) for name, path in runs.items()}, row_kinds)
+
+
+def _table4_of(scored: dict, row_kinds: dict[str, str] | None) -> dict:
+    """:func:`table4` of runs already scored (``{name: (visual, blind)}`` mode results)."""
     rows, outcomes = {}, {}
-    for name, path in runs.items():
-        result = score_model(*one_model(path))
-        if set(result.modes) != {"visual", "blind"}:
-            raise InputError(f"{path}: Table 4 needs both modes (sureon eval sureon --mode both)")
-        visual, blind = result.modes["visual"], result.modes["blind"]
+    for name, (visual, blind) in scored.items():
         outcomes[name] = {"visual": visual.outcomes, "blind": blind.outcomes}
         rows[name] = {
             "S_v": visual.estimates[OVERALL].as_dict(),
@@ -202,7 +203,7 @@ def table4(runs: dict[str, Path], row_kinds: dict[str, str] | None = None) -> di
         }
         if row_kinds is not None:
             rows[name]["by_row_kind"] = _by_row_kind(visual.outcomes, blind.outcomes, row_kinds)
-    names = list(runs)
+    names = list(scored)
     tests = []
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
@@ -226,14 +227,15 @@ def arms_over_seeds(runs: dict[str, list[Path]], row_kinds: dict[str, str] | Non
     counts = {len(paths) for paths in runs.values()}
     if len(counts) != 1 or not counts.pop():
         raise InputError(f"every arm needs the same number of seeds, got {[len(p) for p in runs.values()]}")
-    per_seed = [table4({arm: runs[arm][i] for arm in arms}, row_kinds) for i in range(len(runs[arms[0]]))]
-    outcomes = {arm: [_both_modes(path) for path in paths] for arm, paths in runs.items()}
-    ids = sorted(set.intersection(*(set(v) & set(b) for seeds in outcomes.values() for v, b in seeds)))
+    scored = {arm: [_both_modes(path) for path in paths] for arm, paths in runs.items()}  # each file scored once
+    per_seed = [_table4_of({arm: scored[arm][i] for arm in arms}, row_kinds) for i in range(len(runs[arms[0]]))]
+    outcomes = [(v.outcomes, b.outcomes) for seeds in scored.values() for v, b in seeds]
+    ids = sorted(set.intersection(*(set(v) & set(b) for v, b in outcomes)))
     if not ids:
         raise InputError("the runs share no benchmark question")
 
     def mean_over_seeds(arm: str, mode: int) -> np.ndarray:
-        return np.mean([[float(run[mode][q]) for q in ids] for run in outcomes[arm]], axis=0)
+        return np.mean([[float(run[mode].outcomes[q]) for q in ids] for run in scored[arm]], axis=0)
 
     visual = {arm: mean_over_seeds(arm, 0) for arm in arms}
     blind = {arm: mean_over_seeds(arm, 1) for arm in arms}
@@ -261,11 +263,12 @@ def arms_over_seeds(runs: dict[str, list[Path]], row_kinds: dict[str, str] | Non
     return {"per_seed": per_seed, "pooled": pooled, "differences": differences, "ordered": ordered}
 
 
-def _both_modes(path: Path) -> tuple[dict[str, bool], dict[str, bool]]:
+def _both_modes(path: Path) -> tuple:
+    """The visual and the blind mode results of one ``--mode both`` prediction file."""
     result = score_model(*one_model(path))
     if set(result.modes) != {"visual", "blind"}:
         raise InputError(f"{path}: Table 4 needs both modes (sureon eval sureon --mode both)")
-    return result.modes["visual"].outcomes, result.modes["blind"].outcomes
+    return result.modes["visual"], result.modes["blind"]
 
 
 def _by_row_kind(visual: dict[str, bool], blind: dict[str, bool], row_kinds: dict[str, str]) -> dict:
@@ -353,6 +356,10 @@ def _p(value: float) -> str:
     return f"< {1 / N_RESAMPLES:g}" if value <= 1 / N_RESAMPLES else f"{value:.3g}"
 
 
+DIFFERENCE_NOTE = (
+    "Over questions, pooled over seeds: an interval excluding 0 is the significance the Sureon paper's Table 4 does "
+    "not print."
+)
 ARM_TITLES = {
     "stage1": "Stage 1 (baseline distractors)",
     "stage2": "Stage 2 (RADG)",
@@ -386,8 +393,7 @@ def render_markdown(report: dict) -> str:
         lines += ["", "| paired difference | MG difference | p (bootstrap) |", "| --- | --- | --- |"]
         for diff in table["differences"]:
             lines.append(f"| MG({diff['b']}) - MG({diff['a']}) | {_interval(diff)} | {_p(diff['p_zero'])} |")
-        lines += ["", "Over questions, pooled over seeds: the interval excluding 0 is the significance the paper's "]
-        lines[-1] += "Table 4 does not print."
+        lines += ["", DIFFERENCE_NOTE]
         if all("by_row_kind" in row for row in table["pooled"].values()):
             kinds = sorted({k for row in table["pooled"].values() for k in row["by_row_kind"]})
             lines += [
