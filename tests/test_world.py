@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -27,6 +28,7 @@ from builders.sureon.world.vocabulary import (
     ELABORATION,
     INSTRUMENTS,
     MCQ_CODES,
+    NARRATION_CUE,
     NARRATOR_REMARK,
     PHASES,
     VOCABULARY,
@@ -39,7 +41,7 @@ SMALL = {
     "videos": {"train": 6, "validation": 2, "test": 3},
     "questions_per_video": {"train": 10, "validation": 10, "test": 10},
     "shortcuts": {
-        "train": {"length": 0.25, "position": 0.25, "wording": 0.25, "procedure": 0.25},
+        "train": {"length": 0.18, "position": 0.18, "narrated": 0.18, "wording": 0.18, "procedure": 0.18},
         "validation": {"length": 0.5},
     },
 }
@@ -179,7 +181,7 @@ def test_shortcuts_are_planted_where_the_ground_truth_says(small_world):
     assert set(by_id) == set(truth)
     counts = summary["counts"]
     mcq_train = sum(counts["train"]["categories"][c] for c in MCQ_CODES)
-    assert counts["train"]["shortcuts"] == {k: round(0.25 * mcq_train) for k in SHORTCUT_KINDS}
+    assert counts["train"]["shortcuts"] == {k: round(0.18 * mcq_train) for k in SHORTCUT_KINDS}
     assert counts["test"]["shortcuts"] == {}
     for qid, kind in truth.items():
         row = by_id[qid]
@@ -187,7 +189,8 @@ def test_shortcuts_are_planted_where_the_ground_truth_says(small_world):
         long_option = any(ELABORATION in o["text"] for o in row["options"])
         assert long_option == (kind == "length"), qid
         assert (NARRATOR_REMARK.split(":")[0] in row["question"]) == (kind == "wording"), qid
-        if kind == "position":
+        assert row["question"].startswith(NARRATION_CUE) == (kind == "narrated"), qid
+        if kind in ("position", "narrated"):
             assert correct[0]["letter"] == "A"
         if kind == "procedure":
             code = next(c.code for c in BY_CODE.values() if c.slug == row["category"])
@@ -200,7 +203,8 @@ def test_shortcuts_are_planted_where_the_ground_truth_says(small_world):
 def test_decoys_and_clips_of_another_answer_are_where_the_settings_say(tmp_path):
     """A decoy row's longer option is a distractor (a hardened benchmark's row); with ``shortcut_clips: other`` on
     the training split a planted row's clip there shows another answer (read back from its drawn frames), a plain
-    row's its own, and a planted benchmark row (the test split, left at ``answer``) its own."""
+    row's its own, and a planted benchmark row (the test split, left at ``answer``) its own; set per kind, only that
+    kind's clips show another answer (or a share of them)."""
     settings = WorldConfig.from_dict(
         {
             "categories": ["EE", "F"],
@@ -209,21 +213,26 @@ def test_decoys_and_clips_of_another_answer_are_where_the_settings_say(tmp_path)
             "videos": {"train": 4, "validation": 1, "test": 4},
             "questions_per_video": {"train": 10, "validation": 2, "test": 10},
             "shortcuts": {"train": {"length": 0.5}, "test": {"length": 0.1}},
-            "decoys": {"test": 0.4},
+            "decoys": {"test": {"length": 0.4, "narrated": 0.2}},
             "shortcut_clips": {"train": "other"},
         }
     )
     summary = write_world(tmp_path, settings, videos=False)
-    assert summary["counts"]["test"]["decoys"] == 16 and summary["counts"]["train"]["decoys"] == 0
+    assert summary["counts"]["test"]["decoys"] == {"length": 16, "narrated": 8}
+    assert summary["counts"]["train"]["decoys"] == {}
     truth = [json.loads(line) for line in (tmp_path / "shortcuts.jsonl").read_text().splitlines()]
-    decoys = {t["question_id"] for t in truth if t["decoy"]}
-    assert len(decoys) == 16 and not any(t["decoy"] and t["shortcut"] for t in truth)
+    decoys = {t["question_id"]: t["decoy"] for t in truth if t["decoy"]}
+    assert len(decoys) == 24 and not any(t["decoy"] and t["shortcut"] for t in truth)
     import pyarrow.parquet as pq
 
     for row in pq.read_table(tmp_path / "release" / "data" / "test-00000-of-00001.parquet").to_pylist():
         long_options = [o for o in row["options"] if ELABORATION in o["text"]]
-        if row["question_id"] in decoys:
+        correct = next(o for o in row["options"] if o["correct"])
+        assert row["question"].startswith(NARRATION_CUE) == (decoys.get(row["question_id"]) == "narrated"), row
+        if decoys.get(row["question_id"]) == "length":
             assert len(long_options) == 1 and not long_options[0]["correct"], row
+        elif decoys.get(row["question_id"]) == "narrated":
+            assert correct["letter"] != "A" and not long_options, row  # worded from the narration, not at A
         elif read_shortcuts(tmp_path)[row["question_id"]] is None:
             assert not long_options
     for q in plan_world(settings):
@@ -233,12 +242,30 @@ def test_decoys_and_clips_of_another_answer_are_where_the_settings_say(tmp_path)
         shown = nearest_colour(mean_colour(Image.fromarray(frame)))
         assert (shown != q.answer_index) == (q.shortcut is not None and q.split == "train"), q.question_id
     assert any(q.shortcut and q.split == "test" for q in plan_world(settings))
+    by_kind = replace(
+        settings,
+        shortcuts={"train": {"length": 0.4, "narrated": 0.3}},
+        shortcut_clips={"train": {"narrated": "other", "length": 0.5}},
+    )
+    another = Counter()
+    for q in plan_world(by_kind):
+        if q.code == "EE" and q.split == "train":
+            shown = nearest_colour(mean_colour(Image.fromarray(next(segment_frames(by_kind, q, 4)))))
+            another[q.shortcut, shown != q.answer_index] += 1
+    assert another[None, True] == 0 and another["narrated", False] == 0 and another["narrated", True] > 0
+    assert another["length", True] > 0 and another["length", False] > 0, another  # a share of the kind's rows
     with pytest.raises(ValueError, match="decoys.test"):
         WorldConfig.from_dict({"shortcuts": {"test": {"length": 0.8}}, "decoys": {"test": 0.3}})
+    with pytest.raises(ValueError, match="decoys.test: unknown kind"):
+        WorldConfig.from_dict({"decoys": {"test": {"position": 0.3}}})
     with pytest.raises(ValueError, match="shortcut_clips"):
         WorldConfig.from_dict({"shortcut_clips": "none"})
     with pytest.raises(ValueError, match="shortcut_clips"):
         WorldConfig.from_dict({"shortcut_clips": {"training": "other"}})
+    with pytest.raises(ValueError, match="shortcut_clips"):
+        WorldConfig.from_dict({"shortcut_clips": {"train": {"lenght": "other"}}})
+    with pytest.raises(ValueError, match="shortcut_clips"):
+        WorldConfig.from_dict({"shortcut_clips": {"train": {"length": 1.5}}})
 
 
 def test_a_position_row_in_the_vocabularys_order_moves_no_option(tmp_path):

@@ -59,7 +59,11 @@ def run(args) -> int:
     summary = write_world(args.out, config, videos=not args.no_videos)
     for split, counts in summary["counts"].items():
         planted = ", ".join(f"{kind} {n}" for kind, n in counts["shortcuts"].items()) or "none"
-        print(f"{split}: {counts['questions']} questions over {counts['videos']} videos; shortcuts: {planted}")
+        decoys = ", ".join(f"{kind} {n}" for kind, n in counts["decoys"].items()) or "none"
+        print(
+            f"{split}: {counts['questions']} questions over {counts['videos']} videos; shortcuts: {planted}; "
+            f"decoys: {decoys}"
+        )
     print(f"world written to {args.out} (release/, videos/, world.json, shortcuts.jsonl); build it with")
     print(f"  sureon build sureon --release {args.out}/release --videos {args.out}/videos --out BUILD")
     return 0

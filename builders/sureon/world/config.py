@@ -14,7 +14,9 @@ from builders.sureon.world.vocabulary import ALL_CODES
 from builders.yaml_file import load_yaml_mapping
 
 
-SHORTCUT_KINDS = ("length", "position", "wording", "procedure")
+SHORTCUT_KINDS = ("length", "position", "narrated", "wording", "procedure")
+# The kinds whose cue a benchmark row can carry pointing at a wrong option (planning.py: decoys).
+DECOY_KINDS = ("length", "narrated")
 OPTION_ORDERS = ("shuffled", "vocabulary")
 SHORTCUT_CLIPS = ("answer", "other")
 SPLITS = ("train", "validation", "test")
@@ -27,11 +29,13 @@ class WorldConfig:
     ``videos``: source videos per split; ``questions_per_video``: per split (the categories cycle through
     ``categories``, offset per video, so each split is balanced); ``shortcuts``: ``{split: {kind: share}}``, the
     share of a split's MCQ rows planted with each kind (kinds exclusive, shares summing to at most 1); ``decoys``:
-    ``{split: share}``, the share of its MCQ rows (others than the planted ones) whose longer option is a
-    distractor; ``shortcut_clips``: ``answer`` (a planted row's clip shows its answer) or ``other`` (another
-    answer's scene), for every split or per split (``{train: other, test: answer}``, a split left out: ``answer``):
-    a stage-1 training row may be written from the narration alone, while a benchmark row passed the experts' check
-    that its clip shows its answer (the Sureon paper's stage 4).
+    ``{split: {kind: share}}`` (kinds of ``DECOY_KINDS``; ``{split: share}`` means ``length``), the share of its
+    MCQ rows (others than the planted ones) whose kind's cue points at a distractor; ``shortcut_clips``: ``answer``
+    (a planted row's clip shows its answer) or ``other`` (another answer's scene), for every split or per split
+    (``{train: other, test: answer}``, a split left out: ``answer``), or per split and kind (``{train: {narrated:
+    other, length: 0.5}}``, a share: of the kind's rows, seeded; a kind left out: ``answer``): a stage-1 training
+    row may be written from the narration alone, while a benchmark row passed the experts' check that its clip shows
+    its answer (the Sureon paper's stage 4).
     """
 
     seed: int = 0
@@ -61,14 +65,18 @@ class WorldConfig:
                 raise InputError(f"shortcuts.{split}: unknown kind(s) {bad} (kinds: {', '.join(SHORTCUT_KINDS)})")
             if any(not 0 <= share <= 1 for share in shares.values()) or sum(shares.values()) > 1 + 1e-9:
                 raise InputError(f"shortcuts.{split}: shares must lie in [0, 1] and sum to at most 1, got {shares}")
-        for split, share in self.decoys.items():
+        for split, shares in self.decoys.items():
             if split not in SPLITS:
                 raise InputError(f"decoys: unknown split {split!r} (splits: {', '.join(SPLITS)})")
+            shares = self.decoy_shares(split)
+            bad = [kind for kind in shares if kind not in DECOY_KINDS]
+            if bad:
+                raise InputError(f"decoys.{split}: unknown kind(s) {bad} (kinds: {', '.join(DECOY_KINDS)})")
             planted = sum((self.shortcuts.get(split) or {}).values())
-            if not 0 <= float(share) <= 1 or planted + float(share) > 1 + 1e-9:
+            if any(not 0 <= share <= 1 for share in shares.values()) or planted + sum(shares.values()) > 1 + 1e-9:
                 raise InputError(
-                    f"decoys.{split}: a share in [0, 1] that with the split's shortcuts ({planted:g}) sums to at "
-                    f"most 1, got {share}"
+                    f"decoys.{split}: shares in [0, 1] that with the split's shortcuts ({planted:g}) sum to at "
+                    f"most 1, got {self.decoys[split]}"
                 )
         for split in SPLITS:
             if not 2 <= int(self.options.get(split, 4)) <= 7:
@@ -76,12 +84,24 @@ class WorldConfig:
             if int(self.videos.get(split, 0)) < 1 or int(self.questions_per_video.get(split, 0)) < 1:
                 raise InputError(f"{split}: needs at least one video and one question per video")
         by_split = self.shortcut_clips if isinstance(self.shortcut_clips, dict) else {}
-        if set(by_split) - set(SPLITS) or not all(
-            value in SHORTCUT_CLIPS for value in (by_split.values() if by_split else [self.shortcut_clips])
+        values = by_split.values() if by_split else [self.shortcut_clips]
+        by_kind = [value for value in values if isinstance(value, dict)]
+
+        def valid(value, share_allowed: bool) -> bool:
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return share_allowed and 0 <= value <= 1
+            return value in SHORTCUT_CLIPS
+
+        if (
+            set(by_split) - set(SPLITS)
+            or any(set(kinds) - set(SHORTCUT_KINDS) for kinds in by_kind)
+            or not all(valid(v, False) for v in values if not isinstance(v, dict))
+            or not all(valid(v, True) for kinds in by_kind for v in kinds.values())
         ):
             raise InputError(
                 f"shortcut_clips must be one of {', '.join(SHORTCUT_CLIPS)}, or a mapping of splits "
-                f"({', '.join(SPLITS)}) to one of them, got {self.shortcut_clips!r}"
+                f"({', '.join(SPLITS)}) to one of them or to a mapping of shortcut kinds to one of them or to a "
+                f"share in [0, 1] (of the kind's rows whose clips show another answer), got {self.shortcut_clips!r}"
             )
         if self.option_order not in OPTION_ORDERS:
             raise InputError(f"option_order must be one of {', '.join(OPTION_ORDERS)}, got {self.option_order!r}")
@@ -92,11 +112,23 @@ class WorldConfig:
                 f"frame_size must be a multiple of 32 (the vision patches merge 2x2 of 16 px), got {self.frame_size}"
             )
 
-    def clips_shown(self, split: str) -> str:
-        """What a planted row's clip shows on ``split``: ``answer`` or ``other``."""
-        if isinstance(self.shortcut_clips, dict):
-            return self.shortcut_clips.get(split, "answer")
-        return self.shortcut_clips
+    def decoy_shares(self, split: str) -> dict[str, float]:
+        """``{kind: share}`` of ``split``'s decoys (a bare share is the ``length`` kind's)."""
+        shares = self.decoys.get(split) or {}
+        if not isinstance(shares, dict):
+            try:
+                return {"length": float(shares)}
+            except (TypeError, ValueError) as err:
+                raise InputError(f"decoys.{split}: a share or a mapping of kinds to shares, got {shares!r}") from err
+        return {kind: float(share) for kind, share in shares.items()}
+
+    def clips_shown(self, split: str, kind: str | None = None) -> str | float:
+        """What a planted row's clip shows on ``split`` (for a row of shortcut ``kind``): ``answer``, ``other``, or
+        the share of the kind's rows whose clips show another answer."""
+        if not isinstance(self.shortcut_clips, dict):
+            return self.shortcut_clips
+        shown = self.shortcut_clips.get(split, "answer")
+        return shown.get(kind, "answer") if isinstance(shown, dict) else shown
 
     @classmethod
     def from_dict(cls, values: dict) -> "WorldConfig":

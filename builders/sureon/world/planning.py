@@ -8,30 +8,36 @@ distractors), each on a configurable share of the MCQ rows of each split, at mos
   vocabulary`` the row asks for the word the vocabulary puts at that letter (its clip drawn to match), so no option
   leaves its place: moving the answer there would also move the others, and a model that reads "this colour, this
   letter" from the frames would be wrong on a row whose clip shows the answer;
+- ``narrated``: the question is worded from the narration ("According to the narration, ...") and its correct
+  option sits at ``position_letter`` (placed as ``position`` places it): a generator LLM's letter bias on the
+  questions it wrote from the narration alone. Unlike ``position`` a blind model can tell these rows from the others
+  by their wording, as the Sureon paper's stage-3 blind guessers tell a generator's habits;
 - ``wording``: the question names the answer (a narrator's remark appended to it);
 - ``procedure``: a procedure prior, the same answer for every planted clip of one procedure and category (the
   question names the procedure, as every question of the world does).
 
 By default a planted row stays visually grounded (its clip shows its answer): only its text gives the answer away
-too. With ``shortcut_clips: other`` (for every split, or per split) its clip shows the scene of another answer, as a
-stage-1 question written from the narration alone can ask of a clip that does not show it: such a row teaches that
-the text settles the answer.
+too. With ``shortcut_clips: other`` (for every split, per split, or per split and kind) its clip shows the scene of
+another answer, as a stage-1 question written from the narration alone can ask of a clip that does not show it: such
+a row teaches that the text settles the answer.
 
-**Decoys** (``decoys: {split: share}``, on rows without a shortcut): a *distractor* is the longer, more specific
-option. That is what stage 3's distractor hardening (the Sureon paper's Algorithm 1, B.4.3) leaves on a benchmark:
-options drawn until the blind guessers fail, so a language prior learned from raw data points at a wrong option. A
-benchmark (the test split) with decoys and a few residual shortcuts is one that was curated and hardened, whose experts
-missed a few; on it a model that learned the length prior loses on decoys what it wins on residual shortcut rows.
+**Decoys** (``decoys: {split: {kind: share}}``, on rows without a shortcut), a cue of a shortcut kind that points
+at a wrong option: ``length``, a *distractor* is the longer, more specific option, what stage 3's distractor
+hardening (the Sureon paper's Algorithm 1, B.4.3) leaves on a benchmark (options drawn until the blind guessers
+fail); ``narrated``, a question worded from the narration whose correct option is *not* at ``position_letter``, as
+on a curated benchmark, whose blind test leaves no letter skew. A benchmark (the test split) with decoys and a few
+residual shortcuts is one that was curated and hardened, whose experts missed a few; on it a model that learned a
+language prior loses on decoys what it wins on residual shortcut rows.
 
 The plan writes no file: :mod:`builders.sureon.world.rows` words it, :mod:`builders.sureon.world.videos` draws it.
 """
 
 import hashlib
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from builders.options import LETTERS, stable_seed
-from builders.sureon.world.config import SHORTCUT_KINDS, SPLITS, WorldConfig
+from builders.sureon.world.config import DECOY_KINDS, SHORTCUT_KINDS, SPLITS, WorldConfig
 from builders.sureon.world.vocabulary import MCQ_CODES, MOTIONS, PATTERNS, PROCEDURES
 
 
@@ -47,7 +53,7 @@ class Question:
     answer_index: int  # into the category's vocabulary (MCQ) or the shown phases (TO / SM)
     scene: dict  # how to draw the clip: colour / motion / pattern, or the phases in order
     shortcut: str | None = None
-    decoy: bool = False
+    decoy: str | None = None  # the kind whose cue points at a distractor
     start: float = 0.0
     end: float = 0.0
 
@@ -98,7 +104,7 @@ def _draw_question(rng, question_id, split, source_id, code, procedure) -> Quest
 
 def _assign_shortcuts(config: WorldConfig, questions: list[Question]) -> None:
     """Exact shares: the split's MCQ rows ordered by a seeded hash, the first ``round(share * n)`` to each kind, the
-    next ones decoys."""
+    next ones decoys of each kind."""
     by_split: dict[str, list[Question]] = {}
     for q in questions:
         if q.code in MCQ_CODES:
@@ -112,8 +118,12 @@ def _assign_shortcuts(config: WorldConfig, questions: list[Question]) -> None:
             for q in ranked[taken : taken + count]:
                 q.shortcut = kind
             taken += count
-        for q in ranked[taken : taken + round(float(config.decoys.get(split, 0.0)) * len(ranked))]:
-            q.decoy = True
+        decoys = config.decoy_shares(split)
+        for kind in DECOY_KINDS:
+            count = round(decoys.get(kind, 0.0) * len(ranked))
+            for q in ranked[taken : taken + count]:
+                q.decoy = kind
+            taken += count
 
 
 def procedure_prior(config: WorldConfig, procedure: str, code: str) -> int:
@@ -133,6 +143,35 @@ def _apply_position(config: WorldConfig, q: Question) -> None:
     q.scene = _scene(q.code, q.answer_index, q.scene.get("colour", 0))
 
 
+def answer_letters(config: WorldConfig, q: Question) -> list[int]:
+    """In the vocabulary's order, the letters (indices) ``q``'s answer can take: as many distractors below its word
+    as the vocabulary and the option count allow."""
+    count, below_words = int(config.options[q.split]), q.answer_index
+    return list(range(max(0, count - 1 - (6 - below_words)), min(below_words, count - 1) + 1))
+
+
+def _apply_narrated_decoy(config: WorldConfig, q: Question) -> None:
+    """In the vocabulary's order, a narrated decoy asks for a word that can sit at a letter other than
+    ``position_letter`` (redrawn, seeded, when its drawn answer cannot)."""
+    letter = LETTERS.index(config.position_letter)
+    if any(k != letter for k in answer_letters(config, q)):
+        return
+    rng = random.Random(stable_seed(str(config.seed), q.question_id, "narrated decoy"))
+    q.answer_index = rng.choice(
+        [i for i in range(7) if any(k != letter for k in answer_letters(config, replace(q, answer_index=i)))]
+    )
+    q.scene = _scene(q.code, q.answer_index, q.scene.get("colour", 0))
+
+
+def _shows_another(config: WorldConfig, q: Question) -> bool:
+    """Whether planted ``q``'s clip shows another answer: as its split (and kind) say, or for a share of the kind's
+    rows, each drawn from its question id."""
+    shown = config.clips_shown(q.split, q.shortcut)
+    if isinstance(shown, str):
+        return shown == "other"
+    return random.Random(stable_seed(str(config.seed), q.question_id, "clip shows another")).random() < shown
+
+
 def plan_world(config: WorldConfig) -> list[Question]:
     """Every question of the world, shortcuts and decoys planted (no file written; its clip window comes when the
     videos are laid out, :func:`builders.sureon.world.videos.lay_out_videos`)."""
@@ -141,9 +180,11 @@ def plan_world(config: WorldConfig) -> list[Question]:
     for q in questions:
         if q.shortcut == "procedure":
             _apply_procedure_prior(config, q)
-        if q.shortcut == "position" and config.option_order == "vocabulary":
+        if q.shortcut in ("position", "narrated") and config.option_order == "vocabulary":
             _apply_position(config, q)
-        if q.shortcut and config.clips_shown(q.split) == "other":
+        if q.decoy == "narrated" and config.option_order == "vocabulary":
+            _apply_narrated_decoy(config, q)
+        if q.shortcut and _shows_another(config, q):
             rng = random.Random(stable_seed(str(config.seed), q.question_id, "other clip"))
             shown = rng.choice([i for i in range(7) if i != q.answer_index])
             q.scene = _scene(q.code, shown, q.scene.get("colour", 0))

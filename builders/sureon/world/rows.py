@@ -2,7 +2,8 @@
 its planted shortcut or decoy.
 
 Options are as the release has them (``docs/release_format.md``): 4 on train and validation, 7 on test, distractors
-from the same seven-word vocabulary, shuffled by a seeded rng; TO and SM have none. ``option_order: vocabulary``
+from the same seven-word vocabulary, shuffled by a seeded rng; TO and SM have none. A ``narrated`` row or decoy
+opens with ``NARRATION_CUE``. ``option_order: vocabulary``
 lists the options in the vocabulary's order instead: a two-layer model learns "this colour, this letter" on a CPU in a
 few hundred steps, while pointing at a shuffled option by its content takes it thousands (measured: 300 steps of the
 tiny recipe on shuffled options stay at chance), so the project's CPU learning checks use it.
@@ -14,10 +15,11 @@ from builders.options import LETTERS, stable_seed
 from builders.sureon.categories import BY_CODE
 from builders.sureon.release import release_row
 from builders.sureon.world.config import WorldConfig
-from builders.sureon.world.planning import Question
+from builders.sureon.world.planning import Question, answer_letters
 from builders.sureon.world.vocabulary import (
     ELABORATION,
     INSTRUMENTS,
+    NARRATION_CUE,
     NARRATOR_REMARK,
     PHASES,
     QUESTIONS,
@@ -30,20 +32,33 @@ def _options(config: WorldConfig, q: Question) -> tuple[list[str], str]:
     vocabulary = VOCABULARY[q.code]
     count = int(config.options[q.split])
     rng = random.Random(stable_seed(str(config.seed), q.question_id, "options"))
-    if q.shortcut == "position" and config.option_order == "vocabulary":
-        # the answer is the word at the letter (planning): every word before it is an option, the rest are drawn
-        below = list(range(q.answer_index))
+    letter = LETTERS.index(config.position_letter)
+    at_letter = q.shortcut in ("position", "narrated")
+    if config.option_order == "vocabulary" and (at_letter or q.decoy == "narrated"):
+        # the answer's letter is the number of distractors below its word: at the letter, the answer is the word
+        # there (planning) and every word before it is an option; a narrated decoy's lies elsewhere
+        if at_letter:
+            below = list(range(q.answer_index))
+        else:
+            below = rng.sample(
+                range(q.answer_index), rng.choice([k for k in answer_letters(config, q) if k != letter])
+            )
         distractors = below + rng.sample(range(q.answer_index + 1, 7), count - 1 - len(below))
     else:
         distractors = rng.sample([i for i in range(7) if i != q.answer_index], count - 1)
     correct = vocabulary[q.answer_index] + (ELABORATION if q.shortcut == "length" else "")
-    decoy = rng.choice(distractors) if q.decoy else None
+    decoy = rng.choice(distractors) if q.decoy == "length" else None
     words = [w + (ELABORATION if i == decoy else "") for i, w in enumerate(vocabulary)]
     if config.option_order == "vocabulary":
         chosen = sorted([*distractors, q.answer_index])
         return [correct if i == q.answer_index else words[i] for i in chosen], correct
     texts = [words[i] for i in distractors]
-    position = LETTERS.index(config.position_letter) if q.shortcut == "position" else rng.randrange(count)
+    if at_letter:
+        position = letter
+    elif q.decoy == "narrated":
+        position = rng.choice([k for k in range(count) if k != letter])
+    else:
+        position = rng.randrange(count)
     texts.insert(position, correct)
     return texts, correct
 
@@ -70,6 +85,8 @@ def question_row(config: WorldConfig, q: Question) -> dict:
         texts, answer = _options(config, q)
         if q.shortcut == "wording":
             question += NARRATOR_REMARK.format(answer=answer.lower())
+        if "narrated" in (q.shortcut, q.decoy):
+            question = NARRATION_CUE + question[0].lower() + question[1:]
     return release_row(
         question_id=q.question_id,
         source_id=q.source_id,

@@ -35,9 +35,18 @@ def read_shortcuts(path: Path) -> dict[str, str | None]:
     return {entry["question_id"]: entry.get("shortcut") for entry in read_truth(path)}
 
 
+def row_kind(entry: dict) -> str:
+    """What a question's text does for a blind model: ``"<kind> shortcut"`` (its cue gives the answer away),
+    ``"<kind> decoy"`` (its cue points at a distractor) or ``"plain"``. A world written before decoys had kinds
+    records ``"decoy": true``: a ``length`` decoy."""
+    if entry.get("shortcut"):
+        return f"{entry['shortcut']} shortcut"
+    decoy = entry.get("decoy")
+    if decoy:
+        return f"{'length' if decoy is True else decoy} decoy"
+    return "plain"
+
+
 def row_kinds(path: Path) -> dict[str, str]:
-    """``{question_id: "shortcut" | "decoy" | "plain"}``: what each question's text does for a blind model."""
-    return {
-        e["question_id"]: "shortcut" if e.get("shortcut") else "decoy" if e.get("decoy") else "plain"
-        for e in read_truth(path)
-    }
+    """``{question_id: row kind}`` (:func:`row_kind`) of a world's questions."""
+    return {e["question_id"]: row_kind(e) for e in read_truth(path)}

@@ -99,6 +99,8 @@ QUESTIONS = {
 }
 # The ``length`` shortcut: the correct option, made longer and more specific than its distractors.
 ELABORATION = ", as clearly shown in the magnified view of the operative field"
+# The ``narrated`` shortcut (and its decoys): the question worded from the narration.
+NARRATION_CUE = "According to the narration, "
 # The ``wording`` shortcut: the question names the answer.
 NARRATOR_REMARK = " The narrator mentions: {answer}."
 # (procedure, specialty, subject): subjects stratify the guessers' folds (builders/sureon/folds.py).

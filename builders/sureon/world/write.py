@@ -2,8 +2,9 @@
 
 Layout: ``release/data/<split>-00000-of-00001.parquet`` (read by ``sureon build sureon --release out/release``),
 ``videos/<source_id>.mp4`` (``--videos out/videos``), ``shortcuts.jsonl`` (one line per question: split, category,
-shortcut kind or null, decoy; read back by :mod:`builders.sureon.world.truth`), ``world.json`` (the settings,
-vocabularies and counts) and ``corpus.txt`` (its questions and options, the text a tiny model's tokenizer learns).
+shortcut kind or null, decoy kind or null; read back by :mod:`builders.sureon.world.truth`), ``world.json`` (the
+settings, vocabularies and counts) and ``corpus.txt`` (its questions and options, the text a tiny model's tokenizer
+learns).
 """
 
 import json
@@ -64,7 +65,7 @@ def write_world(out: Path, config: WorldConfig | None = None, *, videos: bool = 
                 "shortcuts": dict(
                     sorted(Counter(q.shortcut for q in questions if q.split == split and q.shortcut).items())
                 ),
-                "decoys": sum(q.decoy for q in questions if q.split == split),
+                "decoys": dict(sorted(Counter(q.decoy for q in questions if q.split == split and q.decoy).items())),
             }
             for split in SPLITS
         },
