@@ -102,7 +102,9 @@ def test_the_llm_cache_opens_its_own_files_only(tmp_path):
     ours = LLMCache(tmp_path / "llm_cache.sqlite")
     ours.put("k", "m", "stage1", "reply", {"prompt_tokens": 1}, "stop")
     ours.close()
-    assert LLMCache(tmp_path / "llm_cache.sqlite").get("k")["text"] == "reply"
+    reopened = LLMCache(tmp_path / "llm_cache.sqlite")
+    assert reopened.get("k")["text"] == "reply"
+    reopened.close()  # closed now, not when collected: an open connection keeps its -wal / -shm files beside it
     legacy = LLMCache(_database(tmp_path / "legacy.sqlite", LEGACY_REPLIES))  # before the application id
     legacy.put("k", "m", "stage1", "reply", {}, "stop")
     assert legacy.get("k")["text"] == "reply"
