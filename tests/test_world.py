@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from builders.errors import InputError
 from builders.options import LETTERS
 from builders.sureon.categories import BY_CODE
 from builders.sureon.world.config import SHORTCUT_KINDS, SPLITS, WorldConfig
 from builders.sureon.world.planning import plan_world, procedure_prior
-from builders.sureon.world.truth import read_shortcuts
+from builders.sureon.world.truth import read_shortcuts, row_kind
 from builders.sureon.world.videos import segment_frames
 from builders.sureon.world.vocabulary import (
     ALL_CODES,
@@ -266,6 +267,13 @@ def test_decoys_and_clips_of_another_answer_are_where_the_settings_say(tmp_path)
         WorldConfig.from_dict({"shortcut_clips": {"train": {"lenght": "other"}}})
     with pytest.raises(ValueError, match="shortcut_clips"):
         WorldConfig.from_dict({"shortcut_clips": {"train": {"length": 1.5}}})
+    with pytest.raises(InputError, match="decoys.test: a share or a mapping"):
+        WorldConfig.from_dict({"decoys": {"test": {"length": "a lot"}}})
+    # a world written before decoys had kinds records ``"decoy": true``: read back as a length decoy
+    assert [row_kind(e) for e in ({"shortcut": None, "decoy": True}, {"shortcut": None, "decoy": False})] == [
+        "length decoy",
+        "plain",
+    ]
 
 
 def test_a_position_row_in_the_vocabularys_order_moves_no_option(tmp_path):

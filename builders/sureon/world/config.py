@@ -15,6 +15,8 @@ from builders.yaml_file import load_yaml_mapping
 
 
 SHORTCUT_KINDS = ("length", "position", "narrated", "wording", "procedure")
+# The kinds whose correct option sits at ``position_letter`` (planning.py).
+AT_LETTER_KINDS = ("position", "narrated")
 # The kinds whose cue a benchmark row can carry pointing at a wrong option (planning.py: decoys).
 DECOY_KINDS = ("length", "narrated")
 OPTION_ORDERS = ("shuffled", "vocabulary")
@@ -83,21 +85,7 @@ class WorldConfig:
                 raise InputError(f"options.{split}: between 2 and 7 options (the vocabularies have 7 words)")
             if int(self.videos.get(split, 0)) < 1 or int(self.questions_per_video.get(split, 0)) < 1:
                 raise InputError(f"{split}: needs at least one video and one question per video")
-        by_split = self.shortcut_clips if isinstance(self.shortcut_clips, dict) else {}
-        values = by_split.values() if by_split else [self.shortcut_clips]
-        by_kind = [value for value in values if isinstance(value, dict)]
-
-        def valid(value, share_allowed: bool) -> bool:
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                return share_allowed and 0 <= value <= 1
-            return value in SHORTCUT_CLIPS
-
-        if (
-            set(by_split) - set(SPLITS)
-            or any(set(kinds) - set(SHORTCUT_KINDS) for kinds in by_kind)
-            or not all(valid(v, False) for v in values if not isinstance(v, dict))
-            or not all(valid(v, True) for kinds in by_kind for v in kinds.values())
-        ):
+        if not _valid_shortcut_clips(self.shortcut_clips):
             raise InputError(
                 f"shortcut_clips must be one of {', '.join(SHORTCUT_CLIPS)}, or a mapping of splits "
                 f"({', '.join(SPLITS)}) to one of them or to a mapping of shortcut kinds to one of them or to a "
@@ -115,12 +103,12 @@ class WorldConfig:
     def decoy_shares(self, split: str) -> dict[str, float]:
         """``{kind: share}`` of ``split``'s decoys (a bare share is the ``length`` kind's)."""
         shares = self.decoys.get(split) or {}
-        if not isinstance(shares, dict):
-            try:
+        try:
+            if not isinstance(shares, dict):
                 return {"length": float(shares)}
-            except (TypeError, ValueError) as err:
-                raise InputError(f"decoys.{split}: a share or a mapping of kinds to shares, got {shares!r}") from err
-        return {kind: float(share) for kind, share in shares.items()}
+            return {kind: float(share) for kind, share in shares.items()}
+        except (TypeError, ValueError) as err:
+            raise InputError(f"decoys.{split}: a share or a mapping of kinds to shares, got {shares!r}") from err
 
     def clips_shown(self, split: str, kind: str | None = None) -> str | float:
         """What a planted row's clip shows on ``split`` (for a row of shortcut ``kind``): ``answer``, ``other``, or
@@ -146,6 +134,24 @@ class WorldConfig:
 
     def with_overrides(self, **changes) -> "WorldConfig":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def _valid_shortcut_clips(value) -> bool:
+    """``answer`` / ``other``, or per split one of them or ``{kind: answer | other | share in [0, 1]}``."""
+    if not isinstance(value, dict):
+        return value in SHORTCUT_CLIPS
+    for split, shown in value.items():
+        if split not in SPLITS:
+            return False
+        if not isinstance(shown, dict):
+            if shown not in SHORTCUT_CLIPS:
+                return False
+            continue
+        for kind, clips in shown.items():
+            share = isinstance(clips, (int, float)) and not isinstance(clips, bool) and 0 <= clips <= 1
+            if kind not in SHORTCUT_KINDS or not (share or clips in SHORTCUT_CLIPS):
+                return False
+    return True
 
 
 def load_config(path: Path | None, **overrides) -> WorldConfig:

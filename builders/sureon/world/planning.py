@@ -37,7 +37,7 @@ import random
 from dataclasses import dataclass, replace
 
 from builders.options import LETTERS, stable_seed
-from builders.sureon.world.config import DECOY_KINDS, SHORTCUT_KINDS, SPLITS, WorldConfig
+from builders.sureon.world.config import AT_LETTER_KINDS, DECOY_KINDS, SHORTCUT_KINDS, SPLITS, WorldConfig
 from builders.sureon.world.vocabulary import MCQ_CODES, MOTIONS, PATTERNS, PROCEDURES
 
 
@@ -180,7 +180,7 @@ def plan_world(config: WorldConfig) -> list[Question]:
     for q in questions:
         if q.shortcut == "procedure":
             _apply_procedure_prior(config, q)
-        if q.shortcut in ("position", "narrated") and config.option_order == "vocabulary":
+        if q.shortcut in AT_LETTER_KINDS and config.option_order == "vocabulary":
             _apply_position(config, q)
         if q.decoy == "narrated" and config.option_order == "vocabulary":
             _apply_narrated_decoy(config, q)

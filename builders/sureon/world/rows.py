@@ -14,7 +14,7 @@ import random
 from builders.options import LETTERS, stable_seed
 from builders.sureon.categories import BY_CODE
 from builders.sureon.release import release_row
-from builders.sureon.world.config import WorldConfig
+from builders.sureon.world.config import AT_LETTER_KINDS, WorldConfig
 from builders.sureon.world.planning import Question, answer_letters
 from builders.sureon.world.vocabulary import (
     ELABORATION,
@@ -33,7 +33,7 @@ def _options(config: WorldConfig, q: Question) -> tuple[list[str], str]:
     count = int(config.options[q.split])
     rng = random.Random(stable_seed(str(config.seed), q.question_id, "options"))
     letter = LETTERS.index(config.position_letter)
-    at_letter = q.shortcut in ("position", "narrated")
+    at_letter = q.shortcut in AT_LETTER_KINDS
     if config.option_order == "vocabulary" and (at_letter or q.decoy == "narrated"):
         # the answer's letter is the number of distractors below its word: at the letter, the answer is the word
         # there (planning) and every word before it is an option; a narrated decoy's lies elsewhere
