@@ -15,6 +15,7 @@ others repeat them) and the miniature shows RADG's exemplar alignment, not the m
 """
 
 import json
+import random
 import re
 import threading
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from contextlib import ExitStack, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
 
-from builders.options import normalise_option
+from builders.options import normalise_option, stable_seed
 from builders.pipeline.radg import parse_distractor_message
 
 
@@ -41,29 +42,56 @@ def _extends(text: str, start: str) -> bool:
     return text.startswith(start) and (len(text) == len(start) or not text[len(start)].isalnum())
 
 
+def _elaborations(longer: list[str], shorter: list[str]) -> list[str]:
+    """The clause each ``longer`` text adds after punctuation to a ``shorter`` one it extends ("Stapler, as clearly
+    shown ..." over "Stapler": ", as clearly shown ..."), in order, without repeats: the specificity a model copies
+    from an example. A word run on ("Hook electrode" over "Hook") is part of a name, not an elaboration."""
+    found = []
+    for text in longer:
+        for base in shorter:
+            if (
+                len(text) > len(base)
+                and text.startswith(base)
+                and not (text[len(base)].isalnum() or text[len(base)].isspace())
+            ):
+                found.append(text[len(base) :])
+    return list(dict.fromkeys(found))
+
+
 def write_distractors(user_message: str, count: int) -> list[str]:
     """At most ``count`` distractors for a stage-2 distractor message, restyled like the exemplars.
 
-    Each original (stage-1) distractor, in order, becomes the text closest in word count to the correct answer among
-    itself and the exemplars that extend it ("Hook electrode" -> "Hook electrode, as clearly shown in the magnified
-    view of the operative field" when the answer is that long; ties: itself, then the earlier exemplar). When fewer
-    than ``count`` come out, exemplars closest in word count to the answer fill in (ties: list order). No text that
-    is the answer, extends it or is extended by it (a paraphrase or a subset of the answer), nor one that extends or
-    is extended by a distractor already written, is ever written.
+    The prompt asks for distractors like the example correct answers. Each original (stage-1) distractor, in order,
+    is written like one exemplar drawn at random, as a model sampling at a low temperature follows one example or
+    another: the text closest to it in word count among the original, the exemplars that extend the original, and
+    the original with an exemplar's elaboration (the words a longer exemplar adds to a shorter text it extends, ",
+    as clearly shown in the magnified view of the operative field"); ties: the original, then list order. When no
+    exemplar was retrieved, the answer's length is the target. So a pool carries its exemplars' mix of lengths at
+    places that vary from question to question: a long answer, which retrieves mostly long answers, gets mostly long
+    distractors, a short one as many as the long answers among its exemplars, and no pattern of long and short
+    options repeats with the answer. The draw is seeded by the whole message (``stable_seed``), so a repeated request
+    gets the same reply. When fewer than ``count`` come out, exemplars closest in word count to the answer fill in
+    (ties: list order). No text that is the answer, extends it or is extended by it (a paraphrase or a subset of the
+    answer), nor one that extends or is extended by a distractor already written, is ever written.
     """
     prompt = parse_distractor_message(user_message)
     answer, target = prompt.answer, _words(prompt.answer)
+    rng = random.Random(stable_seed("standin-generator", user_message))
+    elaborations = _elaborations(prompt.exemplars, [answer, *prompt.options, *prompt.exemplars])
     chosen: list[str] = []
 
     def acceptable(text: str) -> bool:
         return not any(_extends(text, other) or _extends(other, text) for other in [answer, *chosen])
 
     for original in prompt.options:
-        if normalise_option(original) == normalise_option(answer):
+        if not acceptable(original):  # the answer, a subset of it, or a repeat: no form of it is a distractor
             continue
-        candidates = [text for text in [original, *prompt.exemplars] if _extends(text, original) and acceptable(text)]
+        length = _words(rng.choice(prompt.exemplars)) if prompt.exemplars else target
+        forms = [original, *(e for e in prompt.exemplars if _extends(e, original))]
+        forms += [original + elaboration for elaboration in elaborations]
+        candidates = [text for text in dict.fromkeys(forms) if acceptable(text)]
         if candidates:
-            chosen.append(min(candidates, key=lambda text: abs(_words(text) - target)))
+            chosen.append(min(candidates, key=lambda text: abs(_words(text) - length)))
     by_closeness = sorted(prompt.exemplars, key=lambda text: abs(_words(text) - target))  # stable: list order on ties
     for exemplar in by_closeness:
         if len(chosen) >= count:

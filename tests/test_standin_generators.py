@@ -1,6 +1,8 @@
 """The stand-in generators (``sureon/standin_generators.py``): the RADG prompt's restyling done by rule, served as
 OpenAI-compatible endpoints on the loopback interface, and stage 2 run for real against three of them."""
 
+import json
+
 import httpx
 import pytest
 
@@ -32,24 +34,52 @@ LONG = [f"{word}{ELABORATION}" for word in INSTRUMENTS]
 EXEMPLARS = ["Hook electrode", LONG[1], "Stapler", LONG[3], "Needle driver", LONG[2]]
 
 
-def test_each_distractor_is_restyled_like_the_answer():
-    user = message(LONG[0], [LONG[0], "Hook electrode", "Clip applier"], EXEMPLARS)
-    written = write_distractors(user, 6)
-    assert written[:2] == [LONG[1], LONG[2]]  # the stage-1 distractors, in order, in their long forms
-    assert written[2:] == [LONG[3], "Needle driver", "Stapler"]  # then exemplars, the closest in length first
-    assert write_distractors(user, 2) == written[:2]
+def test_distractors_take_the_exemplars_length_and_elaboration():
+    options = ["Grasper", "Hook electrode", "Suction irrigator", "Scissors"]
+    # examples all long: every distractor long, also a word no example extends (the elaboration is copied)
+    long_examples = message("Grasper", options, [LONG[4], LONG[5]])
+    assert write_distractors(long_examples, 3) == [LONG[1], LONG[4], LONG[3]]
+    # examples all short: the stage-1 texts as they were
+    short_examples = message("Grasper", options, ["Stapler", "Needle driver", LONG[4].split(",")[0]])
+    assert write_distractors(short_examples, 3) == ["Hook electrode", "Suction irrigator", "Scissors"]
+    # no example retrieved: the answer's own length
+    assert write_distractors(message(LONG[0], [LONG[0], *options[1:]], []), 3) == options[1:]
 
 
-def test_a_short_answer_keeps_short_distractors():
-    user = message("Grasper", ["Grasper", "Hook electrode", "Clip applier"], EXEMPLARS)
-    assert write_distractors(user, 4) == ["Hook electrode", "Clip applier", "Stapler", "Needle driver"]
+def test_a_pool_carries_its_exemplars_mix_of_lengths_at_places_that_vary():
+    """One long example in three: about a third of the distractors long, each original long on some questions and
+    short on others (no pattern of lengths that repeats with the answer), and the same message the same reply."""
+    options = ["Grasper", "Hook electrode", "Clip applier", "Scissors"]
+    exemplars = [LONG[5], "Stapler", "Needle driver"]
+    written = []
+    for minute in range(300):
+        record = {
+            "category": "equipment_identification",
+            "question": "Which instrument is visible?",
+            "answer": "Grasper",
+            "options": [{"letter": "ABCD"[i], "text": t, "correct": i == 0} for i, t in enumerate(options)],
+            "transcript": f"[0:{minute:02d}:10 → 0:{minute:02d}:18] We continue.",
+        }
+        user = distractor_message(record, exemplars)
+        written.append(write_distractors(user, 3))
+        assert write_distractors(user, 3) == written[-1]
+    elaborated = [[text.endswith(ELABORATION) for text in texts] for texts in written]
+    assert 0.25 < sum(map(sum, elaborated)) / (3 * len(written)) < 0.42
+    for place in range(3):
+        assert 0.2 < sum(row[place] for row in elaborated) / len(written) < 0.47
+    assert all(
+        text.removesuffix(ELABORATION) == word
+        for texts in written
+        for text, word in zip(texts, options[1:], strict=True)
+    )
 
 
 def test_never_the_answer_a_paraphrase_or_a_subset_of_it_nor_a_repeat():
     exemplars = ["Grasper", f"Grasper{ELABORATION}, left port", "Hook", "Hook electrode", LONG[1], "Clip applier"]
     user = message(LONG[0], [LONG[0], "Grasper", "Hook electrode", "Hook electrode"], exemplars)
     written = write_distractors(user, 6)
-    assert written == [LONG[1], "Clip applier"]  # all the message allows: fewer than asked rather than a paraphrase
+    # all the message allows, in one form or the other: fewer than asked rather than a paraphrase
+    assert [text.removesuffix(ELABORATION) for text in written] == ["Hook electrode", "Clip applier"]
     keys = [normalise_option(text) for text in [LONG[0], *written]]
     assert not any(a != b and b.startswith(a) for a in keys for b in keys) and len(set(keys)) == len(keys)
 
@@ -70,9 +100,8 @@ def test_the_endpoints_answer_the_radg_prompt_and_stop_on_exit():
             no_count = http.post(f"{urls['m2']}/chat/completions", json={**chat, "messages": uncounted})
             elsewhere = http.post(f"{urls['m1']}/chat/completions", json=chat)
     assert [m["id"] for m in models["data"]] == ["m2"]
-    assert reply["model"] == "m2" and reply["choices"][0]["message"]["content"] == (
-        '{"distractors": ["Hook electrode", "Clip applier"]}'
-    )
+    assert reply["model"] == "m2"
+    assert json.loads(reply["choices"][0]["message"]["content"]) == {"distractors": write_distractors(user, 2)}
     assert reply["usage"]["prompt_tokens"] > reply["usage"]["completion_tokens"] > 0
     assert no_count.status_code == 400 and "Write exactly N distractors" in no_count.text
     assert elsewhere.status_code == 404 and "m2" in elsewhere.text
@@ -109,15 +138,21 @@ def test_stage2_over_three_standins_removes_the_length_shortcut_and_keeps_letter
     after = {r["question_id"]: r for split in ("train", "validation") for r in read_stage_output(out)[split]}
     planted = [q for q, r in after.items() if r["answer"].endswith(ELABORATION)]
     assert len(planted) == 18 and len(after) == 36 + 8
+    long_distractors, sole_long = 0, 0
     for question_id, record in after.items():
         assert [o["correct"] for o in record["options"]] == [o["correct"] for o in before[question_id]["options"]]
         # one program under three names: every pool is m1's six, the others' repeats dropped
         assert [p["model"] for p in record["distractor_pool"]] == ["m1"] * 6
+        # each option is its stage-1 word, restyled: the same instrument at the same letter
+        assert [o["text"].removesuffix(ELABORATION) for o in record["options"]] == [
+            o["text"].removesuffix(ELABORATION) for o in before[question_id]["options"]
+        ]
+        lengths = [o["text"].endswith(ELABORATION) for o in record["options"]]
         if question_id in planted:
             assert sum(o["text"].endswith(ELABORATION) for o in before[question_id]["options"]) == 1
-            assert all(o["text"].endswith(ELABORATION) for o in record["options"])
-            assert [o["text"].removesuffix(ELABORATION) for o in record["options"]] == [
-                o["text"].removesuffix(ELABORATION) for o in before[question_id]["options"]
-            ]
+            sole_long += sum(lengths) == 1
         else:
-            assert record["options"] == before[question_id]["options"]
+            long_distractors += sum(lengths)
+    # stage 1: the answer is the one long option on every planted row; after stage 2 on few
+    assert sole_long <= len(planted) // 6, sole_long
+    assert long_distractors > 0  # plain rows took long distractors where they retrieved long answers
