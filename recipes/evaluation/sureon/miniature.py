@@ -502,11 +502,12 @@ PREAMBLE = (
     "from the narration, its correct option always at one letter). Arm 1 trains on that release; arm 2 on it passed "
     "through `sureon pipeline stage2` (real retrieval over the training answers with a sentence-transformers "
     "embedder, the RADG prompt, parsing, validation and mixing, against three loopback endpoints served by a "
-    "deterministic stand-in for the generator LLMs, which gives each distractor the length of one retrieved correct "
-    "answer, nearest first, so a pool carries its exemplars' mix of lengths); arm 3 on arm 2's rows that passed `sureon curate` "
-    "(fold guessers and an off-the-shelf one, trained by the guesser recipe). The SFT recipe trains the same steps on "
-    "each arm, once per training seed; every run is evaluated visual and blind on one benchmark (`sureon eval sureon "
-    "--mode both`). Intervals are 95 % percentile bootstraps over questions."
+    "deterministic stand-in for the generator LLMs, which writes each distractor like one retrieved correct answer "
+    "drawn at random, in its length and elaboration, so a pool carries its exemplars' mix of lengths); arm 3 on arm "
+    "2's rows that passed `sureon curate` (fold guessers and an off-the-shelf one, trained by the guesser recipe). "
+    "The SFT recipe trains the same steps on each arm, once per training seed; every run is evaluated visual and "
+    "blind on one benchmark (`sureon eval sureon --mode both`). Intervals are 95 % percentile bootstraps over "
+    "questions."
 )
 WHAT_IT_SHOWS = (
     "What it can show: the mechanism of the Sureon paper's Table 4 end to end with the project's own commands: "
