@@ -64,15 +64,17 @@ def write_distractors(user_message: str, count: int) -> list[str]:
     The prompt asks for distractors like the example correct answers. Each original (stage-1) distractor, in order,
     is written like one exemplar drawn at random, as a model sampling at a low temperature follows one example or
     another: the text closest to it in word count among the original, the exemplars that extend the original, and
-    the original with an exemplar's elaboration (the words a longer exemplar adds to a shorter text it extends, ",
-    as clearly shown in the magnified view of the operative field"); ties: the original, then list order. When no
-    exemplar was retrieved, the answer's length is the target. So a pool carries its exemplars' mix of lengths at
-    places that vary from question to question: a long answer, which retrieves mostly long answers, gets mostly long
-    distractors, a short one as many as the long answers among its exemplars, and no pattern of long and short
-    options repeats with the answer. The draw is seeded by the whole message (``stable_seed``), so a repeated request
-    gets the same reply. When fewer than ``count`` come out, exemplars closest in word count to the answer fill in
-    (ties: list order). No text that is the answer, extends it or is extended by it (a paraphrase or a subset of the
-    answer), nor one that extends or is extended by a distractor already written, is ever written.
+    the original with an exemplar's elaboration (the clause a longer exemplar adds after punctuation to a shorter
+    text it extends, ", as clearly shown in the magnified view of the operative field"); ties: the original, then
+    list order. When no exemplar was retrieved, the answer's length is the target. So a pool carries its exemplars'
+    mix of lengths at places that vary from question to question: a long answer, which retrieves mostly long answers,
+    gets mostly long distractors, a short one about as many as the long answers among its exemplars, and the pattern
+    of long and short options does not name the answer (following the k-th exemplar in retrieval order instead made
+    one pattern per answer, a shortcut of the stand-in's own that blind curation then found on most rows). The draw
+    is seeded by the whole message (``stable_seed``), so a repeated request gets the same reply. When fewer than
+    ``count`` come out, exemplars closest in word count to the answer fill in (ties: list order). No text that is
+    the answer, extends it or is extended by it (a paraphrase or a subset of the answer), nor one that extends or is
+    extended by a distractor already written, is ever written.
     """
     prompt = parse_distractor_message(user_message)
     answer, target = prompt.answer, _words(prompt.answer)
