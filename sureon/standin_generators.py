@@ -46,16 +46,8 @@ def _elaborations(longer: list[str], shorter: list[str]) -> list[str]:
     """The clause each ``longer`` text adds after punctuation to a ``shorter`` one it extends ("Stapler, as clearly
     shown ..." over "Stapler": ", as clearly shown ..."), in order, without repeats: the specificity a model copies
     from an example. A word run on ("Hook electrode" over "Hook") is part of a name, not an elaboration."""
-    found = []
-    for text in longer:
-        for base in shorter:
-            if (
-                len(text) > len(base)
-                and text.startswith(base)
-                and not (text[len(base)].isalnum() or text[len(base)].isspace())
-            ):
-                found.append(text[len(base) :])
-    return list(dict.fromkeys(found))
+    found = [text[len(base) :] for text in longer for base in shorter if text.startswith(base)]
+    return list(dict.fromkeys(tail for tail in found if tail and not (tail[0].isalnum() or tail[0].isspace())))
 
 
 def write_distractors(user_message: str, count: int) -> list[str]:
@@ -66,7 +58,7 @@ def write_distractors(user_message: str, count: int) -> list[str]:
     another: the text closest to it in word count among the original, the exemplars that extend the original, and
     the original with an exemplar's elaboration (the clause a longer exemplar adds after punctuation to a shorter
     text it extends, ", as clearly shown in the magnified view of the operative field"); ties: the original, then
-    list order. When no exemplar was retrieved, the answer's length is the target. So a pool carries its exemplars'
+    list order (with no exemplar retrieved, the original as it is). So a pool carries its exemplars'
     mix of lengths at places that vary from question to question: a long answer, which retrieves mostly long answers,
     gets mostly long distractors, a short one about as many as the long answers among its exemplars, and the pattern
     of long and short options does not name the answer (following the k-th exemplar in retrieval order instead made
@@ -88,7 +80,7 @@ def write_distractors(user_message: str, count: int) -> list[str]:
     for original in prompt.options:
         if not acceptable(original):  # the answer, a subset of it, or a repeat: no form of it is a distractor
             continue
-        length = _words(rng.choice(prompt.exemplars)) if prompt.exemplars else target
+        length = _words(rng.choice(prompt.exemplars or [original]))
         forms = [original, *(e for e in prompt.exemplars if _extends(e, original))]
         forms += [original + elaboration for elaboration in elaborations]
         candidates = [text for text in dict.fromkeys(forms) if acceptable(text)]

@@ -113,10 +113,12 @@ def test_length_cue_and_hardening_room_read_the_options_and_pools():
 
     stage1 = [row(["Grasper held in view", "Hook", "Clip"], 0), row(["Grasper", "Hook", "Clip"], 1)]
     cue = miniature.length_cue(stage1)
-    assert cue["rows"] == 2 and cue["correct_longest"] == 0.5
+    assert cue["rows"] == 2 and cue["correct_longest"] == 0.5 and cue["distractor_longest"] == 0.0
     assert cue["length_ratio"] == pytest.approx((4 / 1 + 1 / 1) / 2)
     refined = [row(["Grasper held in view", "Hook held in view", "Clip held in view"], 0, ["a", "b"])]
     assert miniature.length_cue(refined)["correct_longest"] == 0.0
+    decoys = [row(["Grasper", "Hook held in view", "Clip"], 0), row(["Grasper", "Hook held", "Clip held"], 0)]
+    assert miniature.length_cue(decoys)["distractor_longest"] == 0.5  # one distractor longer than all, not a tie
     room = miniature.hardening_room([*refined, row(["x", "y", "z"], 0, ["a", "b", "c", "d"])])
     assert room == {"rows": 2, "one_configuration": 1, "median_configurations": 3.5}
 

@@ -18,14 +18,19 @@ from sureon.cli import main as cli_main
 from sureon.standin_generators import serve_generators, write_distractors
 
 
-def message(answer: str, options: list[str], exemplars: list[str]) -> str:
+def message(
+    answer: str,
+    options: list[str],
+    exemplars: list[str],
+    transcript: str = "[0:00:10 → 0:00:18] We continue.\nCorrect answer: not this line",
+) -> str:
     """The user message stage 2 sends for a question with these texts (the pipeline's own writer)."""
     record = {
         "category": "equipment_identification",
         "question": "Which instrument is visible?",
         "answer": answer,
         "options": [{"letter": "ABCDEFG"[i], "text": t, "correct": t == answer} for i, t in enumerate(options)],
-        "transcript": "[0:00:10 → 0:00:18] We continue.\nCorrect answer: not this line",
+        "transcript": transcript,
     }
     return distractor_message(record, exemplars)
 
@@ -42,7 +47,7 @@ def test_distractors_take_the_exemplars_length_and_elaboration():
     # examples all short: the stage-1 texts as they were
     short_examples = message("Grasper", options, ["Stapler", "Needle driver", LONG[4].split(",")[0]])
     assert write_distractors(short_examples, 3) == ["Hook electrode", "Suction irrigator", "Scissors"]
-    # no example retrieved: the answer's own length
+    # no example retrieved: nothing to copy, even for a long answer
     assert write_distractors(message(LONG[0], [LONG[0], *options[1:]], []), 3) == options[1:]
 
 
@@ -52,15 +57,8 @@ def test_a_pool_carries_its_exemplars_mix_of_lengths_at_places_that_vary():
     options = ["Grasper", "Hook electrode", "Clip applier", "Scissors"]
     exemplars = [LONG[5], "Stapler", "Needle driver"]
     written = []
-    for minute in range(300):
-        record = {
-            "category": "equipment_identification",
-            "question": "Which instrument is visible?",
-            "answer": "Grasper",
-            "options": [{"letter": "ABCD"[i], "text": t, "correct": i == 0} for i, t in enumerate(options)],
-            "transcript": f"[0:{minute:02d}:10 → 0:{minute:02d}:18] We continue.",
-        }
-        user = distractor_message(record, exemplars)
+    for minute in range(300):  # 300 questions that differ in their transcript alone
+        user = message("Grasper", options, exemplars, f"[0:{minute:02d}:10 → 0:{minute:02d}:18] We continue.")
         written.append(write_distractors(user, 3))
         assert write_distractors(user, 3) == written[-1]
     elaborated = [[text.endswith(ELABORATION) for text in texts] for texts in written]

@@ -9,7 +9,8 @@ returns plain JSON data; :func:`render_markdown` lays it out in the Sureon paper
   consecutive arms (over questions, pooled over seeds), by benchmark row kind too;
 - **Table 8** per arm: blind accuracy of an off-the-shelf guesser (OS) on the arm's training rows and of a blind
   guesser fine-tuned on them (FT) on the arm's validation pool;
-- **stage 2's own figure**: how often the correct option is the longest one, before and after;
+- **stage 2's own figures**: how often the correct option is the longest one, and how often a distractor is, before
+  and after;
 - **stage 3's own figures**: rows removed by the cross-validated guessers, and the recall and precision of the rows
   with a planted shortcut among them (the world's ground truth), per kind;
 - **Algorithm 1's room**: how many distractor configurations each training row's stage-2 pool offers;
@@ -93,8 +94,9 @@ def release_rows(release: Path, split: str = "train", passing_only: bool = False
 
 def length_cue(rows: list[dict]) -> dict:
     """The Sureon paper's Fig. 9 in one number or two: over the rows with options, how often the correct option is
-    the only longest one (in words), and its mean length against the distractors' (words)."""
-    longest, ratios = 0, []
+    the only longest one (in words), how often a distractor is (where a learned "take the longest" fails), and the
+    correct option's mean length against the distractors' (words)."""
+    longest, distractor_longest, ratios = 0, 0, []
     for row in rows:
         options = row.get("options") or []
         if len(options) < 2:
@@ -105,10 +107,12 @@ def length_cue(rows: list[dict]) -> dict:
         if len(correct) != 1:
             continue
         longest += correct[0] > max(others)
+        distractor_longest += max(others) > correct[0] and others.count(max(others)) == 1
         ratios.append(correct[0] / (sum(others) / len(others)))
     return {
         "rows": len(ratios),
         "correct_longest": longest / len(ratios) if ratios else None,
+        "distractor_longest": distractor_longest / len(ratios) if ratios else None,
         "length_ratio": float(np.mean(ratios)) if ratios else None,
     }
 
@@ -416,11 +420,15 @@ def render_markdown(report: dict) -> str:
         lines += ["", report.get("table8_note", ""), ""]
     if "length_cue" in report:
         lines += ["## Stage 2: the length shortcut before and after (training rows)", ""]
-        lines += ["| rows | count | correct option the longest (%) | correct / distractor length |"]
-        lines.append("| --- | --- | --- | --- |")
+        lines.append(
+            "| rows | count | correct option the longest (%) | a distractor the longest (%) "
+            "| correct / distractor length |"
+        )
+        lines.append("| --- | --- | --- | --- | --- |")
         for arm, cue in report["length_cue"].items():
             ratio = "-" if cue["length_ratio"] is None else f"{cue['length_ratio']:.2f}"
-            lines.append(f"| {titles[arm]} | {cue['rows']} | {_pct(cue['correct_longest'])} | {ratio} |")
+            longest = f"{_pct(cue['correct_longest'])} | {_pct(cue['distractor_longest'])}"
+            lines.append(f"| {titles[arm]} | {cue['rows']} | {longest} | {ratio} |")
         lines.append("")
     for split, figures in (report.get("stage3") or {}).items():
         lines += [f"## Stage 3 on the stage-2 {split} rows: what blind curation removed", ""]
